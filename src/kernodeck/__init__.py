@@ -1,0 +1,1 @@
+"""Kernodeck: reproduction manifests for ML environments."""

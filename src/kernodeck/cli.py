@@ -1,0 +1,97 @@
+"""The command line: commands, their options and exit codes. Work is done elsewhere.
+
+Exit codes everywhere: 0 ok, 1 a check or resolution failed, 2 bad input or usage. A
+KernodeckError is printed as message + context + hint, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kernodeck.errors import EXIT_USAGE, KernodeckError
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KernodeckError as e:
+            click.echo(e.render(), err=True)
+            ctx.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kernodeck")
+def cli() -> None:
+    """Reproduction manifests for ML environments: lock, verify, rebuild, hand over."""
+
+
+@cli.command()
+@click.argument("path", default="repro.toml", type=click.Path(path_type=Path))
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+def validate(path: Path, quiet: bool) -> None:
+    """Load and check a manifest (default ./repro.toml)."""
+    from kernodeck.manifest import load_manifest
+
+    m = load_manifest(path)
+    if not quiet:
+        click.echo(
+            f"{path}: valid (reference {m.reference.name} {m.reference.id}, "
+            f"{len(m.platform)} platform{'s' if len(m.platform) != 1 else ''})"
+        )
+
+
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of repro.toml."""
+    from kernodeck.manifest.jsonschema import schema_text
+
+    click.echo(schema_text(), nl=False)
+
+
+@cli.command()
+@click.argument("directory", default=".", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite an existing repro.toml.")
+@click.option("--name", default=None, help="Reference name (default: the folder's name).")
+def init(directory: Path, force: bool, name: str | None) -> None:
+    """Write a commented starter repro.toml for a project folder."""
+    from kernodeck.manifest.init import write_starter
+
+    path = write_starter(directory, force=force, name=name)
+    click.echo(f"wrote {path}; edit it, then run `kernodeck validate {path}`")
+
+
+def _register() -> None:
+    from kernodeck.commands import COMMANDS
+
+    for command in COMMANDS:
+        cli.add_command(command)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; returns the exit code."""
+    try:
+        cli.main(args=argv, prog_name="kernodeck", standalone_mode=True)
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        click.echo(str(code), err=True)
+        return EXIT_USAGE
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Step and Report: what verify, check and rebuild say, as data, as JSON and for people.
+
+A Step is one thing that was checked: its layer, status, what was expected and observed, and for
+a failure its first error and a hint. A Report is the ordered list of steps plus the observed
+inventory, so that two reports can be compared (`kernodeck diff`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPORT_SCHEMA = "kernodeck-report/1"
+
+
+class Status(str, Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    WARNING = "warning"
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    layer: str
+    name: str
+    status: Status
+    expected: Any = None
+    observed: Any = None
+    error: str | None = None
+    hint: str | None = None
+    required: bool = True
+    details: dict[str, Any] = Field(default_factory=dict)
+    seconds: float | None = None
+
+    @classmethod
+    def passed(cls, layer: str, name: str, **kw: Any) -> Step:
+        return cls(layer=layer, name=name, status=Status.PASSED, **kw)
+
+    @classmethod
+    def failed(cls, layer: str, name: str, error: str, **kw: Any) -> Step:
+        return cls(layer=layer, name=name, status=Status.FAILED, error=error, **kw)
+
+    @classmethod
+    def skipped(cls, layer: str, name: str, why: str, **kw: Any) -> Step:
+        return cls(layer=layer, name=name, status=Status.SKIPPED, error=why, **kw)
+
+    @classmethod
+    def warning(cls, layer: str, name: str, error: str, **kw: Any) -> Step:
+        return cls(layer=layer, name=name, status=Status.WARNING, error=error, **kw)
+
+
+class Report(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: str = Field(default=REPORT_SCHEMA, alias="schema")
+    kind: str = "verify"
+    manifest: str | None = None
+    reference_id: str | None = None
+    platform: str | None = None
+    steps: list[Step] = Field(default_factory=list)
+    inventory: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    def add(self, *steps: Step) -> None:
+        self.steps.extend(steps)
+
+    def failed_layers(self) -> list[str]:
+        return list(dict.fromkeys(s.layer for s in self.steps if s.status is Status.FAILED and s.required))
+
+    @property
+    def ok(self) -> bool:
+        return not any(s.status is Status.FAILED and s.required for s in self.steps)
+
+    def counts(self) -> dict[str, int]:
+        out = {s.value: 0 for s in Status}
+        for step in self.steps:
+            out[step.status.value] += 1
+        return out
+
+    def summary(self) -> str:
+        c = self.counts()
+        verdict = "OK" if self.ok else "FAILED"
+        line = f"{verdict}: {c['passed']} passed, {c['failed']} failed, {c['warning']} warnings, {c['skipped']} skipped"
+        first = next((s for s in self.steps if s.status is Status.FAILED and s.required), None)
+        if first is not None:
+            line += f"; first failure: {first.layer}/{first.name}: {first.error}"
+        return line
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        return cls.model_validate(json.loads(text))
+
+    def write_json(self, path: str | Path) -> None:
+        atomic_write_text(Path(path), self.to_json())
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
