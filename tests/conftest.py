@@ -6,7 +6,14 @@ import os
 
 # Tests must pass the same way on any machine: never read the host's pip configuration.
 os.environ["PIP_CONFIG_FILE"] = os.devnull
-for var in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL"):
+for var in (
+    "PIP_FIND_LINKS",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_CONSTRAINT",
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+):
     os.environ.pop(var, None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("NO_COLOR", "1")

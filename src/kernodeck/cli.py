@@ -6,6 +6,7 @@ KernodeckError is printed as message + context + hint, never as a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,16 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(130)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception as e:  # a bug: say so plainly; the traceback only on request
+            if os.environ.get("KERNODECK_DEBUG"):
+                raise
+            click.echo(f"internal error: {type(e).__name__}: {e}", err=True)
+            click.echo(
+                "hint: this is a bug in kernodeck; rerun with KERNODECK_DEBUG=1 for the traceback", err=True
+            )
+            ctx.exit(1)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

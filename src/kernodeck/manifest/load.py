@@ -6,6 +6,7 @@ collected, each with its dotted location and, where the locator finds it, the li
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
 import sys
@@ -74,7 +75,7 @@ def loads_manifest(text: str, filename: str = "repro.toml") -> Manifest:
     data = parse_toml(text, filename)
     locator = _Locator(text)
     try:
-        manifest = Manifest.model_validate(data)
+        manifest = Manifest.model_validate(data, by_alias=True, by_name=False)
     except ValidationError as e:
         issues = [_issue_from_error(err, filename, locator, data) for err in e.errors(include_url=False)]
         raise ManifestError(_dedupe(issues)) from None
@@ -104,9 +105,7 @@ def _clean_loc(loc: tuple[Any, ...]) -> Loc:
     """Drop pydantic's internal union/function tags from an error location."""
     out: list[str | int] = []
     for part in loc:
-        if isinstance(part, int):
-            out.append(part)
-        elif isinstance(part, str) and not re.search(r"[\[\(]", part):
+        if isinstance(part, int) or (isinstance(part, str) and not re.search(r"[\[\(]", part)):
             out.append(part)
     return tuple(out)
 
@@ -210,14 +209,15 @@ class _Locator:
     """
 
     _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-    _KEY = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*=\s*(.*)$""")
+    _KEY = re.compile(
+        r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*=\s*(.*)$"""
+    )
 
     def __init__(self, text: str) -> None:
         self.lines: dict[Loc, int] = {}
-        try:
+        # The locator is best effort; validation never depends on it.
+        with contextlib.suppress(Exception):
             self._scan(text)
-        except Exception:  # the locator is best effort; validation never depends on it
-            pass
 
     @staticmethod
     def _split_key(key: str) -> list[str]:

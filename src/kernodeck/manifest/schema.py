@@ -42,6 +42,7 @@ class _Model(BaseModel):
         populate_by_name=True,
         validate_default=False,
         str_strip_whitespace=False,
+        strict=True,  # TOML has real types: "no" is not a boolean, "5" is not a number
     )
 
 
@@ -66,7 +67,9 @@ def _revision(v: str) -> str:
 
 def _name(v: str) -> str:
     if not _NAME.match(v):
-        raise ValueError(f"name {v!r} must start with a letter or digit and use only letters, digits, '.', '_', '-'")
+        raise ValueError(
+            f"name {v!r} must start with a letter or digit and use only letters, digits, '.', '_', '-'"
+        )
     return v
 
 
@@ -202,7 +205,7 @@ class Packages(_Model):
     constraints: list[RequirementStr] = []
     allow_sdist: list[ProjectName] = []
     prereleases: bool = False
-    exclude_newer: datetime | None = None
+    exclude_newer: Annotated[datetime | None, Field(strict=False)] = None
     pytorch_index: IndexUrl | None = None
     sources: dict[str, Name] = {}
     index: list[Index] = []
@@ -385,7 +388,10 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
     out += _dupes(m.weights, "name", "weights")
     out += _dupes(m.check, "name", "check")
     out += _dupes(m.variant, "name", "variant")
-    out += [(("packages", "index", i, "name"), msg) for (_, i, _), msg in _dupes(m.packages.index, "name", "index")]
+    out += [
+        (("packages", "index", i, "name"), msg)
+        for (_, i, _), msg in _dupes(m.packages.index, "name", "index")
+    ]
 
     defaults = [i for i, ix in enumerate(m.packages.index) if ix.default]
     for i in defaults[1:]:
@@ -394,14 +400,22 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
     owner: dict[str, str] = {}
     for i, ix in enumerate(m.packages.index):
         if ix.url is None and not ix.default:
-            out.append((("packages", "index", i, "url"), f"index {ix.name!r} needs a url (only the default index may omit it)"))
-        for j, pkg in enumerate(ix.packages):
-            key = canonicalize_name(pkg)
-            if key in owner and owner[key] != ix.name:
-                out.append(
-                    (("packages", "index", i, "packages", j), f"{pkg!r} is already pinned to index {owner[key]!r}")
+            out.append(
+                (
+                    ("packages", "index", i, "url"),
+                    f"index {ix.name!r} needs a url (only the default index may omit it)",
                 )
-            owner[key] = ix.name
+            )
+        for j, pkg in enumerate(ix.packages):
+            project = canonicalize_name(pkg)
+            if project in owner and owner[project] != ix.name:
+                out.append(
+                    (
+                        ("packages", "index", i, "packages", j),
+                        f"{pkg!r} is already pinned to index {owner[project]!r}",
+                    )
+                )
+            owner[project] = ix.name
     for pkg, ixname in m.packages.sources.items():
         if ixname not in names:
             known = ", ".join(sorted(names)) or "none declared"
@@ -418,11 +432,18 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
         if b is not None and b.kind == "mps" and p.os != "macos":
             out.append((("platform", i, "backend"), "backend 'mps' exists only on os = 'macos'"))
         if b is not None and b.kind in ("cuda", "rocm", "xpu") and p.os == "macos":
-            out.append((("platform", i, "backend"), f"backend {p.backend!r} does not exist on macOS; use 'mps' or none"))
+            out.append(
+                (
+                    ("platform", i, "backend"),
+                    f"backend {p.backend!r} does not exist on macOS; use 'mps' or none",
+                )
+            )
         if b is not None and b.kind == "rocm" and p.os != "linux":
             out.append((("platform", i, "backend"), f"backend {p.backend!r} exists only on os = 'linux'"))
         if p.os != "linux" and (p.glibc or p.musl):
-            out.append((("platform", i, "glibc" if p.glibc else "musl"), "glibc/musl apply only to os = 'linux'"))
+            out.append(
+                (("platform", i, "glibc" if p.glibc else "musl"), "glibc/musl apply only to os = 'linux'")
+            )
         if p.glibc and p.musl:
             out.append((("platform", i, "musl"), "a platform has either glibc or musl, not both"))
         if p.os != "macos" and p.macos:
@@ -434,27 +455,49 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
     for i, w in enumerate(m.weights):
         if w.hub:
             if w.revision is None:
-                out.append((("weights", i, "revision"), f"hub weights {w.hub!r} need a pinned revision (40-hex commit)"))
+                out.append(
+                    (
+                        ("weights", i, "revision"),
+                        f"hub weights {w.hub!r} need a pinned revision (40-hex commit)",
+                    )
+                )
             if not w.files:
                 out.append((("weights", i, "files"), "hub weights need `files = { name = sha256 }`"))
             if w.package or w.path:
                 out.append((("weights", i, "hub"), "hub weights take `files`, not `path` or `package`"))
         else:
             if w.path is None:
-                out.append((("weights", i, "path"), "weights need `path` (a file, or a file inside `package`) or `hub`"))
+                out.append(
+                    (
+                        ("weights", i, "path"),
+                        "weights need `path` (a file, or a file inside `package`) or `hub`",
+                    )
+                )
             if w.sha256 is None:
                 out.append((("weights", i, "sha256"), "weights need a sha256 fingerprint"))
             if w.revision or w.files:
-                out.append((("weights", i, "revision" if w.revision else "files"), "only hub weights take revision/files"))
+                out.append(
+                    (
+                        ("weights", i, "revision" if w.revision else "files"),
+                        "only hub weights take revision/files",
+                    )
+                )
 
     for i, c in enumerate(m.check):
         for j, o in enumerate(c.output):
             loc: tuple[str | int, ...] = ("check", i, "output", j)
             numeric = o.atol is not None or o.rtol is not None or o.cosine_min is not None
             if numeric and o.reference is None:
-                out.append(((*loc, "reference"), "atol/rtol/cosine-min compare against a `reference` file; add one"))
+                out.append(
+                    ((*loc, "reference"), "atol/rtol/cosine-min compare against a `reference` file; add one")
+                )
             if o.ids_from is not None and "#" not in o.ids_from:
-                out.append(((*loc, "ids-from"), f"ids-from {o.ids_from!r} must be 'file#field', e.g. 'data/samples.jsonl#id'"))
+                out.append(
+                    (
+                        (*loc, "ids-from"),
+                        f"ids-from {o.ids_from!r} must be 'file#field', e.g. 'data/samples.jsonl#id'",
+                    )
+                )
             if o.min is not None and o.max is not None and o.min > o.max:
                 out.append(((*loc, "min"), f"min {o.min} is greater than max {o.max}"))
     return out

@@ -1,0 +1,223 @@
+"""Remove credentials and the author's host paths from text before it leaves the machine.
+
+A `Scrubber` knows two kinds of things to hide:
+
+- secret *values*: the values of environment variables whose names look like credentials
+  (`*_TOKEN`, `*_KEY`, `*_SECRET`, `*_PASSWORD`, ...) and of the variables a manifest names as
+  index credentials or data `access`; each occurrence becomes `<redacted:NAME>`;
+- absolute *paths* of the author's machine (the project folder, the repository, the Python
+  prefixes, the home directory, the temporary directory); each becomes a placeholder such as
+  `<project>` or `<home>`.
+
+Independently of what it knows, it rewrites patterns that carry credentials in any text: user-info
+in URLs (`https://user:token@host` → `https://<redacted>@host`, `${VAR}` placeholders are kept),
+`NAME_TOKEN=value` style assignments, `Authorization:` headers and well-known token formats.
+
+`leaks(data)` says what a scrubbed output still contains, so a writer can refuse to write it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Environment variable names whose values are credentials.
+SECRET_NAME = re.compile(
+    r"^(?:[A-Za-z0-9]+_)*(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)$|_(?:KEY|PAT|AUTH)$",
+    re.IGNORECASE,
+)
+
+_REDACTED = "<redacted>"
+_PLACEHOLDER = re.compile(r"^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>)(?::(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>))?$")
+
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/@'\"<>]+)@")
+_SECRET_WORD = (
+    r"\b(?i:(?:[A-Za-z0-9]+_)*(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)"
+    r"|[A-Za-z0-9_]*(?:api|access|secret|private)_?key)\b"
+    r"|\b[A-Z0-9_]*_(?:KEY|PAT|AUTH)\b"
+)
+_ASSIGNMENT = re.compile(
+    r"(?P<name>" + _SECRET_WORD + r")"
+    r"(?P<sep>[\"']?[ \t]*[:=][ \t]*[\"']?)"
+    r"(?P<value>(?![<$])[^\s\"',;}&)\]]+)"
+)
+_AUTH_HEADER = re.compile(r"(?P<head>\bAuthorization:[ \t]*(?:Bearer|Basic|Token)?[ \t]*)(?P<value>[^\s\"']+)", re.IGNORECASE)
+_TOKEN_FORMATS = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|hf_[A-Za-z0-9]{30,}"
+    r"|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{32,}|xox[abpr]-[A-Za-z0-9-]{20,}|glpat-[A-Za-z0-9_-]{20,})\b"
+)
+_PATH_END = r"(?=[/\\\s\"'`:;,)\]}>|]|\.(?:\s|$)|$)"
+
+#: Paths that are never replaced even if a prefix points there: too generic to be a host detail.
+_SYSTEM_DIRS = {"/", "/usr", "/usr/local", "/opt", "/bin", "/lib", "/var", "/etc", "/tmp", "C:\\", "/private"}
+
+
+def is_secret_name(name: str) -> bool:
+    """True for environment variable names whose values are credentials (`HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`)."""
+    return bool(SECRET_NAME.search(name))
+
+
+@dataclass
+class Scrubber:
+    """Replaces known secret values and host paths, and credential-shaped text, with placeholders."""
+
+    secrets: dict[str, str] = field(default_factory=dict)  # value -> variable name
+    paths: list[tuple[str, str]] = field(default_factory=list)  # (absolute path, placeholder)
+
+    @classmethod
+    def for_project(
+        cls,
+        project_dir: str | Path | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        credential_names: Iterable[str] = (),
+        extra_paths: Iterable[tuple[str | Path, str]] = (),
+        home: str | Path | None = None,
+    ) -> Scrubber:
+        """A scrubber for the author's machine: secret values from `environ` (default os.environ),
+        the variables the manifest names (`credential_names`), and the usual host paths."""
+        env = dict(os.environ if environ is None else environ)
+        s = cls()
+        named = set(credential_names)
+        for name, value in env.items():
+            if is_secret_name(name) and len(value) >= 4:
+                s.add_secret(value, name)
+            elif name in named and len(value) >= 8:
+                s.add_secret(value, name)
+        pairs: list[tuple[str | Path, str]] = list(extra_paths)
+        if project_dir is not None:
+            proj = Path(project_dir).absolute()
+            pairs.append((proj, "<project>"))
+            top = _git_toplevel(proj)
+            if top is not None:
+                pairs.append((top, "<repo>"))
+        pairs.append((sys.prefix, "<prefix>"))
+        pairs.append((sys.base_prefix, "<python>"))
+        pairs.append((sys.exec_prefix, "<prefix>"))
+        pairs.append((tempfile.gettempdir(), "<tmp>"))
+        pairs.append((home if home is not None else Path.home(), "<home>"))
+        for path, placeholder in pairs:
+            s.add_path(path, placeholder)
+        return s
+
+    def add_secret(self, value: str, name: str) -> None:
+        if value and value not in self.secrets:
+            self.secrets[value] = name
+
+    def add_path(self, path: str | Path, placeholder: str) -> None:
+        forms = {str(path)}
+        try:
+            forms.add(str(Path(path).resolve()))
+        except OSError:  # pragma: no cover - unreadable parent
+            pass
+        for form in forms:
+            form = form.rstrip("/\\") or form
+            if len(form) < 2 or form in _SYSTEM_DIRS or any(p == form for p, _ in self.paths):
+                continue
+            self.paths.append((form, placeholder))
+        # longest first, so a project inside the home folder becomes <project>, not <home>/...
+        self.paths.sort(key=lambda p: len(p[0]), reverse=True)
+
+    # --- rewriting -----------------------------------------------------------------------------
+
+    def text(self, text: str) -> str:
+        """The text with every secret and host path replaced."""
+        for value in sorted(self.secrets, key=len, reverse=True):
+            text = text.replace(value, f"<redacted:{self.secrets[value]}>")
+        text = _URL_USERINFO.sub(_userinfo, text)
+        text = _ASSIGNMENT.sub(lambda m: f"{m['name']}{m['sep']}{_REDACTED}", text)
+        text = _AUTH_HEADER.sub(lambda m: f"{m['head']}{_REDACTED}", text)
+        text = _TOKEN_FORMATS.sub(_REDACTED, text)
+        for path, placeholder in self.paths:
+            text = re.sub(re.escape(path) + _PATH_END, lambda _m, p=placeholder: p, text)
+        return text
+
+    def data(self, obj: Any) -> Any:
+        """A JSON-like structure with every string (keys included) scrubbed."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return {self.text(k) if isinstance(k, str) else k: self.data(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [self.data(v) for v in obj]
+        return obj
+
+    # --- checking ------------------------------------------------------------------------------
+
+    def leaks(self, data: bytes | str) -> list[str]:
+        """What `data` still reveals: variable names of secret values, placeholders of host paths,
+        and kinds of credential-shaped text. Empty when the data is clean."""
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+        raw = data if isinstance(data, bytes) else data.encode("utf-8")
+        found: list[str] = []
+        for value, name in self.secrets.items():
+            if value.encode("utf-8") in raw:
+                found.append(f"the value of {name}")
+        for path, placeholder in self.paths:
+            if re.search(re.escape(path) + _PATH_END, text):
+                found.append(f"a host path ({placeholder})")
+        if any(not _PLACEHOLDER.match(m["userinfo"]) for m in _URL_USERINFO.finditer(text)):
+            found.append("credentials in a URL")
+        if _ASSIGNMENT.search(text):
+            found.append("a credential assignment")
+        if _TOKEN_FORMATS.search(text):
+            found.append("a token")
+        return list(dict.fromkeys(found))
+
+
+def _userinfo(m: re.Match[str]) -> str:
+    info = m["userinfo"]
+    if _PLACEHOLDER.match(info):
+        return m[0]
+    return f"{m['scheme']}{_REDACTED}@"
+
+
+def _git_toplevel(path: Path) -> Path | None:
+    """The nearest folder above `path` holding `.git`, found without running git."""
+    for p in (path, *path.parents):
+        if (p / ".git").exists():
+            return p
+    return None
+
+
+def reduced_environment(
+    environ: Mapping[str, str],
+    keep: Iterable[str] = (),
+) -> dict[str, str]:
+    """The environment a clean install step runs with: the basics a process needs to run and reach
+    the network, plus the variables named in `keep` (index credentials, data access)."""
+    basics = (
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "SYSTEMROOT",
+        "SYSTEMDRIVE",
+        "USERPROFILE",
+        "APPDATA",
+        "LOCALAPPDATA",
+        "COMSPEC",
+        "PATHEXT",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+    )
+    names = list(dict.fromkeys((*basics, *keep)))
+    return {n: environ[n] for n in names if n in environ}

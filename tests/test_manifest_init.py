@@ -1,0 +1,106 @@
+"""`kernodeck init` writes a commented starter that validates, and never overwrites silently."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernodeck.cli import main
+from kernodeck.manifest import load_manifest
+from kernodeck.manifest.init import HostFacts, starter_document, torch_backend
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "app"\nversion = "1"\ndependencies = ["numpy>=1.26", "requests==2.32.3; python_version >= \'3.8\'"]\n'
+    )
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "first")
+    return tmp_path
+
+
+def test_init_writes_valid_manifest(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", str(project)]) == 0
+    m = load_manifest(project / "repro.toml")
+    assert m.code is not None and m.code.revision == _git(project, "rev-parse", "HEAD")
+    assert m.code.allow_dirty is False
+    assert m.packages.requirements == ["numpy>=1.26", "requests==2.32.3; python_version >= '3.8'"]
+    assert len(m.platform) == 1
+    text = (project / "repro.toml").read_text()
+    assert "# Reproduction manifest written by `kernodeck init`" in text
+    assert "from pyproject.toml [project.dependencies]" in text
+
+
+def test_init_refuses_to_overwrite(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "repro.toml").write_text("keep me")
+    assert main(["init", str(project)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert (project / "repro.toml").read_text() == "keep me"
+    assert main(["init", str(project), "--force"]) == 0
+    assert "keep me" not in (project / "repro.toml").read_text()
+
+
+def test_init_dirty_tree_and_requirements_txt(project: Path) -> None:
+    (project / "pyproject.toml").unlink()
+    (project / "requirements.txt").write_text(
+        "# pinned\n--index-url x\nrich==13.7.1 \\\n    --hash=sha256:abc\nclick>=8\n"
+    )
+    assert main(["init", str(project)]) == 0
+    text = (project / "repro.toml").read_text()
+    assert "uncommitted changes" in text
+    m = load_manifest(project / "repro.toml")
+    assert m.packages.requirements == ["rich==13.7.1", "click>=8"]
+
+
+def test_init_outside_git(tmp_path: Path) -> None:
+    assert main(["init", str(tmp_path)]) == 0
+    m = load_manifest(tmp_path / "repro.toml")
+    assert m.code is None
+    assert "not a git checkout" in (tmp_path / "repro.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("os_name", "version", "backend"),
+    [
+        ("linux", "2.6.0+cu126", "cu126"),
+        ("linux", "2.5.1+rocm6.2", "rocm6.2"),
+        ("linux", "2.13.0+cpu", "cpu"),
+        ("linux", "2.6.0", None),
+        ("macos", "2.6.0", "mps"),
+        ("linux", None, None),
+    ],
+)
+def test_torch_backend_from_local_label(os_name: str, version: str | None, backend: str | None) -> None:
+    assert torch_backend(os_name, version)[0] == backend
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        HostFacts("3.12", "cpython", "macos", "arm64", macos="14.5", backend="mps"),
+        HostFacts("3.10", "cpython", "windows", "x86_64"),
+        HostFacts("3.11", "cpython", "linux", "aarch64", glibc="2.35", backend="cu126"),
+    ],
+)
+def test_starter_for_other_machines_validates(tmp_path: Path, facts: HostFacts) -> None:
+    import tomlkit
+
+    from kernodeck.manifest import loads_manifest
+
+    m = loads_manifest(tomlkit.dumps(starter_document(tmp_path, facts=facts, git=None)))
+    assert m.platform[0].os == facts.os
+    assert m.system.require_accelerator is (facts.backend not in (None, "cpu"))
