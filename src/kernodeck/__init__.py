@@ -1,1 +1,27 @@
-"""Kernodeck: reproduction manifests for ML environments."""
+"""Kernodeck: reproduction manifests for ML environments.
+
+From Python::
+
+    import kernodeck
+    report = kernodeck.verify("repro.toml")      # -> kernodeck.report.Report
+    kernodeck.require("repro.toml")              # raises kernodeck.errors.CheckFailed when anything required failed
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["__version__", "require", "verify"]
+
+if TYPE_CHECKING:
+    from kernodeck.api import require, verify
+
+
+def __getattr__(name: str) -> Any:
+    # Imported lazily so that `import kernodeck` (and the CLI's start-up) stays cheap.
+    if name in ("verify", "require"):
+        from kernodeck import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'kernodeck' has no attribute {name!r}")

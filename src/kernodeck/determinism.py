@@ -193,14 +193,16 @@ def _apply_torch(settings: Mapping[str, Any]) -> dict[str, Any]:
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def _settings(manifest: Manifest | Determinism | str | Path | None, environ: Mapping[str, str] | None) -> dict[str, Any]:
+def _settings(
+    manifest: Manifest | Determinism | str | Path | None, environ: Mapping[str, str] | None
+) -> dict[str, Any]:
     if manifest is None:
         return settings_from_env(environ)
     if isinstance(manifest, str | Path):
         from kernodeck.manifest.load import load_manifest
 
         manifest = load_manifest(manifest)
-    det = getattr(manifest, "determinism", manifest) if hasattr(manifest, "schema_version") else manifest
+    det: Any = getattr(manifest, "determinism", None) if hasattr(manifest, "schema_version") else manifest
     if det is None:
         return {}
     out: dict[str, Any] = {}

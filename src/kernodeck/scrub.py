@@ -18,6 +18,7 @@ in URLs (`https://user:token@host` → `https://<redacted>@host`, `${VAR}` place
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -34,7 +35,9 @@ SECRET_NAME = re.compile(
 )
 
 _REDACTED = "<redacted>"
-_PLACEHOLDER = re.compile(r"^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>)(?::(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>))?$")
+_PLACEHOLDER = re.compile(
+    r"^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>)(?::(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>))?$"
+)
 
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/@'\"<>]+)@")
 _SECRET_WORD = (
@@ -47,7 +50,9 @@ _ASSIGNMENT = re.compile(
     r"(?P<sep>[\"']?[ \t]*[:=][ \t]*[\"']?)"
     r"(?P<value>(?![<$])[^\s\"',;}&)\]]+)"
 )
-_AUTH_HEADER = re.compile(r"(?P<head>\bAuthorization:[ \t]*(?:Bearer|Basic|Token)?[ \t]*)(?P<value>[^\s\"']+)", re.IGNORECASE)
+_AUTH_HEADER = re.compile(
+    r"(?P<head>\bAuthorization:[ \t]*(?:Bearer|Basic|Token)?[ \t]*)(?P<value>[^\s\"']+)", re.IGNORECASE
+)
 _TOKEN_FORMATS = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|hf_[A-Za-z0-9]{30,}"
     r"|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{32,}|xox[abpr]-[A-Za-z0-9-]{20,}|glpat-[A-Za-z0-9_-]{20,})\b"
@@ -86,9 +91,7 @@ class Scrubber:
         s = cls()
         named = set(credential_names)
         for name, value in env.items():
-            if is_secret_name(name) and len(value) >= 4:
-                s.add_secret(value, name)
-            elif name in named and len(value) >= 8:
+            if (is_secret_name(name) and len(value) >= 4) or (name in named and len(value) >= 8):
                 s.add_secret(value, name)
         pairs: list[tuple[str | Path, str]] = list(extra_paths)
         if project_dir is not None:
@@ -112,10 +115,8 @@ class Scrubber:
 
     def add_path(self, path: str | Path, placeholder: str) -> None:
         forms = {str(path)}
-        try:
+        with contextlib.suppress(OSError):
             forms.add(str(Path(path).resolve()))
-        except OSError:  # pragma: no cover - unreadable parent
-            pass
         for form in forms:
             form = form.rstrip("/\\") or form
             if len(form) < 2 or form in _SYSTEM_DIRS or any(p == form for p, _ in self.paths):
@@ -135,7 +136,7 @@ class Scrubber:
         text = _AUTH_HEADER.sub(lambda m: f"{m['head']}{_REDACTED}", text)
         text = _TOKEN_FORMATS.sub(_REDACTED, text)
         for path, placeholder in self.paths:
-            text = re.sub(re.escape(path) + _PATH_END, lambda _m, p=placeholder: p, text)
+            text = re.sub(re.escape(path) + _PATH_END, placeholder.replace("\\", "\\\\"), text)
         return text
 
     def data(self, obj: Any) -> Any:

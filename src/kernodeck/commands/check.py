@@ -1,12 +1,135 @@
+"""`kernodeck check [NAME]...`: run the application checks and the resume check on their own.
+
+Exit 0 when every required step passed, 1 when one failed, 2 for bad input or usage.
+"""
+
 from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
 
 import click
 
-from kernodeck.errors import UsageError
+from kernodeck.errors import EXIT_FAILED, EXIT_OK
+from kernodeck.report import Report, Status, Step
+
+RESUME = "resume"
+
+
+def default_python() -> str:
+    """The interpreter of the active virtual environment, else the one running kernodeck."""
+    venv = os.environ.get("VIRTUAL_ENV")
+    if venv:
+        exe = Path(venv) / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+        if exe.exists():
+            return str(exe)
+    return sys.executable
 
 
 @click.command()
 @click.argument("names", nargs=-1)
-def check(names: tuple[str, ...]) -> None:
-    """Run the application checks and the resume check."""
-    raise UsageError("check is not built yet")
+@click.option(
+    "--manifest",
+    "manifest_path",
+    default="repro.toml",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="The manifest (or its folder).",
+)
+@click.option(
+    "--python", "python", default=None, help="Target interpreter (default: the active venv's, else this one)."
+)
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Make this run the reference: write outputs under reference/ and fingerprints into repro.toml.",
+)
+@click.option(
+    "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder for the outputs and logs (default: a new temporary folder).",
+)
+def check(
+    names: tuple[str, ...],
+    manifest_path: Path,
+    python: str | None,
+    record: bool,
+    json_out: str | None,
+    out_dir: Path | None,
+) -> None:
+    """Run the application checks and the resume check (NAME: only these checks; `resume`: the resume check)."""
+    from kernodeck import checks
+    from kernodeck.manifest import load_manifest
+
+    path = manifest_path / "repro.toml" if manifest_path.is_dir() else manifest_path
+    manifest = load_manifest(path)
+    root = path.parent.resolve()
+    target = python or default_python()
+    check_names = [n for n in names if not (n == RESUME and all(c.name != RESUME for c in manifest.check))]
+    with_resume = (not names and manifest.resume is not None) or len(check_names) < len(names)
+
+    report = Report(
+        kind="record" if record else "check", manifest=str(manifest_path), reference_id=manifest.reference.id
+    )
+    written: list[str] = []
+    changes: list[str] = []
+    if record:
+        from kernodeck.checks.record import record as do_record
+
+        rec = do_record(
+            path, target, names=check_names if names else None, with_resume=with_resume, out_dir=out_dir
+        )
+        report.add(*rec.steps)
+        written, changes = rec.written, rec.changes
+    else:
+        if check_names or not names:
+            report.add(*checks.steps(manifest, root, target, names=check_names or None, out_dir=out_dir))
+        if with_resume:
+            report.add(*checks.resume_steps(manifest, root, target, out_dir=out_dir))
+    det = next((s.details["determinism"] for s in report.steps if "determinism" in s.details), None)
+    if det is not None:
+        report.settings["determinism"] = det
+
+    to_stdout = json_out == "-"
+    _render(report, err=to_stdout)
+    if record and report.ok:
+        click.echo(
+            f"recorded {len(written)} file(s): {', '.join(written) or 'none'}; "
+            + (f"updated {path} ({len(changes)} value(s))" if changes else f"{path} unchanged"),
+            err=to_stdout,
+        )
+    if json_out is not None:
+        if to_stdout:
+            click.echo(report.to_json(), nl=False)
+        else:
+            report.write_json(json_out)
+    click.get_current_context().exit(EXIT_OK if report.ok else EXIT_FAILED)
+
+
+_MARK = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.SKIPPED: "SKIP", Status.WARNING: "WARN"}
+
+
+def _render(report: Report, *, err: bool) -> None:
+    for s in report.steps:
+        click.echo(_line(s), err=err)
+    click.echo(report.summary(), err=err)
+
+
+def _line(s: Step) -> str:
+    head = f"{_MARK[s.status]}  {s.layer:<11}  {s.name}"
+    if s.status is Status.PASSED:
+        if s.observed is not None:
+            head += f": {s.observed}"
+        if s.seconds is not None:
+            head += f" ({s.seconds:.1f} s)"
+        return head
+    head += f"\n      {s.error}" if s.error else ""
+    if s.hint:
+        head += f"\n      hint: {s.hint}"
+    return head

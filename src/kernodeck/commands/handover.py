@@ -1,25 +1,186 @@
+"""`kernodeck rebuild`, `kernodeck bundle`, `kernodeck capture`: the hand-over sequence."""
+
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
-from kernodeck.errors import UsageError
+from kernodeck.errors import EXIT_FAILED, EXIT_OK
+from kernodeck.report import Report, Status, Step
+
+_MARK = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.SKIPPED: "SKIP", Status.WARNING: "WARN"}
+
+
+def _line(s: Step) -> str:
+    head = f"{_MARK[s.status]}  {s.layer:<11}  {s.name}"
+    if s.status is Status.PASSED:
+        if s.observed is not None and not isinstance(s.observed, (dict, list)):
+            head += f": {s.observed}"
+        elif isinstance(s.observed, dict) and s.layer == "rebuild" and s.name == "inventory":
+            head += f": {len(s.observed)} distributions"
+        if s.seconds is not None:
+            head += f" ({s.seconds:.1f} s)"
+        return head
+    if s.error:
+        head += f"\n      {s.error}"
+    if s.hint and s.status is not Status.SKIPPED:
+        head += f"\n      hint: {s.hint}"
+    return head
+
+
+def render_report(report: Report, *, err: bool = False) -> None:
+    for s in report.steps:
+        click.echo(_line(s), err=err)
+    click.echo(report.summary(), err=err)
 
 
 @click.command()
 @click.argument("source", default="repro.toml")
-def rebuild(source: str) -> None:
-    """Recreate the environment in a clean folder and re-run the whole sequence."""
-    raise UsageError("rebuild is not built yet")
+@click.option(
+    "--dest", default=".venv-rebuild", show_default=True, help="Folder of the new virtual environment."
+)
+@click.option(
+    "--python",
+    "python",
+    default=None,
+    metavar="VERSION|PATH",
+    help="Interpreter: a version found on PATH (3.11) or a path (default: [python] version).",
+)
+@click.option(
+    "--platform",
+    "platform",
+    default=None,
+    help="Platform to rebuild (default: the locked one that fits this host).",
+)
+@click.option("--installer", type=click.Choice(["pip", "uv"]), default="pip", show_default=True)
+@click.option("--force", is_flag=True, help="Delete and recreate a non-empty --dest.")
+@click.option(
+    "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
+)
+@click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
+def rebuild(
+    source: str,
+    dest: str,
+    python: str | None,
+    platform: str | None,
+    installer: str,
+    force: bool,
+    json_out: str | None,
+    no_compute: bool,
+) -> None:
+    """Recreate the environment in a clean folder and re-run the whole sequence.
+
+    SOURCE is a repro.toml (beside its requirements-rebuild-<platform>.txt) or a bundle folder.
+    Creates a fresh venv at --dest, then calls its interpreter explicitly to print pip's version,
+    install the platform's requirements with --require-hashes --no-deps in an isolated run, check
+    the dependency contract, write installed-after.txt, and verify (application checks included).
+    """
+    from kernodeck.rebuild import plan_rebuild, run_rebuild
+
+    to_stdout = json_out == "-"
+    plan = plan_rebuild(
+        source,
+        dest=dest,
+        python=python,
+        platform=platform,
+        installer="uv" if installer == "uv" else "pip",
+        force=force,
+    )
+    click.echo(
+        f"rebuilding {plan.manifest.reference.name} {plan.manifest.reference.id} for {plan.platform.name} "
+        f"into {dest} with {installer}",
+        err=True,
+    )
+    report = run_rebuild(plan, compute=not no_compute, log=lambda msg: click.echo(msg, err=True))
+    pip_step = next((s for s in report.steps if s.layer == "rebuild" and s.name == "pip-version"), None)
+    if pip_step is not None and pip_step.status is Status.PASSED:
+        click.echo(f"pip --version: {pip_step.observed}", err=to_stdout)
+    render_report(report, err=to_stdout)
+    if json_out is not None:
+        if to_stdout:
+            click.echo(report.to_json(), nl=False)
+        else:
+            report.write_json(json_out)
+    click.get_current_context().exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
 @click.command()
-@click.argument("out")
-def bundle(out: str) -> None:
-    """Write a hand-over folder another launch can use."""
-    raise UsageError("bundle is not built yet")
+@click.argument("out", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--manifest",
+    "manifest",
+    default="repro.toml",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="The manifest (or its folder).",
+)
+@click.option(
+    "--include-data",
+    is_flag=True,
+    help="Copy data, local weights and the checkpoint (default: references only).",
+)
+@click.option(
+    "--no-code",
+    is_flag=True,
+    help="Leave the code beside the manifest out (REBUILD.md then names the revision).",
+)
+@click.option(
+    "--report",
+    "report",
+    default=None,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The last verify report (JSON) to include.",
+)
+def bundle(out: Path, manifest: Path, include_data: bool, no_code: bool, report: Path | None) -> None:
+    """Write a hand-over folder another launch can use, scrubbed of secrets and host paths."""
+    from kernodeck.bundle import write_bundle
+
+    result = write_bundle(
+        out, manifest=manifest, include_data=include_data, include_code=not no_code, report=report
+    )
+    click.echo(result.render())
 
 
 @click.command()
-def capture() -> None:
-    """Update repro.toml from the reference environment it runs in."""
-    raise UsageError("capture is not built yet")
+@click.option(
+    "--manifest",
+    "manifest",
+    default="repro.toml",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="The manifest (or its folder).",
+)
+@click.option(
+    "--variant", default=None, help="Record the differences as a [[variant]] NAME beside the reference."
+)
+@click.option("--note", default=None, help="A note for the variant.")
+@click.option(
+    "--python", "python", default=None, help="The reference environment's interpreter (default: this one)."
+)
+@click.option("--no-system", is_flag=True, help="Do not probe the system (driver, CUDA/ROCm, devices).")
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+def capture(
+    manifest: Path, variant: str | None, note: str | None, python: str | None, no_system: bool, dry_run: bool
+) -> None:
+    """Update repro.toml from the reference environment it runs in.
+
+    Records the code revision, configuration, data and weight fingerprints and the observed system
+    (driver, CUDA/ROCm, devices), keeping every comment. When anything changes, the reference gets a
+    new id and the changes are listed; with --variant they are written as a variant instead.
+    """
+    from kernodeck.capture import capture as do_capture
+    from kernodeck.capture import observe_system
+
+    result = do_capture(
+        manifest,
+        variant=variant,
+        note=note,
+        python=python,
+        system_probe=None if no_system else observe_system,
+        dry_run=dry_run,
+    )
+    click.echo(result.render())
+    if dry_run and result.changes:
+        click.echo("(dry run: nothing written)")
+    click.get_current_context().exit(EXIT_OK)

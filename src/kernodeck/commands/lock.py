@@ -1,12 +1,105 @@
+"""`kernodeck lock`: resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
+
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import cast
 
 import click
 
-from kernodeck.errors import UsageError
+from kernodeck.errors import EXIT_FAILED
 
 
 @click.command()
-@click.argument("manifest", default="repro.toml")
-def lock(manifest: str) -> None:
+@click.argument("manifest", default="repro.toml", type=click.Path(path_type=Path))
+@click.option(
+    "--platform", "platforms", multiple=True, metavar="NAME", help="Lock only this platform (repeatable)."
+)
+@click.option(
+    "--check", is_flag=True, help="Write nothing; exit 1 with a diff if a file is missing or stale."
+)
+@click.option("--upgrade", "-U", is_flag=True, help="Ignore the versions pinned in the existing files.")
+@click.option(
+    "--upgrade-package",
+    "-P",
+    "upgrade_packages",
+    multiple=True,
+    metavar="NAME",
+    help="Ignore the existing pin of this package only (repeatable).",
+)
+@click.option("--offline", is_flag=True, help="Use only the cache; never touch the network.")
+@click.option("--refresh", is_flag=True, help="Re-fetch every project page instead of trusting the cache.")
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Write the files here instead of next to the manifest.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["requirements", "pylock"]),
+    default="requirements",
+    show_default=True,
+    help="pylock also writes a PEP 751 pylock.<platform>.toml per platform.",
+)
+@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, hidden=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
+@click.pass_context
+def lock(
+    ctx: click.Context,
+    manifest: Path,
+    platforms: tuple[str, ...],
+    check: bool,
+    upgrade: bool,
+    upgrade_packages: tuple[str, ...],
+    offline: bool,
+    refresh: bool,
+    output_dir: Path | None,
+    fmt: str,
+    cache_dir: Path | None,
+    quiet: bool,
+) -> None:
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
-    raise UsageError("lock is not built yet")
+    from kernodeck.lock import Format, lock_manifest
+
+    result = lock_manifest(
+        manifest,
+        list(platforms) or None,
+        output_dir=output_dir,
+        check=check,
+        upgrade=upgrade,
+        upgrade_packages=upgrade_packages,
+        offline=offline,
+        fmt=cast(Format, fmt),
+        refresh=refresh,
+        quiet=quiet,
+        cache_dir=cache_dir,
+    )
+    if check:
+        for p in result.platforms:
+            if p.status == "fresh":
+                if not quiet:
+                    click.echo(f"{p.requirements_path.name}: up to date", err=True)
+                continue
+            what = "missing" if p.status == "missing" else "out of date"
+            click.echo(f"{p.requirements_path.name}: {what}", err=True)
+            if p.diff:
+                click.echo(p.diff, nl=not p.diff.endswith("\n"))
+        if not result.ok:
+            click.echo(
+                f"error: {len(result.stale)} lock file(s) would change; run `kernodeck lock` to update them",
+                err=True,
+            )
+            ctx.exit(EXIT_FAILED)
+        return
+    if quiet:
+        return
+    for p in result.platforms:
+        verb = "wrote" if p.status == "written" else "unchanged"
+        click.echo(
+            f"{verb} {p.requirements_path.name}: {p.pins} pins, {p.hash_lines} hashes ({p.summary})", err=True
+        )
+    if sys.stderr.isatty():
+        click.echo(f"locked {len(result.platforms)} platform(s) in {result.seconds:.2f}s", err=True)

@@ -1,18 +1,101 @@
+"""`kernodeck verify` and `kernodeck doctor`."""
+
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import click
 
-from kernodeck.errors import UsageError
+from kernodeck.errors import EXIT_FAILED, EXIT_OK
 
 
 @click.command()
-@click.argument("manifest", default="repro.toml")
-def verify(manifest: str) -> None:
-    """Check a live environment against repro.toml, layer by layer."""
-    raise UsageError("verify is not built yet")
+@click.argument("manifest", default="repro.toml", type=click.Path(path_type=Path))
+@click.option(
+    "--python",
+    "python",
+    default=None,
+    metavar="PATH",
+    help="Interpreter of the environment to check (default: this one).",
+)
+@click.option(
+    "--platform",
+    default=None,
+    metavar="NAME",
+    help="Platform to check against (default: matched from the environment).",
+)
+@click.option(
+    "--json",
+    "json_out",
+    default=None,
+    metavar="FILE|-",
+    help="Write the JSON report to FILE, or to stdout with '-'.",
+)
+@click.option("--only", multiple=True, metavar="LAYER", help="Run only this layer (repeatable).")
+@click.option("--skip", multiple=True, metavar="LAYER", help="Skip this layer (repeatable).")
+@click.option(
+    "--strict", is_flag=True, help="Distributions that are not in the lock fail instead of warning."
+)
+@click.option("--no-compute", is_flag=True, help="Do not run the control computation on the device.")
+@click.option("--rehash", is_flag=True, help="Hash every file again, ignoring the fingerprint cache.")
+def verify(
+    manifest: Path,
+    python: str | None,
+    platform: str | None,
+    json_out: str | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    strict: bool,
+    no_compute: bool,
+    rehash: bool,
+) -> None:
+    """Check a live environment against repro.toml, layer by layer.
+
+    Layers: code, data, interpreter, packages, contract, system, backend, device, application,
+    resume. Exit 0 when everything required passed, 1 when a check failed, 2 for bad input.
+    """
+    from kernodeck.api import verify as run
+    from kernodeck.report import render, write_json_report
+
+    report = run(
+        manifest,
+        python=python,
+        platform=platform,
+        only=only,
+        skip=skip,
+        strict=strict,
+        compute=not no_compute,
+        rehash=rehash,
+    )
+    if json_out is not None:
+        write_json_report(report, json_out)
+    render(report, sys.stderr if json_out == "-" else sys.stdout)
+    sys.exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
 @click.command()
-def doctor() -> None:
-    """Describe the environment: interpreter, packages, system, torch, devices."""
-    raise UsageError("doctor is not built yet")
+@click.option(
+    "--python",
+    "python",
+    default=None,
+    metavar="PATH",
+    help="Interpreter of the environment to describe (default: this one).",
+)
+@click.option(
+    "--json",
+    "json_out",
+    default=None,
+    metavar="FILE|-",
+    help="Write the JSON report to FILE, or to stdout with '-'.",
+)
+@click.option("--no-compute", is_flag=True, help="Do not run the control computation.")
+def doctor(python: str | None, json_out: str | None, no_compute: bool) -> None:
+    """Describe the environment: interpreter, packages, system, torch, devices (no manifest)."""
+    from kernodeck.api import doctor as run
+    from kernodeck.report import render, write_json_report
+
+    report = run(python=python, compute=not no_compute)
+    if json_out is not None:
+        write_json_report(report, json_out)
+    render(report, sys.stderr if json_out == "-" else sys.stdout)

@@ -67,7 +67,15 @@ def loads_document(text: str, filename: str = "repro.toml") -> TOMLDocument:
         return tomlkit.parse(text)
     except ParseError as e:
         raise ManifestError(
-            [Issue(filename, "", f"TOML syntax error: {e}", line=getattr(e, "line", None), col=getattr(e, "col", None))]
+            [
+                Issue(
+                    filename,
+                    "",
+                    f"TOML syntax error: {e}",
+                    line=getattr(e, "line", None),
+                    col=getattr(e, "col", None),
+                )
+            ]
         ) from None
 
 
@@ -93,10 +101,19 @@ def set_value(doc: Any, path: PathLike, value: Any) -> None:
         except (KeyError, IndexError):
             if isinstance(part, int):
                 raise KeyError(f"{_fmt(parts[: i + 1])} does not exist") from None
-            new: Any = tomlkit.inline_table() if isinstance(cur, tomlkit.items.InlineTable) else tomlkit.table()
+            new: Any = (
+                tomlkit.inline_table() if isinstance(cur, tomlkit.items.InlineTable) else tomlkit.table()
+            )
             cur[part] = new
             cur = cur[part]
     last = parts[-1]
+    if isinstance(cur, tomlkit.items.InlineTable) and isinstance(last, str) and last not in cur:
+        # keep `{ a = 1, b = 2 }` spaced like the original (tomlkit drops the space before `}`)
+        spaced = cur.as_string().rstrip().endswith(" }")
+        cur[last] = _item(value)
+        if spaced:
+            cur.add(tomlkit.ws(" "))
+        return
     cur[last] = _item(value)
 
 

@@ -1,0 +1,317 @@
+"""Benchmark `kernodeck lock` against `uv pip compile` and `pip-compile` on a real stack.
+
+    .venv/bin/python benchmarks/lock.py [--runs 3] [--skip-pip-compile]
+
+Inputs are the same for every tool: one requirements list, Python 3.11, exclude-newer fixed (for
+the tools that support it), the index pip is configured to use (read at run time, never written
+here). Kernodeck locks four platforms in one command; uv needs one `uv pip compile` per platform
+(plus, for reference, one `--universal` run); pip-compile can only lock the current platform.
+
+Each configuration runs `--runs` times (cold: a fresh cache every run; warm: the cache of a
+previous run) and reports the median wall time, the peak RSS of the process tree (from
+`os.wait4`), pins and hash lines. The table is printed and written to benchmarks/results/lock.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+REQUIREMENTS = [
+    "numpy>=1.26,<3",
+    "scipy",
+    "pandas",
+    "requests",
+    "httpx",
+    "pydantic>=2",
+    "rich",
+    "tqdm",
+    "pyyaml",
+    "scikit-learn",
+]
+EXCLUDE_NEWER = "2025-06-01T00:00:00Z"
+PYTHON = "3.11"
+PLATFORMS = [
+    # (kernodeck platform table, uv --python-platform)
+    ({"name": "linux-x86_64", "os": "linux", "arch": "x86_64"}, "x86_64-manylinux_2_28"),
+    ({"name": "linux-aarch64", "os": "linux", "arch": "aarch64"}, "aarch64-manylinux_2_28"),
+    ({"name": "macos-arm64", "os": "macos", "arch": "arm64"}, "aarch64-apple-darwin"),
+    ({"name": "windows-x86_64", "os": "windows", "arch": "x86_64"}, "x86_64-pc-windows-msvc"),
+]
+
+_PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?==", re.M)
+_HASH = re.compile(r"--hash=sha256:")
+
+
+@dataclass
+class Sample:
+    seconds: float
+    peak_mib: float
+    ok: bool
+    pins: int = 0
+    hashes: int = 0
+    note: str = ""
+
+
+@dataclass
+class Row:
+    tool: str
+    what: str
+    cache: str
+    samples: list[Sample] = field(default_factory=list)
+
+    def cells(self) -> list[str]:
+        ok = [s for s in self.samples if s.ok]
+        if not ok:
+            note = self.samples[0].note if self.samples else "not run"
+            return [self.tool, self.what, self.cache, "failed", "", "", "", note]
+        return [
+            self.tool,
+            self.what,
+            self.cache,
+            f"{statistics.median(s.seconds for s in ok):.2f}",
+            f"{max(s.peak_mib for s in ok):.0f}",
+            str(ok[-1].pins),
+            str(ok[-1].hashes),
+            f"{len(ok)}/{len(self.samples)} runs",
+        ]
+
+
+def run(cmd: list[str], *, env: dict[str, str], cwd: Path | None = None) -> tuple[float, float, int, str]:
+    """(seconds, peak RSS MiB of the process tree, exit code, stderr tail)."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        tail = err.read().decode(errors="replace")[-400:]
+    kib = usage.ru_maxrss if sys.platform != "darwin" else usage.ru_maxrss / 1024
+    return seconds, kib / 1024, proc.returncode, tail
+
+
+def count(paths: list[Path]) -> tuple[int, int]:
+    pins = hashes = 0
+    for p in paths:
+        if p.exists():
+            text = p.read_text()
+            pins += len(_PIN.findall(text))
+            hashes += len(_HASH.findall(text))
+    return pins, hashes
+
+
+def base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "KERNODECK_"))}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def manifest_text(index_url: str) -> str:
+    reqs = ", ".join(f'"{r}"' for r in REQUIREMENTS)
+    lines = [
+        "schema-version = 1",
+        "",
+        "[reference]",
+        'name = "bench"',
+        'id = "1"',
+        "",
+        "[python]",
+        f'version = "{PYTHON}"',
+        "",
+        "[packages]",
+        f"requirements = [{reqs}]",
+        f"exclude-newer = {EXCLUDE_NEWER}",
+        "",
+        "[[packages.index]]",
+        'name = "default"',
+        f'url = "{index_url}"',
+        "default = true",
+    ]
+    for plat, _ in PLATFORMS:
+        lines += ["", "[[platform]]", *(f'{k} = "{v}"' for k, v in plat.items())]
+    return "\n".join(lines) + "\n"
+
+
+def bench_kernodeck(work: Path, index_url: str, runs: int) -> list[Row]:
+    manifest = work / "kd" / "repro.toml"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(manifest_text(index_url))
+    cold = Row("kernodeck lock", "4 platforms, 1 command", "cold")
+    warm = Row("kernodeck lock", "4 platforms, 1 command", "warm")
+    for i in range(runs):
+        cache = work / f"kd-cache-{i}"
+        out = work / f"kd-out-{i}"
+        env = {**base_env(), "KERNODECK_CACHE_DIR": str(cache)}
+        cmd = [
+            sys.executable,
+            "-m",
+            "kernodeck",
+            "lock",
+            str(manifest),
+            "-q",
+            "--upgrade",
+            "--output-dir",
+            str(out),
+        ]
+        for row in (cold, warm):
+            s, mib, rc, tail = run(cmd, env=env)
+            files = [out / f"requirements-rebuild-{p['name']}.txt" for p, _ in PLATFORMS]
+            pins, hashes = count(files)
+            row.samples.append(
+                Sample(s, mib, rc == 0, pins, hashes, tail.strip().splitlines()[-1] if rc else "")
+            )
+    return [cold, warm]
+
+
+def bench_uv(work: Path, index_url: str, runs: int) -> list[Row]:
+    uv = BIN / "uv"
+    req_in = work / "requirements.in"
+    req_in.write_text("\n".join(REQUIREMENTS) + "\n")
+    rows = [
+        Row("uv pip compile", "4 platforms, 4 commands", "cold"),
+        Row("uv pip compile", "4 platforms, 4 commands", "warm"),
+        Row("uv pip compile --universal", "1 universal file", "cold"),
+        Row("uv pip compile --universal", "1 universal file", "warm"),
+    ]
+    common = [
+        str(uv),
+        "pip",
+        "compile",
+        "--no-config",
+        "--generate-hashes",
+        "--quiet",
+        "--python-version",
+        PYTHON,
+        "--exclude-newer",
+        EXCLUDE_NEWER,
+        "--index-url",
+        index_url,
+        "--no-header",
+    ]
+    for i in range(runs):
+        cache = work / f"uv-cache-{i}"
+        env = {**base_env(), "UV_CACHE_DIR": str(cache)}
+        for row in rows[:2]:
+            total = peak = 0.0
+            ok = True
+            outs = []
+            note = ""
+            for _, pp in PLATFORMS:
+                out = work / f"uv-{i}-{row.cache}-{pp}.txt"
+                s, mib, rc, tail = run(
+                    [*common, "--python-platform", pp, "-o", str(out), str(req_in)], env=env
+                )
+                total += s
+                peak = max(peak, mib)
+                ok = ok and rc == 0
+                note = note or (tail.strip().splitlines()[-1] if rc and tail.strip() else "")
+                outs.append(out)
+            pins, hashes = count(outs)
+            row.samples.append(Sample(total, peak, ok, pins, hashes, note))
+        ucache = work / f"uv-ucache-{i}"
+        uenv = {**base_env(), "UV_CACHE_DIR": str(ucache)}
+        for row in rows[2:]:
+            out = work / f"uv-{i}-{row.cache}-universal.txt"
+            s, mib, rc, tail = run([*common, "--universal", "-o", str(out), str(req_in)], env=uenv)
+            pins, hashes = count([out])
+            row.samples.append(Sample(s, mib, rc == 0, pins, hashes, tail.strip()[-200:] if rc else ""))
+    return rows
+
+
+def bench_pip_compile(work: Path, index_url: str, runs: int) -> list[Row]:
+    pc = BIN / "pip-compile"
+    req_in = work / "pc-requirements.in"
+    req_in.write_text("\n".join(REQUIREMENTS) + "\n")
+    cold = Row("pip-compile --generate-hashes", "current platform only", "cold")
+    warm = Row("pip-compile --generate-hashes", "current platform only", "warm")
+    for i in range(runs):
+        cache = work / f"pc-cache-{i}"
+        env = base_env()
+        for row in (cold, warm):
+            out = work / f"pc-{i}-{row.cache}.txt"
+            cmd = [
+                str(pc),
+                "--quiet",
+                "--generate-hashes",
+                "--no-header",
+                "--no-config",
+                "--cache-dir",
+                str(cache),
+                "--index-url",
+                index_url,
+                "--pip-args",
+                f"--cache-dir {cache}/pip",
+                "-o",
+                str(out),
+                str(req_in),
+            ]
+            s, mib, rc, tail = run(cmd, env=env, cwd=work)
+            pins, hashes = count([out])
+            row.samples.append(Sample(s, mib, rc == 0, pins, hashes, tail.strip()[-200:] if rc else ""))
+            if out.exists() and row is cold:
+                out.unlink()  # a warm run starts without an output file too (no reuse of pins)
+    return [cold, warm]
+
+
+def table(rows: list[Row]) -> str:
+    head = ["tool", "what", "cache", "median s", "peak MiB", "pins", "hash lines", "notes"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(r.cells()) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--skip-pip-compile", action="store_true")
+    ap.add_argument("--skip-uv", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = ap.parse_args(argv)
+
+    from kernodeck.index import default_index_url
+
+    index_url = default_index_url()
+    work = Path(tempfile.mkdtemp(prefix="kernodeck-bench-"))
+    rows: list[Row] = []
+    try:
+        rows += bench_kernodeck(work, index_url, args.runs)
+        if not args.skip_uv:
+            rows += bench_uv(work, index_url, args.runs)
+        if not args.skip_pip_compile:
+            rows += bench_pip_compile(work, index_url, args.runs)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    text = table(rows)
+    header = (
+        f"# kernodeck lock benchmark\n\n"
+        f"Requirements: {', '.join(REQUIREMENTS)}; Python {PYTHON}; exclude-newer {EXCLUDE_NEWER} "
+        f"(pip-compile has no exclude-newer and resolves today's versions); platforms: "
+        f"{', '.join(p['name'] for p, _ in PLATFORMS)}; {args.runs} run(s) each, median wall time; "
+        f"host {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs.\n\n"
+    )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "lock.md").write_text(header + text + "\n")
+    print(header + text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""Benchmark `kernodeck verify`: packages + contract + system layers against `pip check` and
+`uv pip check` on an environment with >= 150 distributions, and fingerprint throughput on a 2 GB
+file against `sha256sum`, with a second (cached) run that must not read the file again.
+
+    .venv/bin/python benchmarks/verify.py [--dists 160] [--size-gb 2] [--runs 5] [--workdir DIR]
+
+Not part of `make test`; prints a table. Offline: the wheels are generated locally.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fixtures.index_factory import build_wheel_bytes  # noqa: E402
+
+PY = sys.executable
+ENV = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "NO_COLOR": "1"}
+
+
+def timed(cmd: list[str], runs: int, ok: tuple[int, ...] = (0,)) -> tuple[float, list[float]]:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
+        times.append(time.perf_counter() - t)
+        if p.returncode not in ok:
+            raise SystemExit(
+                f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
+            )
+    return statistics.median(times), times
+
+
+def build_env(work: Path, n: int) -> tuple[Path, Path]:
+    """A venv with n generated distributions (a dependency chain with fan-out), a manifest and a lock."""
+    wheels = work / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    hashes = {}
+    for i in range(n):
+        name = f"bench-pkg-{i:03d}"
+        requires = [f"bench-pkg-{j:03d}>=1.0" for j in (i - 1, i // 2) if 0 <= j < i]
+        meta = "Metadata-Version: 2.1\nName: {}\nVersion: 1.0\n{}\n".format(
+            name, "".join(f"Requires-Dist: {r}\n" for r in sorted(set(requires)))
+        )
+        mod = name.replace("-", "_")
+        files = {
+            f"{mod}/m{k}.py": (f"# {name} {k}\n" + "x = 1\n" * (200 * (k + 1))).encode() for k in range(12)
+        }
+        fn, data = build_wheel_bytes(name, "1.0", metadata=meta, files=files, payload_size=64 * 1024)
+        (wheels / fn).write_bytes(data)
+        hashes[name] = hashlib.sha256(data).hexdigest()
+    venv = work / "venv"
+    if not venv.exists():
+        subprocess.run([PY, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [
+                PY,
+                "-m",
+                "uv",
+                "pip",
+                "install",
+                "--python",
+                str(venv / "bin" / "python"),
+                "--no-index",
+                "--find-links",
+                str(wheels),
+                *hashes,
+            ],
+            check=True,
+            env=ENV,
+            capture_output=True,
+        )
+    project = work / "project"
+    project.mkdir(exist_ok=True)
+    (project / "repro.toml").write_text(
+        'schema-version = 1\n[reference]\nname = "bench"\nid = "1"\n[python]\n'
+        f'version = "{sys.version_info.major}.{sys.version_info.minor}"\n'
+        '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'
+    )
+    lines = ["# platform: linux-x86_64", "--only-binary :all:", ""]
+    for name, h in sorted(hashes.items()):
+        lines += [f"{name}==1.0 \\", f"    --hash=sha256:{h}"]
+    (project / "requirements-rebuild-linux-x86_64.txt").write_text("\n".join(lines) + "\n")
+    return venv / "bin" / "python", project / "repro.toml"
+
+
+def count_dists(python: Path) -> int:
+    out = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(len(list(m.distributions())))"],
+        capture_output=True,
+        text=True,
+    )
+    return int(out.stdout.strip())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dists", type=int, default=160)
+    ap.add_argument("--size-gb", type=float, default=2.0)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--workdir", default=None)
+    args = ap.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="kd-bench-"))
+    cache = work / "cache"
+    ENV["KERNODECK_CACHE_DIR"] = str(cache)
+    python, manifest = build_env(work, args.dists)
+    n = count_dists(python)
+    kd = [PY, "-m", "kernodeck", "verify", str(manifest), "--python", str(python), "--no-compute"]
+    layers = ["--only", "packages", "--only", "contract", "--only", "system"]
+    rows: list[tuple[str, float, str]] = []
+    print(f"environment: {n} distributions in {python.parent.parent}")
+    med, _ = timed([*kd, *layers, "--rehash"], args.runs)
+    rows.append(
+        (
+            "kernodeck verify --no-compute (packages+contract+system), --rehash: every RECORD file hashed",
+            med,
+            "",
+        )
+    )
+    med, _ = timed([*kd, *layers], args.runs)
+    rows.append(("kernodeck verify --no-compute (packages+contract+system), fingerprint cache warm", med, ""))
+    med, _ = timed([*kd], args.runs)
+    rows.append(("kernodeck verify --no-compute (all layers, incl. torch probe attempt)", med, ""))
+    med, _ = timed([PY, "-m", "pip", "--python", str(python), "check"], args.runs)
+    rows.append(("pip --python ENV check", med, ""))
+    med, _ = timed([str(python), "-m", "pip", "check"], args.runs)
+    rows.append(("ENV/bin/python -m pip check", med, ""))
+    med, _ = timed([PY, "-m", "uv", "pip", "check", "--python", str(python)], args.runs)
+    rows.append(("uv pip check --python ENV", med, ""))
+
+    # the test environment itself: ~75 distributions, torch included (~26k files, 1.3 GB)
+    big = Path(PY)
+    rows_big: list[tuple[str, float]] = []
+    if (ROOT / ".venv" / "bin" / "python").exists():
+        proj = work / "venv-project"
+        proj.mkdir(exist_ok=True)
+        (proj / "repro.toml").write_text(manifest.read_text().replace('name = "bench"', 'name = "dev"'))
+        from kernodeck.probe.runner import ProbeRequest, RealProbe
+
+        facts = RealProbe(big).collect(ProbeRequest(records=False, torch=False))
+        lines = ["# platform: linux-x86_64", ""]
+        for d in sorted(facts.dists().values(), key=lambda d: d.key):
+            lines += [f"{d.name}=={d.version} \\", f"    --hash=sha256:{'0' * 64}"]
+        (proj / "requirements-rebuild-linux-x86_64.txt").write_text("\n".join(lines) + "\n")
+        kd_big = [
+            PY,
+            "-m",
+            "kernodeck",
+            "verify",
+            str(proj / "repro.toml"),
+            "--python",
+            str(big),
+            "--no-compute",
+            *layers,
+        ]
+        med, _ = timed([*kd_big, "--rehash"], max(1, args.runs // 2), ok=(0, 1))
+        rows_big.append((f"kernodeck verify, .venv ({len(facts.dists())} dists, torch), --rehash", med))
+        med, _ = timed(kd_big, args.runs, ok=(0, 1))
+        rows_big.append((f"kernodeck verify, .venv ({len(facts.dists())} dists, torch), cache warm", med))
+        med, _ = timed([PY, "-m", "pip", "check"], args.runs)
+        rows_big.append(("pip check, .venv", med))
+        med, _ = timed([PY, "-m", "uv", "pip", "check", "--python", str(big)], args.runs)
+        rows_big.append(("uv pip check, .venv", med))
+
+    # fingerprint throughput
+    big_file = work / "data" / "big.bin"
+    big_file.parent.mkdir(exist_ok=True)
+    size = int(args.size_gb * (1 << 30))
+    if not big_file.exists() or big_file.stat().st_size != size:
+        with open(big_file, "wb") as f:
+            chunk = os.urandom(64 << 20)
+            for _ in range(size // len(chunk)):
+                f.write(chunk)
+    subprocess.run(
+        ["cat", str(big_file)], stdout=subprocess.DEVNULL, check=True
+    )  # warm the page cache for both
+    t = time.perf_counter()
+    ref = subprocess.run(
+        ["sha256sum", str(big_file)], capture_output=True, text=True, check=True
+    ).stdout.split()[0]
+    t_sum = time.perf_counter() - t
+    from kernodeck.fingerprint import FingerprintCache
+
+    c = FingerprintCache.open(cache, rehash=True)
+    t = time.perf_counter()
+    got = c.file_sha256(big_file)
+    t_kd = time.perf_counter() - t
+    c.save()
+    assert got == ref
+    c2 = FingerprintCache.open(cache)
+    t = time.perf_counter()
+    assert c2.file_sha256(big_file) == ref
+    t_cached = time.perf_counter() - t
+    (manifest.parent / "repro.toml").write_text(
+        manifest.read_text()
+        + f'\n[[data]]\nname = "big"\npath = "{big_file}"\nsha256 = "{ref}"\n'.replace(
+            str(big_file), os.path.relpath(big_file, manifest.parent)
+        )
+    )
+    vdata = [PY, "-m", "kernodeck", "verify", str(manifest), "--only", "data"]
+    t1, _ = timed([*vdata, "--rehash"], 1)
+    t2, _ = timed(vdata, 3)
+
+    gb = size / 1e9
+    print()
+    print(f"{'command':<92} {'median s':>9}")
+    for name, med, _ in rows:
+        print(f"{name:<92} {med:>9.3f}")
+    for name, med in rows_big:
+        print(f"{name:<92} {med:>9.3f}")
+    print()
+    print(f"fingerprint of a {args.size_gb:g} GB file (page cache warm):")
+    print(f"  sha256sum                      {t_sum:7.3f} s  {gb / t_sum:6.2f} GB/s")
+    print(
+        f"  kernodeck.fingerprint          {t_kd:7.3f} s  {gb / t_kd:6.2f} GB/s  ({100 * t_sum / t_kd:.0f} % of sha256sum's speed)"
+    )
+    print(
+        f"  second run, cached             {t_cached * 1000:7.3f} ms  bytes read: {c2.stats.bytes_hashed}, cache hits: {c2.stats.hits}"
+    )
+    print(f"  kernodeck verify --only data --rehash {t1:.3f} s; cached (median of 3) {t2:.3f} s")
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

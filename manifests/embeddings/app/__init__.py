@@ -1,0 +1,1 @@
+"""A small embedding application: the sample Kernodeck runs as the `embeddings` check."""

@@ -1,0 +1,86 @@
+"""The Python API: `verify(path) -> Report`, and `require(path)` for the first line of a training
+script, which raises CheckFailed (carrying the report summary) when anything required failed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from kernodeck.errors import CheckFailed
+from kernodeck.fingerprint import FingerprintCache
+from kernodeck.manifest.load import load_manifest
+from kernodeck.probe.runner import Probe, RealProbe
+from kernodeck.report import Report, Status
+
+
+def _manifest_file(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    return p / "repro.toml" if p.is_dir() else p
+
+
+def verify(
+    path: str | os.PathLike[str] = "repro.toml",
+    *,
+    python: str | os.PathLike[str] | None = None,
+    platform: str | None = None,
+    only: Iterable[str] = (),
+    skip: Iterable[str] = (),
+    strict: bool = False,
+    compute: bool = True,
+    rehash: bool = False,
+    probe: Probe | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
+) -> Report:
+    """Check a live environment against a manifest, layer by layer; never raises for a failed check.
+
+    `python` is the interpreter of the environment to check (default: this one). `probe` replaces
+    the real probes (tests pass a FakeProbe). Raises UsageError / ManifestError for bad input.
+    """
+    from kernodeck.verify.run import run_verify
+
+    file = _manifest_file(path)
+    manifest = load_manifest(file)
+    cache = FingerprintCache.open(
+        Path(cache_dir) if cache_dir is not None else None, rehash=rehash, enabled=use_cache
+    )
+    if probe is None:
+        probe = RealProbe(python, cache=cache, rehash=rehash)
+    return run_verify(
+        manifest,
+        file.absolute(),
+        probe,
+        platform=platform,
+        only=tuple(only),
+        skip=tuple(skip),
+        strict=strict,
+        compute=compute,
+        cache=cache,
+    )
+
+
+def require(path: str | os.PathLike[str] = "repro.toml", **kw: object) -> Report:
+    """Verify, and raise CheckFailed with the report summary when any required step failed."""
+    report = verify(path, **kw)  # type: ignore[arg-type]
+    if not report.ok:
+        failed = [s for s in report.steps if s.status is Status.FAILED and s.required]
+        err = CheckFailed(
+            report.summary(),
+            context=[f"{s.layer}/{s.name}: {s.error}" for s in failed[:10]],
+            hint=failed[0].hint
+            if failed and failed[0].hint
+            else "run `kernodeck verify` for the full report",
+        )
+        err.report = report  # type: ignore[attr-defined]
+        raise err
+    return report
+
+
+def doctor(
+    *, python: str | os.PathLike[str] | None = None, compute: bool = True, probe: Probe | None = None
+) -> Report:
+    """Describe an environment with the same probes, without a manifest."""
+    from kernodeck.verify.doctor import run_doctor
+
+    return run_doctor(probe if probe is not None else RealProbe(python), compute=compute)

@@ -1,0 +1,725 @@
+"""`kernodeck bundle OUT/`: a hand-over folder another launch can use, with nothing secret in it.
+
+Layout::
+
+    OUT/
+      REBUILD.md                          the exact commands, in order; credential variable NAMES
+      repro.toml                          the manifest (scrubbed)
+      requirements-rebuild-<platform>.txt every platform's lock (scrubbed), pylock.<platform>.toml too
+      references.json                     data, weights and checkpoint: fingerprint, source, access names
+      observed/installed-after.txt        the author's observed inventory (pip freeze --all)
+      observed/verify-report.json         the last verify report, and .md for people
+      <config files the manifest names>   verbatim, at their paths
+      <check references>                  the control results the checks compare with
+      <code>                              the sources beside the manifest (unless --no-code)
+      <data, weights, checkpoint>         only with --include-data
+      BUNDLE.sha256                       sha256 of every other file (`sha256sum -c BUNDLE.sha256`)
+
+Generated and text files are scrubbed (credentials, the author's host paths). Files whose content
+is fingerprinted or executed (configuration, code, data, references) are copied verbatim, so a
+secret or a host path in one of them stops the bundle instead of being silently rewritten.
+The folder is assembled beside OUT and renamed into place: a failed bundle leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kernodeck.errors import KernodeckError, UsageError
+from kernodeck.lockfile.write import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.manifest.load import load_manifest
+from kernodeck.manifest.schema import Manifest
+from kernodeck.rebuild import BUNDLE_SUMS, INVENTORY_FILE, credential_names
+from kernodeck.report import Report, Status, atomic_write_bytes
+from kernodeck.scrub import Scrubber
+
+OBSERVED_DIR = "observed"
+REPORT_JSON = "verify-report.json"
+REPORT_MD = "verify-report.md"
+REFERENCES = "references.json"
+REBUILD_MD = "REBUILD.md"
+
+#: Where `bundle` looks for the last verify report when --report is not given (beside repro.toml).
+REPORT_CANDIDATES = (
+    "verify-report.json",
+    "report.json",
+    ".kernodeck/verify-report.json",
+    ".kernodeck/last-verify.json",
+)
+
+_SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    "node_modules",
+    ".kernodeck",
+    ".ipynb_checkpoints",
+    "out",
+    "outputs",
+}
+_SKIP_SUFFIXES = (".pyc", ".pyo", ".swp", ".tmp", "~")
+_MAX_CODE_FILE = 10 * 1024 * 1024
+
+
+class BundleError(KernodeckError):
+    """The bundle would reveal a secret or a host path, or an input it needs is missing."""
+
+
+@dataclass
+class BundleResult:
+    out: Path
+    files: list[str] = field(default_factory=list)
+    scrubbed: list[str] = field(default_factory=list)  # generated/text files that had something replaced
+    warnings: list[str] = field(default_factory=list)
+    report_included: bool = False
+
+    def render(self) -> str:
+        lines = [f"wrote {self.out} ({len(self.files)} files; check with `sha256sum -c {BUNDLE_SUMS}`)"]
+        if self.scrubbed:
+            lines.append("scrubbed (credentials or host paths replaced): " + ", ".join(self.scrubbed))
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return "\n".join(lines)
+
+
+@dataclass
+class _Plan:
+    """What goes into the bundle: relative path -> bytes, and which entries are verbatim copies."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    verbatim: dict[str, str] = field(default_factory=dict)  # rel -> why it is there
+
+
+def _rel(path: str) -> str:
+    """A safe relative POSIX path inside the bundle, or raise."""
+    p = PurePosixPath(path.replace("\\", "/"))
+    if p.is_absolute() or ".." in p.parts or not p.parts:
+        raise BundleError(
+            f"{path!r} is not a relative path inside the project; the bundle cannot place it",
+            hint="paths in repro.toml are relative to its folder",
+        )
+    return str(p)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- collecting ---------------------------------------------------------------------------------
+
+
+def _git_files(folder: Path) -> list[str] | None:
+    """Files under `folder` that git tracks or would track (not ignored), relative to it; None
+    outside a git checkout."""
+    try:
+        proc = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+            cwd=folder,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    names = [n for n in proc.stdout.decode("utf-8", "replace").split("\0") if n]
+    return sorted(n for n in names if (folder / n).is_file())
+
+
+def _walk_files(folder: Path) -> list[str]:
+    out: list[str] = []
+    for root, dirs, files in os.walk(folder):
+        r = Path(root)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in _SKIP_DIRS
+            and not d.startswith(".venv")
+            and not (r / d / "pyvenv.cfg").exists()
+            and not (r / d / BUNDLE_SUMS).exists()
+        )
+        for f in sorted(files):
+            out.append((r / f).relative_to(folder).as_posix())
+    return out
+
+
+def code_files(folder: Path, exclude: set[str]) -> tuple[list[str], list[str]]:
+    """(files to include as code, warnings) from the manifest's folder."""
+    names = _git_files(folder)
+    if names is None:
+        names = _walk_files(folder)
+    keep: list[str] = []
+    warnings: list[str] = []
+    for name in names:
+        parts = PurePosixPath(name).parts
+        if any(p in _SKIP_DIRS or p.startswith(".venv") for p in parts[:-1]):
+            continue
+        if name in exclude or name.endswith(_SKIP_SUFFIXES):
+            continue
+        base = parts[-1]
+        if base.startswith((REQUIREMENTS_PREFIX, PYLOCK_PREFIX)) or base in (INVENTORY_FILE, BUNDLE_SUMS):
+            continue
+        if any(
+            (folder / PurePosixPath(*parts[:i]) / marker).exists()
+            for i in range(1, len(parts))
+            for marker in ("pyvenv.cfg", BUNDLE_SUMS)
+        ):
+            continue
+        if base in ("repro.toml",) and len(parts) == 1:
+            continue
+        size = (folder / name).stat().st_size
+        if size > _MAX_CODE_FILE:
+            warnings.append(
+                f"{name} ({size // (1 << 20)} MiB) was left out of the code; large files belong in [[data]]"
+            )
+            continue
+        keep.append(name)
+    return keep, warnings
+
+
+def _data_paths(m: Manifest) -> list[tuple[str, str]]:
+    """(relative path, what) of every local data-like file the manifest names."""
+    out = [(d.path, f"data {d.name}") for d in m.data]
+    out += [(w.path, f"weights {w.name}") for w in m.weights if w.path and not w.package and not w.hub]
+    if m.resume is not None:
+        out.append((m.resume.checkpoint.path, "resume checkpoint"))
+    return out
+
+
+def _reference_paths(m: Manifest) -> list[tuple[str, str]]:
+    """The control results the checks compare against."""
+    out: list[tuple[str, str]] = []
+    for c in m.check:
+        for o in c.output:
+            if o.reference:
+                out.append((o.reference, f"reference output of check {c.name}"))
+    if m.resume is not None and m.resume.trajectory is not None:
+        out.append((m.resume.trajectory.reference, "reference trajectory of the resume check"))
+    return out
+
+
+def references(m: Manifest, included: set[str]) -> list[dict[str, Any]]:
+    """Data, weights and checkpoint references: fingerprint, source, access variable names."""
+    refs: list[dict[str, Any]] = []
+    for d in m.data:
+        refs.append(
+            {
+                "kind": "data",
+                "name": d.name,
+                "path": d.path,
+                "sha256": d.sha256,
+                "size": d.size,
+                "source": d.source,
+                "access": list(d.access),
+                "included": d.path in included,
+            }
+        )
+    for w in m.weights:
+        entry: dict[str, Any] = {
+            "kind": "weights",
+            "name": w.name,
+            "access": list(w.access),
+            "source": w.source,
+        }
+        if w.hub:
+            entry.update(
+                {"hub": w.hub, "revision": w.revision, "files": dict(sorted((w.files or {}).items()))}
+            )
+            entry["included"] = False
+        elif w.package:
+            entry.update(
+                {"package": w.package, "path": w.path, "sha256": w.sha256, "included": "with the package"}
+            )
+        else:
+            entry.update({"path": w.path, "sha256": w.sha256, "size": w.size, "included": w.path in included})
+        refs.append(entry)
+    if m.resume is not None:
+        cp = m.resume.checkpoint
+        refs.append(
+            {
+                "kind": "checkpoint",
+                "name": "resume",
+                "path": cp.path,
+                "sha256": cp.sha256,
+                "included": cp.path in included,
+            }
+        )
+    return refs
+
+
+def find_report(folder: Path, report: str | Path | None) -> Path | None:
+    if report is not None:
+        p = Path(report)
+        if not p.is_file():
+            raise UsageError(f"no report at {p}", hint="write one with `kernodeck verify --json FILE`")
+        return p
+    for cand in REPORT_CANDIDATES:
+        if (folder / cand).is_file():
+            return folder / cand
+    return None
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+def _md_cell(v: Any) -> str:
+    if v is None:
+        return ""
+    text = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def report_markdown(report: Report) -> str:
+    """A verify report for people: one table row per step, then the summary."""
+    lines = [
+        f"# {report.kind.capitalize()} report",
+        "",
+        f"- reference: {report.reference_id or '?'}",
+        f"- platform: {report.platform or '?'}",
+        f"- result: {report.summary()}",
+        "",
+        "| layer | step | status | expected | observed | first error / hint |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in report.steps:
+        err = " ".join(x for x in (s.error or "", f"hint: {s.hint}" if s.hint else "") if x)
+        lines.append(
+            f"| {s.layer} | {_md_cell(s.name)} | {s.status.value} | {_md_cell(s.expected)} | "
+            f"{_md_cell(s.observed)} | {_md_cell(err)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _sh(path: str) -> str:
+    """A path for a shell command line, quoted only if it needs it."""
+    import shlex
+
+    return shlex.quote(path)
+
+
+def rebuild_markdown(
+    m: Manifest,
+    *,
+    platforms: list[str],
+    refs: list[dict[str, Any]],
+    creds: list[str],
+    report: Report | None,
+    with_code: bool,
+) -> str:
+    """REBUILD.md: the exact commands in order, and what must be provided (names, never values)."""
+    py = m.python.version
+    lines = [
+        f"# Rebuild {m.reference.name} (reference {m.reference.id})",
+        "",
+        "This folder was written by `kernodeck bundle`. It is everything another launch needs to rebuild",
+        "the environment and show that it works: the manifest, the hashed requirement files for each",
+        "platform, the author's observed inventory and last verify report, the configuration, the",
+        "references of the data and weights, and the control results. It holds no credentials and no",
+        "paths of the author's machine; where access is needed, the environment variables are named below.",
+        "",
+        "Run every command from this folder, in this order. Never activate the environment: each step",
+        "calls its interpreter explicitly (`.venv-rebuild/bin/python`, on Windows",
+        "`.venv-rebuild\\Scripts\\python.exe`).",
+        "",
+        "## 0. Before you start",
+        "",
+        "```sh",
+        f"sha256sum -c {BUNDLE_SUMS}        # every file is as it was written",
+        "```",
+        "",
+        f"- Python {py} ({m.python.implementation}) on PATH as `python{py.split('.')[0]}.{py.split('.')[1]}`, or pass"
+        " `--python /path/to/python` to the rebuild.",
+        "- kernodeck installed in any environment (`pip install kernodeck`).",
+        "- Access to the package indexes named at the top of the requirement file.",
+    ]
+    if creds:
+        lines.append(
+            "- Set these environment variables (ask the project for their values; they are not in this folder):"
+        )
+        lines.extend(f"  - `{name}`" for name in creds)
+    else:
+        lines.append("- No credentials are needed.")
+    missing = [r for r in refs if r.get("included") is False and r.get("kind") != "code"]
+    if missing:
+        lines += [
+            "",
+            "Data and weights not included in this folder; put them at their paths before step 3:",
+            "",
+        ]
+        for r in missing:
+            where = r.get("path") or r.get("hub")
+            src = r.get("source") or (
+                f"hub {r['hub']} at revision {r.get('revision')}" if r.get("hub") else "ask the project"
+            )
+            access = (
+                f"; access: {', '.join('`' + a + '`' for a in r.get('access') or [])}"
+                if r.get("access")
+                else ""
+            )
+            digest = r.get("sha256") or ", ".join(f"{k}: {v}" for k, v in (r.get("files") or {}).items())
+            lines.append(f"- {r['kind']} `{r['name']}` -> `{where}` from {src} (sha256 {digest}){access}")
+        lines.append(f"\nEvery fingerprint is in `{REFERENCES}`.")
+    if not with_code:
+        rev = m.code.revision if m.code else None
+        lines += [
+            "",
+            "The code is not in this folder: check out"
+            + (f" revision `{rev}`" if rev else " the project's code")
+            + " and copy this folder's files into it.",
+        ]
+    plat_default = platforms[0] if platforms else "PLATFORM"
+    lines += [
+        "",
+        "## 1. Rebuild the environment",
+        "",
+        "```sh",
+        f"kernodeck rebuild . --dest .venv-rebuild --platform {plat_default} --json rebuild-report.json",
+        "```",
+        "",
+    ]
+    if len(platforms) > 1:
+        lines.append("Platforms locked in this folder: " + ", ".join(f"`{p}`" for p in platforms) + ".")
+        lines.append("")
+    only_binary = "" if m.packages.allow_sdist else " --only-binary :all:"
+    lines += [
+        f"It creates a fresh virtual environment with Python {py}, then, with that environment's own",
+        "interpreter and a clean environment (no pip configuration, no variables but the basics and",
+        "the credentials above), does what these commands do:",
+        "",
+        "```sh",
+        f"python{py} -m venv .venv-rebuild",
+        ".venv-rebuild/bin/python -m pip --version",
+        f"PIP_CONFIG_FILE=/dev/null .venv-rebuild/bin/python -m pip install --isolated --require-hashes --no-deps{only_binary} \\",
+        f"    -r {requirements_filename(plat_default)}",
+        ".venv-rebuild/bin/python -m pip check",
+        f".venv-rebuild/bin/python -m pip freeze --all > {INVENTORY_FILE}   # an observation, not a lock",
+        "```",
+        "",
+        "and then step 2. It stops at the first stage that fails and keeps that stage's first error.",
+        "",
+        "## 2. Diagnose",
+        "",
+        "```sh",
+        "kernodeck verify . --python .venv-rebuild/bin/python --json verify-report.json",
+    ]
+    if report is not None:
+        lines.append(
+            f"kernodeck diff {OBSERVED_DIR}/{REPORT_JSON} verify-report.json   # which layer differs from the author's run"
+        )
+    lines += [
+        "```",
+        "",
+        "Layers, in order: code, data and weights, interpreter, packages, dependency contract, system,",
+        "backend, device and a small computation, application checks, resume. A failure skips what",
+        "depends on it; fix the first failing layer first.",
+    ]
+    lines += ["", "## 3. Run the sample", ""]
+    if m.check or m.resume is not None:
+        lines += [
+            "```sh",
+            "kernodeck check --manifest repro.toml --python .venv-rebuild/bin/python --out out --json check-report.json",
+            "```",
+            "",
+            "which runs, from this folder and with `{out}` replaced by an output folder per check:",
+            "",
+        ]
+        for c in m.check:
+            lines.append(f"- `{c.name}`: `{' '.join(c.run)}` (timeout {c.timeout:g} s)")
+        if m.resume is not None:
+            lines.append(f"- `resume`: `{' '.join(m.resume.run)}`")
+    else:
+        lines.append(
+            "The manifest declares no application check; verify's device computation is the only run."
+        )
+    lines += ["", "## 4. Read the outputs back", ""]
+    if m.check:
+        lines += [
+            "`kernodeck check` reads every output back from its folder and applies the criteria decided",
+            "before the run (structure first, then values within tolerance):",
+            "",
+        ]
+        for c in m.check:
+            for o in c.output:
+                crit = []
+                if o.shape is not None:
+                    crit.append(f"shape {o.shape}")
+                if o.dtype:
+                    crit.append(f"dtype {o.dtype}")
+                if o.finite:
+                    crit.append("finite")
+                if o.count is not None:
+                    crit.append(f"count {o.count}")
+                if o.key:
+                    crit.append(f"key {o.key}")
+                if o.min is not None or o.max is not None:
+                    crit.append(
+                        f"values in [{o.min if o.min is not None else '-inf'}, {o.max if o.max is not None else 'inf'}]"
+                    )
+                if o.ids_from:
+                    crit.append(f"ids equal {o.ids_from}")
+                if o.equals is not None:
+                    crit.append(f"equals {json.dumps(o.equals)}")
+                if o.sha256:
+                    crit.append(f"sha256 {o.sha256}")
+                if o.reference:
+                    tol = ", ".join(
+                        f"{k} {v:g}"
+                        for k, v in (("atol", o.atol), ("rtol", o.rtol), ("cosine-min", o.cosine_min))
+                        if v is not None
+                    )
+                    crit.append(f"compared with `{o.reference}`" + (f" ({tol})" if tol else ""))
+                lines.append(f"- `{c.name}` -> `{o.path}`: " + (", ".join(crit) or "exists"))
+        lines += ["", "The outputs stay in `out/<check>/`; to look at them yourself:", "", "```sh"]
+        for c in m.check:
+            for o in c.output:
+                where = f"out/{c.name}/{o.path}"
+                if o.path.endswith(".npy"):
+                    lines.append(
+                        f".venv-rebuild/bin/python -c \"import numpy as np; a = np.load('{where}'); "
+                        'print(a.shape, a.dtype, bool(np.isfinite(a).all()))"'
+                    )
+                elif o.path.endswith(".json"):
+                    lines.append(f".venv-rebuild/bin/python -m json.tool {where}")
+                else:
+                    lines.append(f"ls -l {where}")
+        lines.append("```")
+    else:
+        lines.append("No outputs to read back.")
+    lines += [
+        "",
+        "## If something must change",
+        "",
+        "Fix the procedure (repro.toml, then `kernodeck lock`), give the reference a new identity",
+        "(`kernodeck capture`, or `kernodeck capture --variant NAME` for a deliberate difference),",
+        "and write a new bundle. Change one layer at a time.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def _iter_out_files(root: Path) -> Iterator[Path]:
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            yield p
+
+
+def write_bundle(
+    out: str | Path,
+    *,
+    manifest: str | Path = "repro.toml",
+    include_data: bool = False,
+    include_code: bool = True,
+    report: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    home: str | Path | None = None,
+) -> BundleResult:
+    """Assemble, scrub, check and write the bundle folder `out`."""
+    manifest_path = Path(manifest)
+    if manifest_path.is_dir():
+        manifest_path = manifest_path / "repro.toml"
+    m = load_manifest(manifest_path)
+    folder = manifest_path.parent
+    out_path = Path(out)
+    if out_path.exists():
+        if not out_path.is_dir():
+            raise UsageError(f"{out} exists and is not a folder")
+        if any(out_path.iterdir()) and not (out_path / BUNDLE_SUMS).is_file():
+            raise UsageError(
+                f"{out} exists, is not empty and is not a bundle",
+                hint="choose a new folder; an existing bundle (with BUNDLE.sha256) is replaced",
+            )
+    if out_path.resolve() == folder.resolve() or out_path.resolve() in folder.resolve().parents:
+        raise UsageError(f"{out} holds the manifest's folder; choose a new folder for the bundle")
+
+    env = dict(os.environ if environ is None else environ)
+    locked = sorted(p.name for p in m.platform if (folder / requirements_filename(p.name)).is_file())
+    reqs_text = "".join((folder / requirements_filename(p)).read_text(encoding="utf-8") for p in locked)
+    creds = credential_names(m, reqs_text)
+    scrub = Scrubber.for_project(
+        folder,
+        environ=env,
+        credential_names=creds,
+        extra_paths=[(out_path.absolute(), "<bundle>")],
+        home=home,
+    )
+    result = BundleResult(out=out_path)
+    plan = _Plan()
+
+    def add_text(rel: str, text: str, label: str | None = None) -> None:
+        clean = scrub.text(text)
+        if clean != text:
+            result.scrubbed.append(label or rel)
+        plan.files[_rel(rel)] = clean.encode("utf-8")
+
+    def add_verbatim(rel: str, why: str) -> None:
+        rel = _rel(rel)
+        src = folder / rel
+        if not src.is_file():
+            raise BundleError(
+                f"{why}: {rel} not found next to {manifest_path.name}",
+                hint="create it or fix its path in repro.toml",
+            )
+        plan.files[rel] = src.read_bytes()
+        plan.verbatim[rel] = why
+
+    if not locked:
+        result.warnings.append(
+            "no requirements-rebuild-<platform>.txt found: run `kernodeck lock` first, or the bundle cannot be rebuilt"
+        )
+
+    # the manifest and the locks
+    manifest_text = manifest_path.read_text(encoding="utf-8")
+    add_text("repro.toml", manifest_text)
+    if "repro.toml" in result.scrubbed:
+        result.warnings.append(
+            "repro.toml had credentials or host paths replaced; its sha256 in the requirement files no longer matches"
+        )
+    for name in locked:
+        fn = requirements_filename(name)
+        text = (folder / fn).read_text(encoding="utf-8")
+        add_text(fn, text)
+        if fn in result.scrubbed:
+            result.warnings.append(
+                f"{fn} names a host path or a credential; the rebuild from the bundle may not reach it"
+            )
+    for p in sorted(folder.glob(f"{PYLOCK_PREFIX}*.toml")):
+        add_text(p.name, p.read_text(encoding="utf-8"))
+
+    # the observed inventory and the last report
+    inv = folder / INVENTORY_FILE
+    if inv.is_file():
+        add_text(f"{OBSERVED_DIR}/{INVENTORY_FILE}", inv.read_text(encoding="utf-8"))
+    else:
+        result.warnings.append(
+            f"no {INVENTORY_FILE} beside the manifest (run `kernodeck rebuild` to observe one)"
+        )
+    report_path = find_report(folder, report)
+    loaded: Report | None = None
+    if report_path is not None:
+        try:
+            loaded = Report.from_json(report_path.read_text(encoding="utf-8"))
+        except (ValueError, TypeError) as e:
+            raise UsageError(f"{report_path} is not a kernodeck report: {str(e).splitlines()[0]}") from None
+        clean = Report.model_validate(scrub.data(loaded.model_dump(mode="json", by_alias=True)))
+        if clean != loaded:
+            result.scrubbed.append(f"{OBSERVED_DIR}/{REPORT_JSON}")
+        plan.files[f"{OBSERVED_DIR}/{REPORT_JSON}"] = clean.to_json().encode("utf-8")
+        plan.files[f"{OBSERVED_DIR}/{REPORT_MD}"] = scrub.text(report_markdown(clean)).encode("utf-8")
+        result.report_included = True
+        loaded = clean
+        if any(s.status is Status.FAILED and s.required for s in clean.steps):
+            result.warnings.append("the included verify report has failures: " + clean.summary())
+    else:
+        result.warnings.append(
+            "no verify report included (pass --report FILE from `kernodeck verify --json FILE`)"
+        )
+
+    # configuration, control results, data
+    if m.code is not None:
+        for cfg in m.code.config:
+            add_verbatim(cfg.path, "config file")
+    for rel, why in _reference_paths(m):
+        add_verbatim(rel, why)
+    data_like = _data_paths(m)
+    if include_data:
+        for rel, why in data_like:
+            add_verbatim(rel, why)
+    data_set = {_rel(p) for p, _ in data_like}
+
+    # code
+    if include_code:
+        reports = {*REPORT_CANDIDATES, "rebuild-report.json", "check-report.json"}
+        if report_path is not None and report_path.resolve().parent == folder.resolve():
+            reports.add(report_path.name)
+        names, warns = code_files(folder, exclude=data_set | set(plan.files) | reports)
+        result.warnings.extend(warns)
+        for name in names:
+            add_verbatim(name, "code")
+
+    included = {rel for rel in plan.files}
+    refs = references(m, included)
+    if m.code is not None:
+        from kernodeck.capture import git_revision
+
+        head, dirty, _why = git_revision(folder)
+        code_count = len([r for r, why in plan.verbatim.items() if why == "code"])
+        refs.insert(
+            0,
+            {"kind": "code", "revision": head, "dirty": dirty, "included": include_code, "files": code_count},
+        )
+    add_text(REFERENCES, json.dumps(refs, indent=2, sort_keys=True) + "\n")
+    add_text(
+        REBUILD_MD,
+        rebuild_markdown(m, platforms=locked, refs=refs, creds=creds, report=loaded, with_code=include_code),
+    )
+
+    # nothing leaves the machine that reveals a secret or a host path
+    problems = []
+    for rel, data in sorted(plan.files.items()):
+        found = scrub.leaks(data)
+        if found:
+            why = plan.verbatim.get(rel, "generated file")
+            problems.append(f"{rel} ({why}): {', '.join(found)}")
+    if problems:
+        raise BundleError(
+            "the bundle would reveal secrets or paths of this machine; nothing was written",
+            context=problems,
+            hint="move secrets into environment variables named in repro.toml, and use paths relative to the project",
+        )
+
+    sums = "".join(f"{sha256_bytes(plan.files[rel])}  {rel}\n" for rel in sorted(plan.files))
+    plan.files[BUNDLE_SUMS] = sums.encode("utf-8")
+    _write_folder(out_path, plan.files)
+    result.files = sorted(plan.files)
+    return result
+
+
+def _write_folder(out: Path, files: dict[str, bytes]) -> None:
+    """Write every file into a sibling temporary folder, then swap it into place."""
+    out = out.absolute()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        for rel, data in files.items():
+            atomic_write_bytes(tmp / rel, data)
+        if out.exists():
+            old = out.with_name(f".{out.name}.{os.getpid()}.old")
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def verify_bundle(out: str | Path) -> list[str]:
+    """Problems with a bundle's BUNDLE.sha256 (empty when every listed file matches)."""
+    from kernodeck.rebuild import check_bundle_sums
+
+    sums = Path(out) / BUNDLE_SUMS
+    if not sums.is_file():
+        return [f"no {BUNDLE_SUMS}"]
+    step = check_bundle_sums(sums)
+    return [] if step.status is Status.PASSED else list(step.observed or [step.error or "mismatch"])

@@ -1,0 +1,505 @@
+"""`kernodeck capture`: record the reference environment it runs in into repro.toml.
+
+What is observed: the code revision (git) and configuration fingerprints, data and weight
+fingerprints, and the system the reference ran on (NVIDIA driver, CUDA or ROCm as torch reports
+them, devices). The file is edited with tomlkit, so every comment and the order survive.
+
+When anything recorded changes, the reference gets a new identity (`[reference] id`, date based:
+`YYYY-MM-DD.N`) and the changes are listed. With a variant name, the reference is left as it is
+and the differences are written as a `[[variant]]` entry beside it: a deliberate difference,
+recorded, with its own identity.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from kernodeck.manifest.edit import dumps_document, get_value, load_document, set_value
+from kernodeck.manifest.load import loads_manifest
+from kernodeck.manifest.schema import Manifest
+from kernodeck.report import atomic_write_text
+
+_DATED_ID = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(\d+)$")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One recorded value that changed; `key` is a dotted path into repro.toml."""
+
+    key: str
+    old: Any
+    new: Any
+
+    def describe(self) -> str:
+        old = "(none)" if self.old is None else str(self.old)
+        return f"{self.key}: {old} -> {self.new}"
+
+
+@dataclass
+class SystemObservation:
+    """What the reference system looks like, as verify's probes (or the fallback probe) saw it."""
+
+    nvidia_driver: str | None = None
+    cuda: str | None = None  # torch.version.cuda
+    rocm: str | None = None  # torch.version.hip
+    gpus: list[dict[str, Any]] = field(default_factory=list)  # name, compute_capability, memory_gib
+
+    @property
+    def accelerated(self) -> bool:
+        return bool(self.gpus)
+
+
+@dataclass
+class CaptureResult:
+    path: Path
+    old_id: str
+    new_id: str | None
+    changes: list[Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    variant: str | None = None
+    written: bool = False
+
+    def render(self) -> str:
+        lines: list[str] = []
+        if not self.changes:
+            lines.append(f"{self.path.name}: nothing changed; reference id stays {self.old_id}")
+        else:
+            target = f"variant {self.variant!r}" if self.variant else "reference"
+            lines.append(f"{self.path.name}: {len(self.changes)} change(s) recorded for the {target}:")
+            lines.extend(f"  {c.describe()}" for c in self.changes)
+            if self.variant:
+                lines.append(f"variant {self.variant} id {self.new_id} (based on {self.old_id})")
+            else:
+                lines.append(f"new reference id: {self.old_id} -> {self.new_id}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+SystemProbe = Callable[[str], SystemObservation | None]
+
+
+# --- observations --------------------------------------------------------------------------------
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def git_revision(folder: Path) -> tuple[str | None, bool, str | None]:
+    """(full sha of HEAD, whether the working tree has local changes, why not when None)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, False, f"git could not run: {e}"
+    if head.returncode != 0:
+        first = (head.stderr.strip().splitlines() or ["not a git checkout"])[0]
+        return None, False, first
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return head.stdout.strip(), bool(status.stdout.strip()), None
+
+
+_PACKAGE_FILE_SCRIPT = """
+import importlib.metadata as m, json, sys
+try:
+    d = m.distribution(sys.argv[1])
+except m.PackageNotFoundError:
+    print(json.dumps(None))
+else:
+    print(json.dumps(str(d.locate_file(sys.argv[2]))))
+"""
+
+
+def locate_package_file(python: str, package: str, path: str) -> Path | None:
+    """Where `path` inside the installed distribution `package` is, for the interpreter `python`."""
+    try:
+        proc = subprocess.run(
+            [python, "-I", "-c", _PACKAGE_FILE_SCRIPT, package, path],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        found = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return Path(found) if isinstance(found, str) and Path(found).is_file() else None
+
+
+def hub_cache_file(
+    hub: str, revision: str, filename: str, environ: dict[str, str] | None = None
+) -> Path | None:
+    """A file of a hub repository at a pinned revision in the local Hugging Face cache, if present."""
+    env = os.environ if environ is None else environ
+    roots = []
+    if env.get("HF_HUB_CACHE"):
+        roots.append(Path(env["HF_HUB_CACHE"]))
+    if env.get("HF_HOME"):
+        roots.append(Path(env["HF_HOME"]) / "hub")
+    roots.append(Path.home() / ".cache" / "huggingface" / "hub")
+    folder = "models--" + hub.replace("/", "--")
+    for root in roots:
+        candidate = root / folder / "snapshots" / revision / filename
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+_SYSTEM_SCRIPT = r"""
+import json
+out = {"cuda": None, "rocm": None, "gpus": []}
+try:
+    import torch
+except Exception:
+    pass
+else:
+    out["cuda"] = getattr(torch.version, "cuda", None)
+    out["rocm"] = getattr(torch.version, "hip", None)
+    try:
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:
+        n = 0
+    for i in range(n):
+        p = torch.cuda.get_device_properties(i)
+        out["gpus"].append({
+            "name": p.name,
+            "compute_capability": f"{p.major}.{p.minor}",
+            "memory_gib": round(p.total_memory / 2**30, 1),
+        })
+print(json.dumps(out))
+"""
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    m = re.search(r"Kernel Module(?: for [^\s]+)?\s+(\d+(?:\.\d+)+)", text)
+    if m:
+        return m.group(1)
+    try:
+        proc = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    line = proc.stdout.strip().splitlines()[0].strip() if proc.returncode == 0 and proc.stdout.strip() else ""
+    return line or None
+
+
+def observe_system(python: str) -> SystemObservation | None:
+    """The system as the reference interpreter sees it: verify's probes when they are there,
+    otherwise a small probe of our own (torch versions and devices, the NVIDIA driver)."""
+    observed = _observe_with_verify_probes(python)
+    if observed is not None:
+        return observed
+    try:
+        proc = subprocess.run(
+            [python, "-c", _SYSTEM_SCRIPT], capture_output=True, text=True, timeout=300, check=False
+        )
+        raw = (
+            json.loads(proc.stdout.strip().splitlines()[-1])
+            if proc.returncode == 0 and proc.stdout.strip()
+            else {}
+        )
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        raw = {}
+    return SystemObservation(
+        nvidia_driver=_nvidia_driver(),
+        cuda=raw.get("cuda"),
+        rocm=raw.get("rocm"),
+        gpus=list(raw.get("gpus") or []),
+    )
+
+
+def _observe_with_verify_probes(python: str) -> SystemObservation | None:
+    """System facts from verify's probe runner, if that module offers them."""
+    try:
+        from kernodeck.probe import runner
+    except ImportError:
+        return None
+    collect = getattr(runner, "collect_facts", None) or getattr(runner, "run_probes", None)
+    if collect is None:
+        return None
+    try:
+        facts = collect(python)
+    except Exception:  # a probe that breaks must not stop capture; the fallback probe runs instead
+        return None
+    return _observation_from_facts(facts)
+
+
+def _observation_from_facts(facts: Any) -> SystemObservation | None:
+    data: Any = facts.model_dump() if hasattr(facts, "model_dump") else facts
+    if hasattr(data, "__dict__") and not isinstance(data, dict):
+        data = vars(data)
+    if not isinstance(data, dict):
+        return None
+
+    def find(*keys: str) -> Any:
+        stack: list[Any] = [data]
+        while stack:
+            cur = stack.pop(0)
+            if isinstance(cur, dict):
+                for k in keys:
+                    if cur.get(k) not in (None, "", []):
+                        return cur[k]
+                stack.extend(v for v in cur.values() if isinstance(v, dict))
+        return None
+
+    gpus = find("gpus", "devices") or []
+    return SystemObservation(
+        nvidia_driver=_str_or_none(find("nvidia_driver", "driver_version", "nvidia-driver")),
+        cuda=_str_or_none(find("torch_cuda", "cuda_version", "cuda")),
+        rocm=_str_or_none(find("torch_hip", "hip_version", "hip", "rocm")),
+        gpus=[g for g in gpus if isinstance(g, dict)],
+    )
+
+
+def _str_or_none(v: Any) -> str | None:
+    return None if v in (None, "", False) else str(v)
+
+
+# --- the capture ---------------------------------------------------------------------------------
+
+
+def next_reference_id(old: str, today: _dt.date, taken: set[str] | None = None) -> str:
+    """`YYYY-MM-DD.N`: today's date, N one more than the old id's when that is from today."""
+    day = today.isoformat()
+    m = _DATED_ID.match(old)
+    n = int(m.group(2)) + 1 if m and m.group(1) == day else 1
+    taken = taken or set()
+    while f"{day}.{n}" in taken or f"{day}.{n}" == old:
+        n += 1
+    return f"{day}.{n}"
+
+
+def _satisfies(spec: str | None, value: str) -> bool:
+    if spec is None:
+        return False
+    try:
+        return SpecifierSet(spec).contains(Version(value), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
+def _observe(
+    manifest: Manifest,
+    folder: Path,
+    python: str,
+    system: SystemObservation | None,
+    notes: list[str],
+) -> dict[str, Any]:
+    """Dotted key -> observed value, for every recorded value that this environment can observe."""
+    obs: dict[str, Any] = {}
+    if manifest.code is not None:
+        rev, dirty, why = git_revision(folder)
+        if rev is None:
+            notes.append(f"code revision not captured: {why}")
+        else:
+            obs["code.revision"] = rev
+            if dirty and not manifest.code.allow_dirty:
+                notes.append(
+                    "the working tree has local changes that the recorded revision does not include; "
+                    "commit them, or set [code] allow-dirty = true"
+                )
+        for i, cfg in enumerate(manifest.code.config):
+            p = folder / cfg.path
+            if p.is_file():
+                obs[f"code.config[{i}].sha256"] = sha256_file(p)
+            else:
+                notes.append(f"config file {cfg.path} not found; its fingerprint was not captured")
+    for i, d in enumerate(manifest.data):
+        p = folder / d.path
+        if not p.is_file():
+            notes.append(f"data {d.name}: {d.path} not found; its fingerprint was not captured")
+            continue
+        obs[f"data[{i}].sha256"] = sha256_file(p)
+        if d.size is not None:
+            obs[f"data[{i}].size"] = p.stat().st_size
+    for i, w in enumerate(manifest.weights):
+        if w.hub:
+            for fname in sorted(w.files or {}):
+                cached = hub_cache_file(w.hub, w.revision or "", fname)
+                if cached is None:
+                    notes.append(
+                        f"weights {w.name}: {fname} of {w.hub} is not in the local hub cache; not captured"
+                    )
+                else:
+                    obs[f'weights[{i}].files."{fname}"'] = sha256_file(cached)
+            continue
+        if w.path is None:
+            continue
+        if w.package:
+            located = locate_package_file(python, w.package, w.path)
+            if located is None:
+                notes.append(
+                    f"weights {w.name}: {w.path} not found in the installed {w.package}; not captured"
+                )
+                continue
+            wp = located
+        else:
+            wp = folder / w.path
+            if not wp.is_file():
+                notes.append(f"weights {w.name}: {w.path} not found; its fingerprint was not captured")
+                continue
+        obs[f"weights[{i}].sha256"] = sha256_file(wp)
+        if w.size is not None:
+            obs[f"weights[{i}].size"] = wp.stat().st_size
+    if manifest.resume is not None and manifest.resume.checkpoint.sha256 is not None:
+        cp = folder / manifest.resume.checkpoint.path
+        if cp.is_file():
+            obs["resume.checkpoint.sha256"] = sha256_file(cp)
+    if system is not None:
+        _observe_system_keys(manifest, system, obs, notes)
+    return obs
+
+
+def _observe_system_keys(
+    manifest: Manifest, system: SystemObservation, obs: dict[str, Any], notes: list[str]
+) -> None:
+    s = manifest.system
+    if system.nvidia_driver and not _satisfies(s.nvidia_driver, system.nvidia_driver):
+        obs["system.nvidia-driver"] = f">={system.nvidia_driver}"
+    if system.cuda:
+        obs["system.cuda"] = system.cuda
+    if system.rocm:
+        obs["system.rocm"] = system.rocm
+    if not system.gpus:
+        if s.require_accelerator or s.gpu is not None:
+            notes.append("no accelerator observed here; the [system] GPU expectations were left as they are")
+        return
+    gpu = s.gpu
+    count = str(len(system.gpus))
+    if not _satisfies(gpu.count if gpu else None, count):
+        obs["system.gpu.count"] = f">={count}"
+    caps = [str(g["compute_capability"]) for g in system.gpus if g.get("compute_capability")]
+    if caps:
+        low = min(caps, key=Version)
+        if not _satisfies(gpu.compute_capability if gpu else None, low):
+            obs["system.gpu.compute-capability"] = f">={low}"
+    mems = [float(g["memory_gib"]) for g in system.gpus if g.get("memory_gib") is not None]
+    if mems:
+        low_mem = int(min(mems))
+        if not _satisfies(gpu.memory_gib if gpu else None, str(low_mem)):
+            obs["system.gpu.memory-gib"] = f">={low_mem}"
+
+
+def capture(
+    manifest_path: str | Path = "repro.toml",
+    *,
+    variant: str | None = None,
+    note: str | None = None,
+    python: str | None = None,
+    system_probe: SystemProbe | None = observe_system,
+    today: _dt.date | None = None,
+    dry_run: bool = False,
+) -> CaptureResult:
+    """Observe this environment, record what changed in the manifest (or as a variant), write it."""
+    path = Path(manifest_path)
+    if path.is_dir():
+        path = path / "repro.toml"
+    doc = load_document(path)
+    original = dumps_document(doc)
+    manifest = loads_manifest(original, str(path))
+    folder = path.parent
+    interpreter = python or sys.executable
+    notes: list[str] = []
+    system = system_probe(interpreter) if system_probe is not None else None
+    observed = _observe(manifest, folder, interpreter, system, notes)
+
+    changes: list[Change] = []
+    for key, new in observed.items():
+        old = get_value(doc, key)
+        old_plain = old.unwrap() if hasattr(old, "unwrap") else old
+        if old_plain != new:
+            changes.append(Change(key, old_plain, new))
+
+    old_id = manifest.reference.id
+    result = CaptureResult(
+        path=path, old_id=old_id, new_id=None, changes=changes, notes=notes, variant=variant
+    )
+    if not changes:
+        if variant:
+            notes.append(f"nothing differs from the reference; variant {variant!r} was not written")
+        return result
+
+    taken = {v.id for v in manifest.variant}
+    new_id = next_reference_id(old_id, today or _dt.date.today(), taken)
+    result.new_id = new_id
+    if variant:
+        _write_variant(doc, variant, new_id, old_id, note, changes, notes)
+    else:
+        for c in changes:
+            set_value(doc, c.key, c.new)
+        set_value(doc, "reference.id", new_id)
+    text = dumps_document(doc)
+    loads_manifest(text, str(path))  # never write a manifest that does not load
+    if not dry_run:
+        atomic_write_text(path, text)
+        result.written = True
+    return result
+
+
+def _write_variant(
+    doc: Any,
+    name: str,
+    new_id: str,
+    based_on: str,
+    note: str | None,
+    changes: list[Change],
+    notes: list[str],
+) -> None:
+    import tomlkit
+
+    entry = tomlkit.table()
+    entry["name"] = name
+    entry["id"] = new_id
+    entry["based-on"] = based_on
+    if note:
+        entry["note"] = note
+    table = tomlkit.inline_table()
+    for c in changes:
+        table[c.key] = str(c.new)
+    entry["changes"] = table
+    variants = doc.get("variant")
+    if variants is None:
+        aot = tomlkit.aot()
+        aot.append(entry)
+        doc.append("variant", aot)
+        return
+    for i, existing in enumerate(variants):
+        if existing.get("name") == name:
+            notes.append(f"variant {name!r} existed (id {existing.get('id')}); it was replaced")
+            variants[i] = entry
+            return
+    variants.append(entry)

@@ -1,0 +1,320 @@
+"""Check that a training run can be continued, not only that the packages match.
+
+In order, each a Step of layer "resume": the checkpoint's sha256; that it holds every declared
+state key (loaded by the *target* interpreter's torch with `weights_only=True`; dotted keys such
+as `rng.python` walk nested dicts); the resume command, run like a check; and the logged metric
+trajectory against the reference under the declared tolerance, naming the first step that
+diverges. A failure skips what comes after it and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kernodeck.checks.readers import sha256_file
+from kernodeck.checks.runner import expand_argv, fresh_out, make_base, resolve_python, run_command, target_env
+from kernodeck.manifest.schema import Manifest, Resume, Trajectory
+from kernodeck.report import Step
+
+LAYER = "resume"
+STATE_TIMEOUT = 300.0
+
+_STATE_SCRIPT = r"""
+import json, sys
+path, keys = sys.argv[1], json.loads(sys.argv[2])
+def emit(**kw):
+    sys.stdout.write("KERNODECK-STATE " + json.dumps(kw) + "\n")
+try:
+    import torch
+except Exception as e:
+    emit(error="cannot import torch: %s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+    sys.exit(0)
+try:
+    obj = torch.load(path, map_location="cpu", weights_only=True)
+except Exception as e:
+    text = str(e).strip().splitlines()
+    emit(error="torch.load(weights_only=True) failed: %s: %s" % (type(e).__name__, text[0] if text else ""))
+    sys.exit(0)
+def lookup(o, key):
+    if isinstance(o, dict) and key in o:
+        return True
+    if isinstance(o, (list, tuple)) and key.isdigit():
+        return int(key) < len(o)
+    parts = key.split(".")
+    for i in range(1, len(parts)):
+        head, rest = ".".join(parts[:i]), ".".join(parts[i:])
+        if isinstance(o, dict) and head in o and lookup(o[head], rest):
+            return True
+        if isinstance(o, (list, tuple)) and head.isdigit() and int(head) < len(o) and lookup(o[int(head)], rest):
+            return True
+    return False
+top = sorted(str(k) for k in obj) if isinstance(obj, dict) else []
+emit(present=[k for k in keys if lookup(obj, k)], missing=[k for k in keys if not lookup(obj, k)], top=top,
+     torch=str(torch.__version__))
+"""
+
+
+def resume_steps(
+    manifest: Manifest,
+    root: Path,
+    python: str,
+    *,
+    out_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    record: bool = False,
+) -> list[Step]:
+    """The `[resume]` checks, in order (layer "resume")."""
+    r = manifest.resume
+    python = resolve_python(python)
+    root = root.resolve()
+    if r is None:
+        return [Step.skipped(LAYER, "resume", "no [resume] declared", required=False)]
+    steps: list[Step] = []
+
+    # 1. the checkpoint is the one the reference continued from
+    ckpt = root / r.checkpoint.path
+    name = f"checkpoint {r.checkpoint.path}"
+    if not ckpt.is_file():
+        steps.append(
+            Step.failed(
+                LAYER,
+                f"{name}: sha256",
+                f"{r.checkpoint.path}: file not found",
+                expected=r.checkpoint.sha256,
+                observed="missing",
+            )
+        )
+        return [*steps, *_skip_rest(r, "the checkpoint is missing")]
+    digest = sha256_file(ckpt)
+    if r.checkpoint.sha256 is None:
+        steps.append(
+            Step.warning(
+                LAYER,
+                f"{name}: sha256",
+                "no sha256 declared for the checkpoint",
+                observed=digest,
+                required=False,
+                hint=f'add sha256 = "{digest}" to [resume].checkpoint',
+            )
+        )
+    elif digest != r.checkpoint.sha256:
+        steps.append(
+            Step.failed(
+                LAYER,
+                f"{name}: sha256",
+                f"{r.checkpoint.path}: sha256: expected {r.checkpoint.sha256}, observed {digest}",
+                expected=r.checkpoint.sha256,
+                observed=digest,
+            )
+        )
+        return [*steps, *_skip_rest(r, "the checkpoint is not the declared one")]
+    else:
+        steps.append(Step.passed(LAYER, f"{name}: sha256", expected=r.checkpoint.sha256, observed=digest))
+
+    # 2. the checkpoint holds the whole computation state
+    if r.required_state:
+        state = _state_step(r, ckpt, root, python, env)
+        steps.append(state)
+        if state.status.value == "failed":
+            return [*steps, *_skip_rest(r, "the checkpoint lacks required state", state_done=True)]
+
+    # 3. continue the run for a few steps
+    base = make_base(out_dir)
+    out = fresh_out(base, "resume" if all(c.name != "resume" for c in manifest.check) else "resume-run")
+    full_env, added = target_env(python, base=env, determinism=manifest.determinism, out=out)
+    argv = expand_argv(r.run, python, out)
+    result = run_command(argv, cwd=root, env=full_env, timeout=r.timeout, out=out, env_set=added)
+    details: dict[str, Any] = {"out": str(out), "stderr-log": str(result.stderr_log), "env": added}
+    det = out / ".kernodeck" / "determinism.json"
+    if det.is_file():
+        details["determinism"] = json.loads(det.read_text(encoding="utf-8"))
+    if not result.ok:
+        steps.append(
+            Step.failed(
+                LAYER,
+                "resume run",
+                f"resume: {result.describe_failure()}",
+                expected="exit code 0",
+                observed=result.describe_failure(),
+                hint=f"full log: {result.stderr_log}",
+                details=details,
+                seconds=round(result.seconds, 3),
+            )
+        )
+        if r.trajectory is not None:
+            steps.append(
+                Step.skipped(LAYER, f"trajectory {r.trajectory.metric}", "skipped: the resume run failed")
+            )
+        return steps
+    steps.append(
+        Step.passed(
+            LAYER,
+            "resume run",
+            expected="exit code 0",
+            observed="exit code 0",
+            details=details,
+            seconds=round(result.seconds, 3),
+        )
+    )
+
+    # 4. the continuation follows the reference trajectory
+    if r.trajectory is not None and not record:
+        steps.append(trajectory_step(r.trajectory, out, root))
+    return steps
+
+
+def resume_out(steps: list[Step]) -> Path | None:
+    """The output folder of the resume run, from its step."""
+    for s in steps:
+        if s.name == "resume run" and "out" in s.details:
+            return Path(s.details["out"])
+    return None
+
+
+def trajectory_step(t: Trajectory, out: Path, root: Path) -> Step:
+    name = f"trajectory {t.metric}"
+    log_path, ref_path = out / t.log, root / t.reference
+    got = _read_log(log_path, t.metric)
+    if isinstance(got, str):
+        return Step.failed(LAYER, name, f"{t.log}: {got}", expected=f"{t.metric} per step", observed=got)
+    ref = _read_log(ref_path, t.metric)
+    if isinstance(ref, str):
+        return Step.failed(
+            LAYER,
+            name,
+            f"reference {t.reference}: {ref}",
+            expected=f"{t.metric} per step",
+            observed=ref,
+            hint="run `kernodeck check --record` in the reference environment",
+        )
+    if t.atol is None and t.rtol is None:
+        return Step.failed(
+            LAYER,
+            name,
+            f"{t.log}: trajectory: no tolerance declared",
+            expected="a declared tolerance",
+            observed="none",
+            hint="add `rtol` and/or `atol` to [resume].trajectory",
+        )
+    atol, rtol = t.atol or 0.0, t.rtol or 0.0
+    expected = f"{len(ref)} steps of {t.metric}, |log - ref| <= {atol:g} + {rtol:g}·|ref|"
+    max_abs = max_rel = 0.0
+    for i, ((gstep, g), (rstep, rv)) in enumerate(zip(got, ref, strict=False)):
+        if gstep != rstep:
+            return Step.failed(
+                LAYER,
+                name,
+                f"{t.log}: entry {i} is step {gstep}, the reference's is step {rstep}",
+                expected=expected,
+                observed=f"step {gstep} at entry {i}",
+            )
+        err = abs(g - rv) if math.isfinite(g) else math.inf
+        rel = err / abs(rv) if rv else (0.0 if err == 0 else math.inf)
+        max_abs, max_rel = max(max_abs, err), max(max_rel, rel)
+        if not err <= atol + rtol * abs(rv):
+            observed = f"first divergence at step {gstep}: {t.metric} {g!r} vs reference {rv!r} (abs {err:.3g}, rel {rel:.3g})"
+            return Step.failed(
+                LAYER,
+                name,
+                f"{t.log}: {t.metric}: {observed}",
+                expected=expected,
+                observed=observed,
+                details={"step": gstep, "value": g, "reference": rv},
+            )
+    if len(got) != len(ref):
+        observed = f"{len(got)} steps logged, the reference has {len(ref)}"
+        return Step.failed(LAYER, name, f"{t.log}: {observed}", expected=expected, observed=observed)
+    observed = f"{len(got)} steps, max abs error {max_abs:.3g}, max rel error {max_rel:.3g}"
+    return Step.passed(
+        LAYER,
+        name,
+        expected=expected,
+        observed=observed,
+        details={"max-abs-error": max_abs, "max-rel-error": max_rel},
+    )
+
+
+def _read_log(path: Path, metric: str) -> list[tuple[Any, float]] | str:
+    """[(step, value)] from a JSON Lines log; the step is the record's `step`, else its position."""
+    if not path.is_file():
+        return "file not found"
+    out: list[tuple[Any, float]] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            return f"line {n} is not JSON: {e.msg}"
+        if not isinstance(rec, dict) or metric not in rec:
+            return f"line {n} has no {metric!r}"
+        v = rec[metric]
+        if not isinstance(v, int | float) or isinstance(v, bool):
+            return f"line {n}: {metric} is {v!r}, not a number"
+        out.append((rec.get("step", len(out)), float(v)))
+    if not out:
+        return "no entries"
+    return out
+
+
+def _state_step(r: Resume, ckpt: Path, root: Path, python: str, env: Mapping[str, str] | None) -> Step:
+    name = f"checkpoint {r.checkpoint.path}: state"
+    expected = list(r.required_state)
+    try:
+        proc = subprocess.run(
+            [python, "-c", _STATE_SCRIPT, str(ckpt), json.dumps(expected)],
+            cwd=root,
+            env=None if env is None else dict(env),
+            capture_output=True,
+            text=True,
+            timeout=STATE_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return Step.failed(
+            LAYER, name, f"reading the checkpoint timed out after {STATE_TIMEOUT:g} s", expected=expected
+        )
+    except OSError as e:
+        return Step.failed(LAYER, name, f"cannot run {python}: {e.strerror or e}", expected=expected)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("KERNODECK-STATE ")), None)
+    if line is None:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Step.failed(LAYER, name, f"reading the checkpoint failed: {tail}", expected=expected)
+    data = json.loads(line[len("KERNODECK-STATE ") :])
+    if "error" in data:
+        return Step.failed(
+            LAYER, name, f"{r.checkpoint.path}: {data['error']}", expected=expected, observed=data["error"]
+        )
+    missing = data["missing"]
+    if missing:
+        observed = f"missing {', '.join(missing)} (top-level keys: {', '.join(data['top'])})"
+        return Step.failed(
+            LAYER,
+            name,
+            f"{r.checkpoint.path}: state: {observed}",
+            expected=expected,
+            observed=observed,
+            hint="save the full computation state in the checkpoint, RNG states included",
+        )
+    return Step.passed(
+        LAYER,
+        name,
+        expected=expected,
+        observed=f"all {len(expected)} keys present",
+        details={"torch": data.get("torch")},
+    )
+
+
+def _skip_rest(r: Resume, why: str, *, state_done: bool = False) -> list[Step]:
+    out = []
+    if r.required_state and not state_done:
+        out.append(Step.skipped(LAYER, f"checkpoint {r.checkpoint.path}: state", f"skipped: {why}"))
+    out.append(Step.skipped(LAYER, "resume run", f"skipped: {why}"))
+    if r.trajectory is not None:
+        out.append(Step.skipped(LAYER, f"trajectory {r.trajectory.metric}", f"skipped: {why}"))
+    return out

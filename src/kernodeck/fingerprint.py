@@ -1,0 +1,208 @@
+"""Content fingerprints (sha256) of files and directories, with a stat-keyed cache.
+
+Files are hashed as a stream in large blocks. A directory's digest is the sha256 of the lines
+`<file sha256>  <relative posix path>\\n`, one per regular file below it, sorted by the UTF-8
+bytes of the path; the same as::
+
+    (cd DIR && find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum) | sha256sum
+
+Directory symlinks are not followed; file symlinks are hashed by their content.
+
+The cache maps an absolute path to (size, mtime_ns, inode, ctime_ns, sha256): an unchanged
+multi-GB file is not read again. It lives in ``platformdirs.user_cache_dir("kernodeck")`` or in
+``$KERNODECK_CACHE_DIR``; ``rehash=True`` ignores what it holds (and refreshes it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Read size for streaming hashes. Large enough to amortise syscalls, small enough for the cache.
+BLOCK_SIZE = 4 * 1024 * 1024
+
+CACHE_FILE = "fingerprints-v1.json"
+
+StatKey = tuple[int, int, int, int]
+
+
+def cache_dir() -> Path:
+    """The directory of Kernodeck's caches: $KERNODECK_CACHE_DIR, else the user cache dir."""
+    env = os.environ.get("KERNODECK_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("kernodeck"))
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    """What must be unchanged for a cached digest to stand: size, mtime_ns, inode, ctime_ns."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+def sha256_file(path: str | os.PathLike[str], *, block_size: int = BLOCK_SIZE) -> str:
+    """The hex sha256 of a file, read in `block_size` blocks into one reusable buffer."""
+    h = hashlib.sha256()
+    buf = bytearray(block_size)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        if hasattr(os, "posix_fadvise"):
+            with contextlib.suppress(OSError):  # not every filesystem takes advice
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            h.update(view[:n])
+    return h.hexdigest()
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    bytes_hashed: int = 0
+    files_hashed: int = 0
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """The digest of a file or directory: `kind` is "file" or "dir"; `files` counts the files."""
+
+    sha256: str
+    size: int
+    kind: str
+    files: int = 1
+
+
+@dataclass
+class FingerprintCache:
+    """A JSON cache of file digests keyed by absolute path and stat key.
+
+    Load once, look up and record digests, then `save()`: the file is merged under a lock with
+    what other processes wrote meanwhile and replaced atomically.
+    """
+
+    path: Path | None = None
+    rehash: bool = False
+    stats: CacheStats = field(default_factory=CacheStats)
+    _entries: dict[str, list[Any]] | None = None
+    _dirty: dict[str, list[Any]] = field(default_factory=dict)
+
+    @property
+    def entries(self) -> dict[str, list[Any]]:
+        """The cached digests, read from disk on first use (the probe reads the file itself)."""
+        if self._entries is None:
+            self._entries = _read_entries(self.path) if self.path is not None else {}
+        return self._entries
+
+    @classmethod
+    def open(
+        cls, directory: Path | None = None, *, rehash: bool = False, enabled: bool = True
+    ) -> FingerprintCache:
+        if not enabled:
+            return cls(path=None, rehash=rehash)
+        d = directory if directory is not None else cache_dir()
+        return cls(path=d / CACHE_FILE, rehash=rehash)
+
+    def lookup(self, path: str, key: StatKey) -> str | None:
+        if self.rehash:
+            return None
+        e = self.entries.get(path)
+        if e is not None and len(e) == 5 and tuple(e[:4]) == key:
+            return str(e[4])
+        return None
+
+    def record(self, path: str, key: StatKey, digest: str) -> None:
+        entry = [*key, digest]
+        if self._entries is not None:
+            self._entries[path] = entry
+        self._dirty[path] = entry
+
+    def file_sha256(self, path: str | os.PathLike[str]) -> str:
+        """The digest of one file, from the cache when its stat key is unchanged."""
+        p = os.path.abspath(path)
+        st = os.stat(p)
+        key = stat_key(st)
+        hit = self.lookup(p, key)
+        if hit is not None:
+            self.stats.hits += 1
+            return hit
+        self.stats.misses += 1
+        digest = sha256_file(p)
+        self.stats.bytes_hashed += st.st_size
+        self.stats.files_hashed += 1
+        # A file that changed while it was read gets no cache entry.
+        if stat_key(os.stat(p)) == key:
+            self.record(p, key, digest)
+        return digest
+
+    def fingerprint(self, path: str | os.PathLike[str]) -> Fingerprint:
+        """Fingerprint a file or a directory (see the module docstring for the directory digest)."""
+        p = Path(path)
+        st = p.stat()
+        if stat.S_ISDIR(st.st_mode):
+            return self._dir_fingerprint(p)
+        return Fingerprint(self.file_sha256(p), st.st_size, "file")
+
+    def _dir_fingerprint(self, root: Path) -> Fingerprint:
+        files: list[tuple[bytes, str, Path]] = []
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames.sort()
+            for name in filenames:
+                full = Path(dirpath) / name
+                if not full.is_file():
+                    continue
+                rel = full.relative_to(root).as_posix()
+                files.append((rel.encode("utf-8", "surrogateescape"), rel, full))
+        files.sort(key=lambda t: t[0])
+        outer = hashlib.sha256()
+        size = 0
+        for _, rel, full in files:
+            outer.update(f"{self.file_sha256(full)}  {rel}\n".encode("utf-8", "surrogateescape"))
+            size += full.stat().st_size
+        return Fingerprint(outer.hexdigest(), size, "dir", files=len(files))
+
+    def merge(self, new: dict[str, list[Any]]) -> None:
+        """Record entries computed elsewhere (e.g. by the probe inside the target interpreter)."""
+        for p, e in new.items():
+            if isinstance(e, list) and len(e) == 5:
+                self._dirty[p] = e
+
+    def save(self) -> None:
+        if self.path is None or not self._dirty:
+            return
+        from filelock import FileLock, Timeout
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(self.path) + ".lock", timeout=10):
+                current = _read_entries(self.path)
+                current.update(self._dirty)
+                from kernodeck.report import atomic_write_text
+
+                atomic_write_text(self.path, json.dumps(current, separators=(",", ":")))
+                self._entries = current
+        except (OSError, Timeout):
+            return  # a cache that cannot be written costs time, never correctness
+        self._dirty = {}
+
+
+def _read_entries(path: Path) -> dict[str, list[Any]]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def fingerprint(path: str | os.PathLike[str], *, cache: FingerprintCache | None = None) -> Fingerprint:
+    """Fingerprint a file or directory, without a persistent cache unless one is given."""
+    return (cache if cache is not None else FingerprintCache()).fingerprint(path)

@@ -1,0 +1,183 @@
+"""The on-disk index cache: project pages (revalidated or with a time-to-live) and immutable metadata.
+
+Layout under the cache root (`KERNODECK_CACHE_DIR`, else `platformdirs.user_cache_dir("kernodeck")`)::
+
+    index-v1/pages/<key[:2]>/<key>.json          one project page: url, body, validators, fetched-at
+    index-v1/metadata/<sha[:2]>/<sha256>          core metadata of the artifact with that sha256
+    index-v1/metadata-url/<key[:2]>/<key>         core metadata of a file published without hashes
+
+Metadata never changes for a given artifact hash, so it is written once and read forever. Writes go
+to a unique temporary file and are renamed into place, so two processes (or threads) sharing the
+cache never see half a file; `lock()` serialises fetching the same page across processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import filelock
+import platformdirs
+
+_LAYOUT = "index-v1"
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("KERNODECK_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_cache_dir("kernodeck"))
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` beside `path` under a unique name, then rename over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedPage:
+    url: str
+    body: bytes
+    content_type: str
+    fetched_at: float  # epoch seconds
+    etag: str | None = None
+    last_modified: str | None = None
+    base: str | None = None  # the final URL after redirects, when it differs from `url`
+    not_found: bool = False  # the index answered 404/410: remembered like a page
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {
+                "url": self.url,
+                "body": self.body.decode("utf-8", errors="surrogateescape"),
+                "content_type": self.content_type,
+                "fetched_at": self.fetched_at,
+                "etag": self.etag,
+                "last_modified": self.last_modified,
+                "base": self.base,
+                "not_found": self.not_found,
+            }
+        ).encode("utf-8", errors="surrogateescape")
+
+    @classmethod
+    def from_json(cls, data: bytes) -> CachedPage:
+        d: dict[str, Any] = json.loads(data)
+        return cls(
+            url=str(d["url"]),
+            body=str(d["body"]).encode("utf-8", errors="surrogateescape"),
+            content_type=str(d["content_type"]),
+            fetched_at=float(d["fetched_at"]),
+            etag=d.get("etag"),
+            last_modified=d.get("last_modified"),
+            base=d.get("base"),
+            not_found=bool(d.get("not_found", False)),
+        )
+
+
+class IndexCache:
+    """Pages and metadata on disk. `root=None` disables the disk cache (memory only, in the client)."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = (root / _LAYOUT) if root is not None else None
+        self._thread_locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.root is not None
+
+    # -- pages ---------------------------------------------------------------------------------------
+
+    def page_path(self, url: str) -> Path | None:
+        if self.root is None:
+            return None
+        k = _key("page", url)
+        return self.root / "pages" / k[:2] / f"{k}.json"
+
+    def get_page(self, url: str) -> CachedPage | None:
+        path = self.page_path(url)
+        if path is None:
+            return None
+        try:
+            return CachedPage.from_json(path.read_bytes())
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put_page(self, page: CachedPage) -> None:
+        path = self.page_path(page.url)
+        if path is not None:
+            write_atomic(path, page.to_json())
+
+    # -- metadata ------------------------------------------------------------------------------------
+
+    def metadata_path(self, sha256: str | None, url: str) -> Path | None:
+        if self.root is None:
+            return None
+        if sha256:
+            return self.root / "metadata" / sha256[:2] / sha256
+        k = _key("metadata-url", url)
+        return self.root / "metadata-url" / k[:2] / k
+
+    def get_metadata(self, sha256: str | None, url: str) -> bytes | None:
+        path = self.metadata_path(sha256, url)
+        if path is None:
+            return None
+        try:
+            return path.read_bytes()
+        except OSError:
+            return None
+
+    def put_metadata(self, sha256: str | None, url: str, data: bytes) -> None:
+        path = self.metadata_path(sha256, url)
+        if path is not None and not path.exists():
+            write_atomic(path, data)
+
+    # -- locking ---------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self, name: str, timeout: float = 120) -> Iterator[None]:
+        """Hold an inter-process (and inter-thread) lock named `name`; a no-op without a disk cache.
+
+        On timeout the work goes ahead unlocked: the writes are atomic, so the worst case is
+        fetching the same thing twice.
+        """
+        k = _key("lock", name)
+        with self._guard:
+            tlock = self._thread_locks.setdefault(k, threading.Lock())
+        with tlock:
+            if self.root is None:
+                yield
+                return
+            path = self.root / "locks" / f"{k[:3]}.lock"  # 4096 buckets, not one file per name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            flock = filelock.FileLock(str(path), timeout=timeout)
+            try:
+                flock.acquire()
+            except filelock.Timeout:
+                yield
+                return
+            try:
+                yield
+            finally:
+                flock.release()

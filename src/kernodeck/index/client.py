@@ -1,0 +1,659 @@
+"""The index client: project pages and core metadata from simple indexes, file:// indexes and find-links.
+
+- Pages: PEP 691 JSON, falling back to PEP 503 HTML (one Accept header lets the server choose).
+  Cached on disk; revalidated with ETag / Last-Modified when the server sent them, otherwise trusted
+  for `page_ttl` seconds. With `exclude_newer`, a page fetched after that instant already holds every
+  file the lock may use, so it answers later requests without the network (`refresh=True` re-fetches).
+- Metadata, per file, cheapest first: the memory or disk cache (immutable, keyed by the artifact's
+  sha256); the PEP 658/714 `.metadata` file (hash checked); HTTP range requests reading only the zip
+  tail and the METADATA member; the whole file (hash checked). Sdists: downloaded (hash checked) and
+  their metadata built by PEP 517 in an isolated environment.
+- Offline: only the cache; what is missing is named in the error.
+- Credentials: `${VAR}` placeholders in an index URL are expanded in memory and sent as basic auth
+  to that host only; ~/.netrc (or $NETRC) is used for hosts without them. URLs kept in pages,
+  errors, logs and stats never carry credentials.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+import httpx
+from packaging.utils import canonicalize_name
+
+from kernodeck import __version__
+from kernodeck.errors import IndexError_
+from kernodeck.index.cache import CachedPage, IndexCache, default_cache_dir
+from kernodeck.index.metadata import (
+    RangeUnsupported,
+    build_sdist_metadata,
+    read_wheel_metadata,
+    read_wheel_metadata_by_ranges,
+)
+from kernodeck.index.models import (
+    ACCEPT,
+    HTML_CONTENT_TYPE,
+    JSON_CONTENT_TYPE,
+    CoreMetadata,
+    IndexFile,
+    IndexSource,
+    MetadataError,
+    NotFound,
+    ProjectPage,
+    parse_core_metadata,
+    parse_filename,
+    parse_html_page,
+    parse_json_page,
+)
+from kernodeck.index.sources import ResolvedUrl, default_index_url, expand, netrc_auth, redact
+
+__all__ = ["ClientStats", "IndexClient", "default_index_url"]
+
+_RETRY_STATUS = {500, 502, 503, 504}
+_HTML_TYPES = {HTML_CONTENT_TYPE, "text/html"}
+_JSON_TYPES = {JSON_CONTENT_TYPE, "application/vnd.pypi.simple.latest+json"}
+
+
+@dataclass
+class ClientStats:
+    """What the client did. `metadata_fetched` counts metadata obtained from an index by any means."""
+
+    pages_fetched: int = 0
+    pages_from_cache: int = 0
+    pages_revalidated: int = 0
+    metadata_fetched: int = 0
+    metadata_from_cache: int = 0
+    metadata_files: int = 0  # PEP 658 .metadata downloads
+    range_requests: int = 0
+    range_bytes: int = 0  # bytes read by range requests (part of bytes_downloaded)
+    whole_downloads: int = 0
+    bytes_downloaded: int = 0
+    sdist_builds: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def _h2_available() -> bool:
+    try:
+        import h2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _local_path(url: str) -> Path:
+    return Path(url2pathname(urlsplit(url).path))
+
+
+class IndexClient:
+    """Reads indexes for the resolver. Thread-safe; use as a context manager or call `close()`."""
+
+    def __init__(
+        self,
+        *,
+        cache_dir: Path | None = None,
+        offline: bool = False,
+        refresh: bool = False,
+        exclude_newer: datetime | None = None,
+        transport: httpx.BaseTransport | None = None,
+        concurrency: int = 16,
+        page_ttl: float = 600,
+        disk_cache: bool = True,
+        timeout: float = 60,
+    ) -> None:
+        self.offline = offline
+        self.refresh = refresh
+        self.exclude_newer = exclude_newer
+        self.concurrency = max(1, concurrency)
+        self.page_ttl = page_ttl
+        self.cache = IndexCache((cache_dir or default_cache_dir()) if disk_cache else None)
+        self.stats = ClientStats()
+        self._stats_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._pages: dict[tuple[str, str, str], ProjectPage | NotFound] = {}
+        self._flinks: dict[tuple[str, str], tuple[IndexFile, ...]] = {}
+        self._meta: dict[str, CoreMetadata] = {}
+        self._meta_errors: dict[str, IndexError_] = {}
+        self._resolved: dict[str, ResolvedUrl] = {}
+        self._auth: dict[str, tuple[str, str]] = {}
+        self._local_hashes: dict[tuple[str, int, int], str] = {}
+        limits = httpx.Limits(
+            max_connections=max(16, self.concurrency * 2), max_keepalive_connections=self.concurrency
+        )
+        if transport is None:
+            transport = httpx.HTTPTransport(http2=_h2_available(), retries=2, limits=limits)
+        self._http = httpx.Client(
+            transport=transport,
+            timeout=httpx.Timeout(timeout, connect=15),
+            follow_redirects=True,
+            headers={"User-Agent": f"kernodeck/{__version__}"},
+            trust_env=True,
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> IndexClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _bump(self, **counts: int) -> None:
+        with self._stats_lock:
+            for k, v in counts.items():
+                setattr(self.stats, k, getattr(self.stats, k) + v)
+
+    # -- sources and HTTP ----------------------------------------------------------------------------
+
+    def resolve_source(self, source: IndexSource) -> ResolvedUrl:
+        """Expand a source's placeholders (in memory) and remember its credentials for its host."""
+        with self._lock:
+            hit = self._resolved.get(source.url)
+        if hit is not None:
+            return hit
+        resolved = expand(source.url)
+        with self._lock:
+            self._resolved[source.url] = resolved
+            if resolved.auth is not None:
+                self._auth[resolved.host] = resolved.auth
+        return resolved
+
+    def _auth_for(self, url: str) -> httpx.Auth | None:
+        host = urlsplit(url).netloc.lower()
+        creds = self._auth.get(host) or netrc_auth(urlsplit(url).hostname or "")
+        return httpx.BasicAuth(*creds) if creds else None
+
+    def _get(self, url: str, *, headers: Mapping[str, str] | None = None, what: str) -> httpx.Response:
+        """One GET with retries on connection errors and 5xx; IndexError_ on network failure."""
+        if self.offline:
+            raise IndexError_(
+                f"offline: would need to download {what} from {redact(url)}",
+                hint="run once without --offline to fill the cache",
+            )
+        last: Exception | None = None
+        for attempt in range(3):
+            if attempt:
+                time.sleep(0.25 * attempt)
+            try:
+                r = self._http.get(
+                    url, headers=dict(headers or {}), auth=self._auth_for(url) or httpx.USE_CLIENT_DEFAULT
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+                last = e  # the transport already retried the connection
+                break
+            except httpx.HTTPError as e:
+                last = e
+            else:
+                if r.status_code not in _RETRY_STATUS or attempt == 2:
+                    return r
+                last = None
+        detail = redact(f"{type(last).__name__}: {last}") if last is not None else "server error"
+        raise IndexError_(
+            f"cannot read {what} from {redact(url)}",
+            context=[detail],
+            hint="check the network and the index URL; `--offline` locks from the cache only",
+        )
+
+    def _status_error(
+        self, r: httpx.Response, what: str, source: str, variables: tuple[str, ...] = ()
+    ) -> IndexError_:
+        url = redact(str(r.request.url))
+        if r.status_code in (401, 403):
+            hint = (
+                f"check the credentials in {', '.join(variables)}"
+                if variables
+                else "the index needs credentials: write ${USER}/${TOKEN} placeholders in its url, or use ~/.netrc"
+            )
+            return IndexError_(
+                f"index {source!r} refused access to {what} ({r.status_code}) at {url}", hint=hint
+            )
+        return IndexError_(
+            f"index {source!r} answered {r.status_code} {r.reason_phrase} for {what} at {url}",
+            hint="retry later, or check the index URL",
+        )
+
+    # -- pages ---------------------------------------------------------------------------------------
+
+    def project_page(self, source: IndexSource, name: str) -> ProjectPage | NotFound:
+        """The files of `name` on `source`, or NotFound when the index has no such project."""
+        canon = str(canonicalize_name(name))
+        key = (source.name, source.url, canon)
+        with self._lock:
+            hit = self._pages.get(key)
+        if hit is not None:
+            return hit
+        with self.cache.lock(f"page:{source.url}:{canon}"):
+            with self._lock:
+                hit = self._pages.get(key)
+            if hit is not None:
+                return hit
+            if source.format == "find-links":
+                page: ProjectPage | NotFound = self._find_links_page(source, canon)
+            else:
+                page = self._simple_page(source, canon)
+        with self._lock:
+            self._pages[key] = page
+        return page
+
+    def prefetch_pages(self, items: Iterable[tuple[IndexSource, str]]) -> None:
+        """Fetch several project pages concurrently; errors surface on the later `project_page` call."""
+        todo = list(dict.fromkeys((s, str(canonicalize_name(n))) for s, n in items))
+        if not todo:
+            return
+
+        def one(item: tuple[IndexSource, str]) -> None:
+            with contextlib.suppress(IndexError_):
+                self.project_page(*item)
+
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
+            list(pool.map(one, todo))
+
+    def _fresh(self, cached: CachedPage) -> bool:
+        if self.exclude_newer is not None and cached.fetched_at > self.exclude_newer.timestamp():
+            return True
+        if cached.etag or cached.last_modified:
+            return False  # revalidate
+        return (time.time() - cached.fetched_at) < self.page_ttl
+
+    def _load_page(
+        self, url: str, *, source: IndexSource, what: str, variables: tuple[str, ...]
+    ) -> CachedPage:
+        """The body of a page from cache or network; `not_found` when the index said 404/410."""
+        cached = None if self.refresh else self.cache.get_page(url)
+        if self.offline:
+            if cached is None:
+                raise IndexError_(
+                    f"offline: no cached page for {what} on index {source.name!r} ({redact(url)})",
+                    hint="run `kernodeck lock` once without --offline to fill the cache",
+                )
+            self._bump(pages_from_cache=1)
+            return cached
+        if cached is not None and self._fresh(cached):
+            self._bump(pages_from_cache=1)
+            return cached
+        headers = {"Accept": ACCEPT}
+        if cached is not None:
+            if cached.etag:
+                headers["If-None-Match"] = cached.etag
+            if cached.last_modified:
+                headers["If-Modified-Since"] = cached.last_modified
+        r = self._get(url, headers=headers, what=what)
+        if r.status_code == 304 and cached is not None:
+            refreshed = CachedPage(
+                base=cached.base,
+                url=cached.url,
+                body=cached.body,
+                content_type=cached.content_type,
+                fetched_at=time.time(),
+                etag=r.headers.get("ETag", cached.etag),
+                last_modified=r.headers.get("Last-Modified", cached.last_modified),
+            )
+            self.cache.put_page(refreshed)
+            self._bump(pages_revalidated=1)
+            return refreshed
+        if r.status_code in (404, 410):
+            self._bump(pages_fetched=1)
+            missing = CachedPage(url=url, body=b"", content_type="", fetched_at=time.time(), not_found=True)
+            self.cache.put_page(missing)
+            return missing
+        if r.status_code != 200:
+            raise self._status_error(r, what, source.name, variables)
+        body = r.content
+        self._bump(pages_fetched=1, bytes_downloaded=len(body))
+        # links resolve against the final URL after redirects (kept without credentials)
+        final = str(r.url.copy_with(username=None, password=None))
+        page = CachedPage(
+            url=url,
+            body=body,
+            content_type=r.headers.get("Content-Type", "text/html"),
+            fetched_at=time.time(),
+            etag=r.headers.get("ETag"),
+            last_modified=r.headers.get("Last-Modified"),
+            base=final if final != url else None,
+        )
+        self.cache.put_page(page)
+        return page
+
+    def _parse(self, cached: CachedPage, *, project: str | None, index: str) -> ProjectPage:
+        ctype = cached.content_type.split(";")[0].strip().lower()
+        base = cached.base or cached.url
+        if ctype in _JSON_TYPES:
+            assert project is not None
+            return parse_json_page(cached.body, project=project, index=index, page_url=base)
+        if ctype in _HTML_TYPES or ctype == "":
+            return parse_html_page(cached.body, project=project, index=index, page_url=base)
+        raise IndexError_(
+            f"index {index!r} answered {redact(cached.url)} with content type {ctype!r}, not a simple index page",
+            hint="the url must point at a PEP 503/691 simple index (it usually ends in /simple)",
+        )
+
+    def _simple_page(self, source: IndexSource, canon: str) -> ProjectPage | NotFound:
+        resolved = self.resolve_source(source)
+        base = resolved.url.rstrip("/")
+        if urlsplit(base).scheme == "file":
+            return self._file_page(source, base, canon)
+        url = f"{base}/{canon}/"
+        cached = self._load_page(
+            url, source=source, what=f"the page of {canon!r}", variables=resolved.variables
+        )
+        if cached.not_found:
+            return NotFound(
+                canon, source.name, f"index {source.name!r} has no project {canon!r} ({redact(url)})"
+            )
+        return self._parse(cached, project=canon, index=source.name)
+
+    def _file_page(self, source: IndexSource, base: str, canon: str) -> ProjectPage | NotFound:
+        root = _local_path(base)
+        folder = root / canon
+        if not folder.is_dir():
+            # a non-normalised folder name still counts (pip does the same)
+            folder = (
+                next((p for p in root.iterdir() if p.is_dir() and canonicalize_name(p.name) == canon), folder)
+                if root.is_dir()
+                else folder
+            )
+        page = folder / "index.html"
+        if not page.is_file():
+            if not root.is_dir():
+                raise IndexError_(
+                    f"index {source.name!r}: folder {root} does not exist",
+                    hint="check the file:// url of the index",
+                )
+            return NotFound(canon, source.name, f"index {source.name!r} has no project {canon!r} ({root})")
+        self._bump(pages_fetched=1)
+        parsed = parse_html_page(
+            page.read_bytes(), project=canon, index=source.name, page_url=folder.as_uri() + "/"
+        )
+        return self._with_local_hashes(parsed)
+
+    def _find_links_page(self, source: IndexSource, canon: str) -> ProjectPage | NotFound:
+        resolved = self.resolve_source(source)
+        with self._lock:
+            files = self._flinks.get((source.name, source.url))
+        if files is None:
+            files = self._find_links_files(source, resolved)
+            with self._lock:
+                self._flinks[(source.name, source.url)] = files
+        mine = tuple(f for f in files if f.project == canon)
+        if not mine:
+            return NotFound(canon, source.name, f"find-links {source.name!r} has no file of {canon!r}")
+        return ProjectPage(name=canon, index=source.name, files=mine, url=redact(resolved.url))
+
+    def _find_links_files(self, source: IndexSource, resolved: ResolvedUrl) -> tuple[IndexFile, ...]:
+        url = resolved.url
+        if urlsplit(url).scheme == "file" or "://" not in url:
+            folder = _local_path(url) if "://" in url else Path(url)
+            if not folder.is_dir():
+                raise IndexError_(
+                    f"find-links {source.name!r}: folder {folder} does not exist",
+                    hint="check the url of the find-links source",
+                )
+            out: list[IndexFile] = []
+            for p in sorted(folder.iterdir()):
+                if not p.is_file():
+                    continue
+                try:
+                    parse_filename(p.name)
+                except ValueError:
+                    continue
+                st = p.stat()
+                meta = p.with_name(p.name + ".metadata")
+                out.append(
+                    IndexFile(
+                        filename=p.name,
+                        url=p.as_uri(),
+                        hashes={"sha256": self._local_sha256(p)},
+                        requires_python=None,
+                        yanked=None,
+                        upload_time=None,
+                        size=st.st_size,
+                        core_metadata=True if meta.is_file() else None,
+                        index=source.name,
+                    )
+                )
+            self._bump(pages_fetched=1)
+            return tuple(out)
+        cached = self._load_page(url, source=source, what="the find-links page", variables=resolved.variables)
+        if cached.not_found:
+            raise IndexError_(f"find-links {source.name!r}: {redact(url)} does not exist (404)")
+        return self._parse(cached, project=None, index=source.name).files
+
+    def _local_sha256(self, path: Path) -> str:
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._local_hashes.get(key)
+        if hit is not None:
+            return hit
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        digest = h.hexdigest()
+        with self._lock:
+            self._local_hashes[key] = digest
+        return digest
+
+    def _with_local_hashes(self, page: ProjectPage) -> ProjectPage:
+        files = []
+        for f in page.files:
+            if f.sha256 is None and urlsplit(f.url).scheme == "file" and _local_path(f.url).is_file():
+                f = dataclasses.replace(
+                    f, hashes={**f.hashes, "sha256": self._local_sha256(_local_path(f.url))}
+                )
+            files.append(f)
+        return ProjectPage(page.name, page.index, tuple(files), page.rejected, page.url)
+
+    # -- files ---------------------------------------------------------------------------------------
+
+    def _check_hash(self, file: IndexFile, data: bytes) -> None:
+        for algo in ("sha256", "sha384", "sha512"):
+            want = file.hashes.get(algo)
+            if want is None:
+                continue
+            got = hashlib.new(algo, data).hexdigest()
+            if got != want:
+                raise IndexError_(
+                    f"hash mismatch for {file.filename} from index {file.index!r}",
+                    context=[f"expected {algo}:{want}", f"got      {algo}:{got}", f"url: {redact(file.url)}"],
+                    hint="the file changed on the index or was corrupted in transit; the file is refused",
+                )
+            return
+
+    def fetch_file(self, file: IndexFile) -> bytes:
+        """The whole artifact, checked against the index's hash."""
+        if urlsplit(file.url).scheme == "file":
+            try:
+                data = _local_path(file.url).read_bytes()
+            except OSError as e:
+                raise IndexError_(
+                    f"cannot read {file.filename} from index {file.index!r}: {e.strerror}"
+                ) from None
+        else:
+            r = self._get(file.url, headers={"Accept-Encoding": "identity"}, what=file.filename)
+            if r.status_code != 200:
+                raise self._status_error(r, file.filename, file.index)
+            data = r.content
+            self._bump(whole_downloads=1, bytes_downloaded=len(data))
+        self._check_hash(file, data)
+        return data
+
+    def file_sha256(self, file: IndexFile) -> str:
+        """The file's sha256: from the index when published, else computed from a download."""
+        if file.sha256:
+            return file.sha256
+        if urlsplit(file.url).scheme == "file":
+            return self._local_sha256(_local_path(file.url))
+        return hashlib.sha256(self.fetch_file(file)).hexdigest()
+
+    # -- metadata ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _meta_key(file: IndexFile) -> str:
+        return file.sha256 or f"url:{file.url}"
+
+    def metadata(self, file: IndexFile) -> CoreMetadata:
+        """Core metadata of a file; raises MetadataError (an IndexError_) when unusable."""
+        key = self._meta_key(file)
+        with self._lock:
+            hit = self._meta.get(key)
+            err = self._meta_errors.get(key)
+        if hit is not None:
+            self._bump(metadata_from_cache=1)
+            return hit
+        if err is not None:
+            raise err
+        try:
+            with self.cache.lock(f"meta:{key}"):
+                with self._lock:
+                    hit = self._meta.get(key)
+                if hit is not None:
+                    self._bump(metadata_from_cache=1)
+                    return hit
+                meta = self._metadata_uncached(file)
+        except IndexError_ as e:
+            with self._lock:
+                self._meta_errors[key] = e
+            raise
+        with self._lock:
+            self._meta[key] = meta
+        return meta
+
+    def prefetch_metadata(self, files: Iterable[IndexFile]) -> None:
+        """Load the metadata of many files concurrently into the memory and disk caches."""
+        todo = list({self._meta_key(f): f for f in files}.values())
+        with self._lock:
+            todo = [f for f in todo if self._meta_key(f) not in self._meta]
+        if not todo:
+            return
+
+        def one(f: IndexFile) -> None:
+            # an error is kept and raised again when the resolver asks for this file
+            with contextlib.suppress(IndexError_):
+                self.metadata(f)
+
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
+            list(pool.map(one, todo))
+
+    def _metadata_uncached(self, file: IndexFile) -> CoreMetadata:
+        data = self.cache.get_metadata(file.sha256, file.url)
+        if data is not None:
+            try:
+                meta = self._checked(parse_core_metadata(data, source=file.filename), file)
+            except MetadataError:
+                data = None  # a damaged cache entry is fetched again
+            else:
+                self._bump(metadata_from_cache=1)
+                return meta
+        if self.offline:
+            raise MetadataError(
+                f"offline: the metadata of {file.filename} (index {file.index!r}) is not in the cache",
+                hint="run `kernodeck lock` once without --offline to fill the cache",
+            )
+        data = self._fetch_metadata_bytes(file)
+        meta = self._checked(parse_core_metadata(data, source=file.filename), file)
+        self.cache.put_metadata(file.sha256, file.url, data)
+        self._bump(metadata_fetched=1)
+        return meta
+
+    @staticmethod
+    def _checked(meta: CoreMetadata, file: IndexFile) -> CoreMetadata:
+        name, version, _ = parse_filename(file.filename)
+        if canonicalize_name(meta.name) != name or meta.version != version:
+            raise MetadataError(
+                f"the metadata of {file.filename} names {meta.name} {meta.version}, not {name} {version}",
+                hint="the index serves inconsistent files for this project",
+            )
+        return meta
+
+    def _fetch_metadata_bytes(self, file: IndexFile) -> bytes:
+        local = urlsplit(file.url).scheme == "file"
+        if file.is_sdist:
+            data = self.fetch_file(file)
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="kernodeck-sdist-") as tmp:
+                archive = Path(tmp) / file.filename
+                archive.write_bytes(data)
+                self._bump(sdist_builds=1)
+                return build_sdist_metadata(archive)
+        if file.core_metadata:
+            got = self._metadata_file(file, local)
+            if got is not None:
+                return got
+        if local:
+            path = _local_path(file.url)
+            self._check_hash(file, path.read_bytes())
+            return read_wheel_metadata(path, file.filename)
+        return self._metadata_by_ranges(file)
+
+    def _metadata_file(self, file: IndexFile, local: bool) -> bytes | None:
+        """The PEP 658 file, hash checked; None when the index does not actually have it."""
+        if local:
+            p = _local_path(file.metadata_url)
+            if not p.is_file():
+                return None
+            data = p.read_bytes()
+        else:
+            r = self._get(file.metadata_url, what=f"the metadata of {file.filename}")
+            if r.status_code in (404, 410):
+                return None
+            if r.status_code != 200:
+                raise self._status_error(r, f"the metadata of {file.filename}", file.index)
+            data = r.content
+            self._bump(metadata_files=1, bytes_downloaded=len(data))
+        want = file.metadata_sha256
+        if want is not None and hashlib.sha256(data).hexdigest() != want:
+            raise MetadataError(
+                f"hash mismatch for the metadata of {file.filename} from index {file.index!r}",
+                context=[f"expected sha256:{want}", f"got      sha256:{hashlib.sha256(data).hexdigest()}"],
+                hint="the index serves a .metadata file that does not match its page; the file is refused",
+            )
+        return data
+
+    def _metadata_by_ranges(self, file: IndexFile) -> bytes:
+        def fetch(start: int | None, length: int) -> tuple[int, int, bytes]:
+            rng = f"bytes=-{length}" if start is None else f"bytes={start}-{start + length - 1}"
+            r = self._get(file.url, headers={"Range": rng, "Accept-Encoding": "identity"}, what=file.filename)
+            body = r.content
+            self._bump(range_requests=1, range_bytes=len(body), bytes_downloaded=len(body))
+            if r.status_code == 206:
+                cr = r.headers.get("Content-Range", "")
+                try:
+                    span, total = cr.split(" ", 1)[1].split("/")
+                    first = int(span.split("-")[0])
+                    return first, int(total), body
+                except (IndexError, ValueError):
+                    raise RangeUnsupported(b"") from None
+            if r.status_code == 200:
+                self._bump(whole_downloads=1)
+                raise RangeUnsupported(body)
+            if r.status_code == 416:
+                raise RangeUnsupported(b"")
+            raise self._status_error(r, file.filename, file.index)
+
+        try:
+            data, _requests, _read = read_wheel_metadata_by_ranges(fetch, file.filename)
+            return data
+        except RangeUnsupported as e:
+            whole = e.body or self.fetch_file(file)
+            self._check_hash(file, whole)
+            return read_wheel_metadata(whole, file.filename)

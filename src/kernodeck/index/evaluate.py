@@ -1,0 +1,76 @@
+"""Whether one index file can be locked for one target: `Accepted(rank)` or `Rejected(reason)`.
+
+Checks, in order: the filename, yanked (PEP 592: only an exact pin may take a yanked file), the
+upload time against exclude-newer (a file without an upload time cannot be judged and passes), the
+file's requires-python against the target's Python, and the wheel tags (or, for an sdist, whether
+the project is allowed as a source distribution). Wheels rank by their best tag for the target;
+sdists rank after every wheel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from kernodeck.index.models import IndexFile, parse_filename
+from kernodeck.targets import Target
+
+
+@dataclass(frozen=True)
+class Accepted:
+    file: IndexFile
+    version: Version
+    rank: int  # lower is better: the wheel's best tag rank; sdists rank after every wheel
+
+
+@dataclass(frozen=True)
+class Rejected:
+    file: IndexFile
+    reason: str
+
+
+def _target_tag(target: Target) -> str:
+    best = target.tags[0]
+    return f"{best.interpreter}-{best.platform}"
+
+
+def _fmt_time(t: datetime) -> str:
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def evaluate(
+    file: IndexFile,
+    target: Target,
+    *,
+    allow_sdist: bool,
+    exclude_newer: datetime | None,
+    pinned_exactly: bool = False,
+) -> Accepted | Rejected:
+    try:
+        _name, version, tags = parse_filename(file.filename)
+    except ValueError as e:
+        return Rejected(file, str(e))
+    if file.yanked is not None and not pinned_exactly:
+        return Rejected(file, f"yanked: {file.yanked}" if file.yanked else "yanked")
+    if exclude_newer is not None and file.upload_time is not None and file.upload_time > exclude_newer:
+        return Rejected(
+            file, f"uploaded {_fmt_time(file.upload_time)} after exclude-newer {_fmt_time(exclude_newer)}"
+        )
+    if file.requires_python:
+        try:
+            spec = SpecifierSet(file.requires_python)
+        except InvalidSpecifier:
+            return Rejected(file, f"invalid requires-python {file.requires_python!r}")
+        if not spec.contains(target.python_full_version, prereleases=True):
+            return Rejected(file, f"requires-python {file.requires_python}")
+    if tags is not None:
+        rank = target.tag_rank(tags)
+        if rank is None:
+            return Rejected(file, f"no wheel tag matches {_target_tag(target)} (file has {file.tag_text})")
+        return Accepted(file, version, rank)
+    if not allow_sdist:
+        return Rejected(file, "sdist not allowed (add to allow-sdist)")
+    return Accepted(file, version, len(target.tags))

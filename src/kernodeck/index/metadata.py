@@ -1,0 +1,216 @@
+"""Core metadata out of artifacts: from a remote wheel by HTTP ranges, from wheel bytes, from an sdist.
+
+`read_wheel_metadata_by_ranges` reads only the zip tail (end of central directory + central
+directory) and the METADATA member of a remote wheel, through a `fetch(start, length)` callback that
+performs one HTTP range request. A whole wheel of hundreds of megabytes costs a few kilobytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from kernodeck.index.models import MetadataError
+
+#: First read from the end of a remote wheel: the end of central directory record and, for most
+#: wheels, the whole central directory and the METADATA member (dist-info is written last).
+TAIL_BYTES = 16 * 1024
+#: Slack read beyond the METADATA member's compressed size for its local header's extra field.
+_LOCAL_HEADER_SLACK = 30 + 1024
+
+
+class RangeUnsupported(Exception):
+    """The server answered a range request with the whole file (200); `body` is that file."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__("server ignored the Range header")
+        self.body = body
+
+
+#: fetch(start, length) -> (start, total_size, data). start=None means "the last `length` bytes".
+RangeFetch = Callable[[int | None, int], tuple[int, int, bytes]]
+
+
+class _RangeFile(io.RawIOBase):
+    """A read-only, seekable view of a remote file that fetches missing bytes by range requests."""
+
+    def __init__(self, fetch: RangeFetch, tail: int = TAIL_BYTES) -> None:
+        super().__init__()
+        self._fetch = fetch
+        start, total, data = fetch(None, tail)
+        self.size = total
+        self._chunks: list[tuple[int, bytes]] = [(start, data)]
+        self._pos = 0
+        self.requests = 1
+        self.bytes_read = len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_SET:
+            self._pos = offset
+        elif whence == os.SEEK_CUR:
+            self._pos += offset
+        elif whence == os.SEEK_END:
+            self._pos = self.size + offset
+        else:
+            raise ValueError(f"bad whence {whence}")
+        if self._pos < 0:
+            raise OSError("negative seek")
+        return self._pos
+
+    def _cached(self, start: int, end: int) -> bytes | None:
+        for cstart, data in self._chunks:
+            if cstart <= start and end <= cstart + len(data):
+                return data[start - cstart : end - cstart]
+        return None
+
+    def prefetch(self, start: int, end: int) -> None:
+        """Make [start, end) available with at most one request."""
+        end = min(end, self.size)
+        if start >= end or self._cached(start, end) is not None:
+            return
+        got_start, _total, data = self._fetch(start, end - start)
+        self._chunks.append((got_start, data))
+        self.requests += 1
+        self.bytes_read += len(data)
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            size = self.size - self._pos
+        end = min(self._pos + size, self.size)
+        if end <= self._pos:
+            return b""
+        data = self._cached(self._pos, end)
+        if data is None:
+            self.prefetch(self._pos, max(end, self._pos + 4096))
+            data = self._cached(self._pos, end)
+            if data is None:
+                raise OSError(f"range read of bytes {self._pos}-{end - 1} came back short")
+        self._pos = end
+        return data
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _metadata_member(zf: zipfile.ZipFile, filename: str) -> zipfile.ZipInfo:
+    project = canonicalize_name(filename.split("-", 1)[0])
+    candidates = [
+        i for i in zf.infolist() if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
+    ]
+    matching = [
+        i for i in candidates if canonicalize_name(i.filename.split("/")[0].rsplit("-", 1)[0]) == project
+    ]
+    chosen = matching or candidates
+    if len(chosen) != 1:
+        raise MetadataError(
+            f"{filename} has {'no' if not chosen else 'more than one'} .dist-info/METADATA",
+            hint="the wheel is malformed; report it to its publisher",
+        )
+    return chosen[0]
+
+
+def read_wheel_metadata(data: bytes | Path, filename: str) -> bytes:
+    """The METADATA member of a whole wheel (bytes or a local path)."""
+    src: Any = io.BytesIO(data) if isinstance(data, bytes) else data
+    try:
+        with zipfile.ZipFile(src) as zf:
+            return zf.read(_metadata_member(zf, filename))
+    except (zipfile.BadZipFile, OSError, KeyError) as e:
+        raise MetadataError(f"{filename} is not a readable wheel: {e}") from None
+
+
+def read_wheel_metadata_by_ranges(fetch: RangeFetch, filename: str) -> tuple[bytes, int, int]:
+    """(METADATA bytes, range requests made, bytes read). Raises RangeUnsupported from `fetch`."""
+    rf = _RangeFile(fetch)
+    try:
+        with zipfile.ZipFile(rf) as zf:
+            info = _metadata_member(zf, filename)
+            rf.prefetch(
+                info.header_offset,
+                info.header_offset + _LOCAL_HEADER_SLACK + len(info.filename) + info.compress_size,
+            )
+            data = zf.read(info)
+    except (zipfile.BadZipFile, KeyError) as e:
+        raise MetadataError(f"{filename} is not a readable wheel: {e}") from None
+    return data, rf.requests, rf.bytes_read
+
+
+# --- sdists -----------------------------------------------------------------------------------------
+
+
+def _safe_extract(archive: Path, dest: Path) -> Path:
+    """Extract an sdist without letting a member escape `dest`; returns the project folder."""
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            for name in zf.namelist():
+                target = (dest / name).resolve()
+                if not str(target).startswith(str(dest.resolve()) + os.sep) and target != dest.resolve():
+                    raise MetadataError(f"{archive.name} holds a path outside the archive: {name!r}")
+            zf.extractall(dest)
+    else:
+        with tarfile.open(archive) as tf:
+            if hasattr(tarfile, "data_filter"):
+                tf.extractall(dest, filter="data")
+            else:  # pragma: no cover - Python < 3.10.12
+                for m in tf.getmembers():
+                    target = (dest / m.name).resolve()
+                    if m.issym() or m.islnk() or not str(target).startswith(str(dest.resolve())):
+                        raise MetadataError(f"{archive.name} holds an unsafe member: {m.name!r}")
+                tf.extractall(dest)
+    entries = [p for p in dest.iterdir() if p.is_dir()]
+    if (dest / "pyproject.toml").exists() or (dest / "setup.py").exists():
+        return dest
+    if len(entries) == 1:
+        return entries[0]
+    raise MetadataError(f"{archive.name} does not hold one project folder")
+
+
+def build_sdist_metadata(archive: Path) -> bytes:
+    """Core metadata of an sdist by a PEP 517 `prepare_metadata_for_build_wheel` in an isolated env."""
+    try:
+        from build import BuildBackendException, BuildException, ProjectBuilder
+        from build.env import DefaultIsolatedEnv
+        from pyproject_hooks import quiet_subprocess_runner
+    except ImportError as e:  # pragma: no cover - build is a dependency
+        raise MetadataError(f"cannot build {archive.name}: the 'build' package is missing ({e})") from None
+    with tempfile.TemporaryDirectory(prefix="kernodeck-sdist-") as tmp:
+        src = _safe_extract(archive, Path(tmp) / "src")
+        out = Path(tmp) / "meta"
+        out.mkdir()
+        try:
+            with DefaultIsolatedEnv() as env:
+                builder = ProjectBuilder.from_isolated_env(env, src, runner=quiet_subprocess_runner)
+                env.install(builder.build_system_requires)
+                env.install(builder.get_requires_for_build("wheel"))
+                dist_info = Path(builder.metadata_path(out))
+        except (BuildException, BuildBackendException, OSError) as e:
+            raise MetadataError(
+                f"building the metadata of {archive.name} failed",
+                context=[str(e).splitlines()[0] if str(e) else type(e).__name__],
+                hint="the sdist needs its build requirements and a working build backend; "
+                "prefer a wheel, or remove the package from allow-sdist",
+            ) from None
+        meta = dist_info / "METADATA"
+        with contextlib.suppress(OSError):
+            return meta.read_bytes()
+        raise MetadataError(f"building {archive.name} produced no METADATA")

@@ -1,0 +1,469 @@
+"""What an index says: project pages (PEP 691 JSON / PEP 503 HTML), their files, and core metadata.
+
+Values only, no I/O. Parsing a page never fails because of one file: an entry with a malformed
+field becomes a `(filename, reason)` pair in `ProjectPage.rejected` and the rest of the page stays.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.message import Message
+from email.parser import BytesParser
+from email.policy import compat32
+from html.parser import HTMLParser
+from typing import Any, Literal
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.tags import Tag
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    NormalizedName,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from kernodeck.errors import IndexError_
+
+JSON_CONTENT_TYPE = "application/vnd.pypi.simple.v1+json"
+HTML_CONTENT_TYPE = "application/vnd.pypi.simple.v1+html"
+ACCEPT = f"{JSON_CONTENT_TYPE}, {HTML_CONTENT_TYPE};q=0.2, text/html;q=0.01"
+
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_HASH_LENGTHS = {
+    "sha256": 64,
+    "sha384": 96,
+    "sha512": 128,
+    "sha224": 56,
+    "sha1": 40,
+    "md5": 32,
+    "blake2b": 128,
+}
+SDIST_SUFFIXES = (".tar.gz", ".zip")
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_filename(
+    filename: str,
+) -> tuple[NormalizedName, Version, frozenset[Tag] | None]:
+    """(project, version, tags or None for an sdist); raises ValueError for an unusable name."""
+    if filename.endswith(".whl"):
+        name, version, _build, tags = parse_wheel_filename(filename)
+        return name, version, tags
+    if filename.endswith(SDIST_SUFFIXES):
+        name, version = parse_sdist_filename(filename)
+        return name, version, None
+    raise ValueError(f"not a wheel or sdist: {filename!r}")
+
+
+def parse_filename(filename: str) -> tuple[NormalizedName, Version, frozenset[Tag] | None]:
+    """Project, version and (for wheels) tags from a distribution filename; ValueError when invalid."""
+    try:
+        return _parse_filename(filename)
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion) as e:
+        raise ValueError(f"invalid distribution filename {filename!r}: {e}") from None
+
+
+@dataclass(frozen=True, eq=True)
+class IndexFile:
+    """One downloadable file of one project on one index."""
+
+    filename: str
+    url: str  # absolute, never with credentials
+    hashes: Mapping[str, str]
+    requires_python: str | None
+    yanked: str | None  # None: not yanked; "": yanked without a reason
+    upload_time: datetime | None
+    size: int | None
+    core_metadata: Mapping[str, str] | bool | None  # hashes of the PEP 658 file, True without hashes
+    index: str  # the source name
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.url, self.filename))
+
+    @property
+    def sha256(self) -> str | None:
+        return self.hashes.get("sha256")
+
+    @property
+    def is_wheel(self) -> bool:
+        return self.filename.endswith(".whl")
+
+    @property
+    def is_sdist(self) -> bool:
+        return self.filename.endswith(SDIST_SUFFIXES)
+
+    @property
+    def project(self) -> NormalizedName:
+        return parse_filename(self.filename)[0]
+
+    @property
+    def version(self) -> Version:
+        return parse_filename(self.filename)[1]
+
+    @property
+    def tags(self) -> frozenset[Tag]:
+        """The wheel's tags; empty for an sdist."""
+        return parse_filename(self.filename)[2] or frozenset()
+
+    @property
+    def tag_text(self) -> str:
+        """The tag part of a wheel filename ("cp312-cp312-win_amd64"); "" for an sdist."""
+        if not self.is_wheel:
+            return ""
+        return "-".join(self.filename[: -len(".whl")].split("-")[-3:])
+
+    @property
+    def has_metadata_file(self) -> bool:
+        return bool(self.core_metadata)
+
+    @property
+    def metadata_url(self) -> str:
+        return self.url + ".metadata"
+
+    @property
+    def metadata_sha256(self) -> str | None:
+        if isinstance(self.core_metadata, Mapping):
+            return self.core_metadata.get("sha256")
+        return None
+
+
+@dataclass(frozen=True)
+class ProjectPage:
+    """The files of one project on one index, in page order; `rejected` lists malformed entries."""
+
+    name: str
+    index: str
+    files: tuple[IndexFile, ...]
+    rejected: tuple[tuple[str, str], ...] = ()  # (filename or entry number, reason)
+    url: str = ""  # the page URL (no credentials)
+
+
+@dataclass(frozen=True)
+class NotFound:
+    """The index has no page for this project."""
+
+    name: str
+    index: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class IndexSource:
+    """A named index. `url` may hold ${VAR} placeholders; they are expanded only in memory."""
+
+    name: str
+    url: str
+    format: Literal["simple", "find-links"] = "simple"
+
+
+@dataclass(frozen=True)
+class CoreMetadata:
+    """The parts of a distribution's core metadata the resolver needs."""
+
+    name: str
+    version: Version
+    requires_dist: tuple[Requirement, ...]
+    requires_python: SpecifierSet | None
+    provides_extra: frozenset[str]
+    raw: bytes = field(default=b"", repr=False, compare=False)
+
+
+class MetadataError(IndexError_):
+    """A distribution's core metadata is missing, malformed, or does not match its file."""
+
+
+# --- core metadata --------------------------------------------------------------------------------
+
+
+def parse_core_metadata(data: bytes, *, source: str) -> CoreMetadata:
+    """Parse METADATA / PKG-INFO bytes. Raises MetadataError naming `source` when unusable."""
+    msg: Message = BytesParser(policy=compat32).parsebytes(data)
+    name = msg.get("Name")
+    version = msg.get("Version")
+    if not name or not version:
+        raise MetadataError(f"core metadata of {source} has no Name or Version")
+    try:
+        v = Version(str(version).strip())
+    except InvalidVersion:
+        raise MetadataError(f"core metadata of {source} has an invalid Version {version!r}") from None
+    reqs: list[Requirement] = []
+    for line in msg.get_all("Requires-Dist") or []:
+        try:
+            reqs.append(Requirement(str(line).strip()))
+        except InvalidRequirement as e:
+            raise MetadataError(
+                f"core metadata of {source} has an invalid Requires-Dist {str(line)!r}",
+                context=[str(e).splitlines()[0]],
+            ) from None
+    rp_text = msg.get("Requires-Python")
+    rp: SpecifierSet | None = None
+    if rp_text and str(rp_text).strip():
+        try:
+            rp = SpecifierSet(str(rp_text).strip())
+        except InvalidSpecifier:
+            raise MetadataError(
+                f"core metadata of {source} has an invalid Requires-Python {rp_text!r}"
+            ) from None
+    extras = frozenset(canonicalize_name(str(e).strip()) for e in (msg.get_all("Provides-Extra") or []))
+    return CoreMetadata(
+        name=str(name).strip(),
+        version=v,
+        requires_dist=tuple(reqs),
+        requires_python=rp,
+        provides_extra=extras,
+        raw=data,
+    )
+
+
+# --- pages -------------------------------------------------------------------------------------------
+
+
+def _parse_time(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError(f"upload-time {value!r} is not a string")
+    text = value.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    # Python 3.10's fromisoformat wants 0, 3 or 6 fractional digits
+    m = re.match(r"^(.*T\d\d:\d\d:\d\d)(\.\d+)?(.*)$", text)
+    if m and m.group(2):
+        frac = (m.group(2)[1:] + "000000")[:6]
+        text = f"{m.group(1)}.{frac}{m.group(3)}"
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"upload-time {value!r} is not an ISO 8601 time") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    return t
+
+
+def _check_hashes(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"hashes {value!r} is not a mapping")
+    out: dict[str, str] = {}
+    for algo, digest in value.items():
+        if not isinstance(algo, str) or not isinstance(digest, str):
+            raise ValueError(f"hash {algo!r}={digest!r} is not text")
+        algo = algo.lower()
+        want = _HASH_LENGTHS.get(algo)
+        if not _HEX.match(digest) or (want is not None and len(digest) != want):
+            raise ValueError(f"{algo} hash {digest!r} is not {want or 'a'} hex digits")
+        out[algo] = digest.lower()
+    return out
+
+
+def _check_requires_python(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"requires-python {value!r} is not text")
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        raise ValueError(f"requires-python {value!r} is not a valid specifier") from None
+    return text
+
+
+def _check_yanked(value: Any) -> str | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return ""
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"yanked {value!r} is neither a boolean nor a reason")
+
+
+def _check_core_metadata(value: Any) -> Mapping[str, str] | bool | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return True
+    if isinstance(value, Mapping):
+        return _check_hashes(value) or True
+    raise ValueError(f"core-metadata {value!r} is neither a boolean nor hashes")
+
+
+def _strip_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+
+
+def _make_file(
+    project: str,
+    index: str,
+    page_url: str,
+    *,
+    filename: Any,
+    url: Any,
+    hashes: Any,
+    requires_python: Any = None,
+    yanked: Any = None,
+    upload_time: Any = None,
+    size: Any = None,
+    core_metadata: Any = None,
+) -> IndexFile:
+    if not isinstance(filename, str) or not filename:
+        raise ValueError(f"filename {filename!r} is not text")
+    if "/" in filename or "\\" in filename:
+        raise ValueError(f"filename {filename!r} contains a path separator")
+    name, _version, _tags = parse_filename(filename)
+    if name != canonicalize_name(project):
+        raise ValueError(f"file {filename!r} belongs to {name!r}, not {canonicalize_name(project)!r}")
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"url {url!r} is not text")
+    absolute, fragment = urldefrag(urljoin(page_url, url))
+    if urlsplit(absolute).scheme not in ("http", "https", "file"):
+        raise ValueError(f"url {url!r} has an unsupported scheme")
+    hashes = _check_hashes(hashes)
+    algo, _, digest = fragment.partition("=")
+    if algo.lower() in _HASH_LENGTHS and not hashes:
+        hashes = _check_hashes({algo: digest})
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+        raise ValueError(f"size {size!r} is not a non-negative integer")
+    return IndexFile(
+        filename=filename,
+        url=_strip_credentials(absolute),
+        hashes=hashes,
+        requires_python=_check_requires_python(requires_python),
+        yanked=_check_yanked(yanked),
+        upload_time=_parse_time(upload_time) if upload_time is not None else None,
+        size=size,
+        core_metadata=_check_core_metadata(core_metadata),
+        index=index,
+    )
+
+
+def parse_json_page(body: bytes, *, project: str, index: str, page_url: str) -> ProjectPage:
+    """A PEP 691 JSON project page. Raises IndexError_ only when the page itself is unusable."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise IndexError_(
+            f"the page for {project!r} on index {index!r} is not valid JSON", context=[str(e)]
+        ) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
+        raise IndexError_(f"the page for {project!r} on index {index!r} has no 'files' list")
+    meta = doc.get("meta")
+    api = str(meta.get("api-version", "1.0")) if isinstance(meta, dict) else "1.0"
+    if api.split(".")[0] != "1":
+        raise IndexError_(
+            f"index {index!r} speaks simple API version {api}, which kernodeck does not know",
+            hint="only version 1.x of the simple repository API (PEP 691) is supported",
+        )
+    files: list[IndexFile] = []
+    rejected: list[tuple[str, str]] = []
+    for i, entry in enumerate(doc["files"]):
+        label = (
+            str(entry.get("filename")) if isinstance(entry, dict) and entry.get("filename") else f"entry {i}"
+        )
+        if not isinstance(entry, dict):
+            rejected.append((label, "entry is not an object"))
+            continue
+        try:
+            files.append(
+                _make_file(
+                    project,
+                    index,
+                    page_url,
+                    filename=entry.get("filename"),
+                    url=entry.get("url"),
+                    hashes=entry.get("hashes", {}),
+                    requires_python=entry.get("requires-python"),
+                    yanked=entry.get("yanked"),
+                    upload_time=entry.get("upload-time"),
+                    size=entry.get("size"),
+                    core_metadata=entry.get("core-metadata", entry.get("dist-info-metadata")),
+                )
+            )
+        except ValueError as e:
+            rejected.append((label, str(e)))
+    return ProjectPage(
+        name=str(canonicalize_name(project)),
+        index=index,
+        files=tuple(files),
+        rejected=tuple(rejected),
+        url=page_url,
+    )
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.anchors: list[dict[str, str | None]] = []
+        self.base: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.anchors.append(dict(attrs))
+        elif tag == "base" and self.base is None:
+            self.base = dict(attrs).get("href")
+
+
+def _html_core_metadata(value: str | None) -> Any:
+    if value is None:
+        return None
+    v = value.strip()
+    if v.lower() == "true":
+        return True
+    if v.lower() == "false" or not v:
+        return None
+    if "=" in v:
+        algo, _, digest = v.partition("=")
+        return {algo: digest}
+    raise ValueError(f"data-core-metadata {value!r} is neither 'true' nor '<hash>=<digest>'")
+
+
+def parse_html_page(body: bytes, *, project: str | None, index: str, page_url: str) -> ProjectPage:
+    """A PEP 503 HTML page. With `project=None` (a find-links page) keep files of every project."""
+    parser = _Anchors()
+    parser.feed(body.decode("utf-8", errors="replace"))
+    base = urljoin(page_url, parser.base) if parser.base else page_url
+    files: list[IndexFile] = []
+    rejected: list[tuple[str, str]] = []
+    for i, a in enumerate(parser.anchors):
+        href = a.get("href")
+        if not href:
+            continue
+        path = urlsplit(urldefrag(href)[0]).path
+        filename = unquote(path.rsplit("/", 1)[-1])
+        label = filename or f"link {i}"
+        try:
+            proj = project
+            if proj is None:
+                try:
+                    proj = parse_filename(filename)[0]
+                except ValueError:
+                    continue  # find-links pages list anything; only distributions count
+            cm = a.get("data-core-metadata", a.get("data-dist-info-metadata"))
+            files.append(
+                _make_file(
+                    proj,
+                    index,
+                    base,
+                    filename=filename,
+                    url=href,
+                    hashes={},
+                    requires_python=a.get("data-requires-python"),
+                    yanked=(a.get("data-yanked") or "") if "data-yanked" in a else None,
+                    core_metadata=_html_core_metadata(cm),
+                )
+            )
+        except ValueError as e:
+            rejected.append((label, str(e)))
+    name = str(canonicalize_name(project)) if project else ""
+    return ProjectPage(name=name, index=index, files=tuple(files), rejected=tuple(rejected), url=page_url)

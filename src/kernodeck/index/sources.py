@@ -1,0 +1,155 @@
+"""Index URLs: the default index from pip's configuration, ${VAR} credentials, and redaction.
+
+Credentials never leave memory: `expand()` resolves placeholders into a `ResolvedUrl` whose `url`
+has no user-info and whose `auth` is kept apart; every message goes through `redact()`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import netrc
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from kernodeck.errors import IndexError_, UsageError
+
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]*)@")
+
+
+class MissingCredential(UsageError):
+    """An index URL names an environment variable that is not set."""
+
+
+def redact(text: str) -> str:
+    """Replace the user-info of every URL in `text` with '***'."""
+    return _USERINFO.sub(lambda m: f"{m.group('scheme')}***@", text)
+
+
+@dataclass(frozen=True)
+class ResolvedUrl:
+    """An index URL ready for requests: no user-info in `url`; `auth` only in memory."""
+
+    url: str
+    auth: tuple[str, str] | None = field(default=None, repr=False)
+    variables: tuple[str, ...] = ()  # the placeholder names it used, for hints
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).netloc.lower()
+
+
+def expand(url: str, *, env: dict[str, str] | None = None) -> ResolvedUrl:
+    """Expand ${VAR} placeholders from the environment and split off credentials."""
+    environ = os.environ if env is None else env
+    names = tuple(_PLACEHOLDER.findall(url))
+    missing = [n for n in names if n not in environ]
+    if missing:
+        raise MissingCredential(
+            f"index url {redact(url)} needs the environment variable{'s' if len(missing) > 1 else ''} "
+            + ", ".join(missing),
+            hint="set "
+            + " and ".join(missing)
+            + " before running kernodeck; values are never written anywhere",
+        )
+
+    def sub(text: str) -> str:
+        return _PLACEHOLDER.sub(lambda m: environ[m.group(1)], text)
+
+    # Split the user-info off before expanding, so a value holding '@', '/' or '#' stays whole.
+    parts = urlsplit(url)
+    auth: tuple[str, str] | None = None
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, netloc = netloc.rsplit("@", 1)
+        user, _, password = userinfo.partition(":")
+        auth = (sub(unquote(user)), sub(unquote(password)))
+    expanded = sub(parts._replace(netloc=netloc).geturl())
+    return ResolvedUrl(url=expanded, auth=auth, variables=names)
+
+
+@functools.lru_cache(maxsize=64)
+def _netrc_entries(path: str) -> dict[str, tuple[str, str]]:
+    try:
+        rc = netrc.netrc(path)
+    except (OSError, netrc.NetrcParseError):
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for host, (login, _account, password) in rc.hosts.items():
+        out[host.lower()] = (login or "", password or "")
+    return out
+
+
+def netrc_auth(host: str) -> tuple[str, str] | None:
+    """Credentials for `host` (no port) from $NETRC or ~/.netrc, if any."""
+    path = os.environ.get("NETRC") or str(Path.home() / ".netrc")
+    if not os.path.isfile(path):
+        return None
+    return _netrc_entries(path).get(host.lower().rsplit(":", 1)[0])
+
+
+_PIP_PROBE = r"""
+import json
+out = {}
+try:
+    from pip._internal.configuration import Configuration
+    c = Configuration(isolated=False)
+    c.load()
+    for key in ("install.index-url", "global.index-url", ":env:.index-url"):
+        try:
+            value = c.get_value(key)
+        except Exception:
+            continue
+        if value:
+            out["config"] = str(value)
+            break
+except Exception as e:
+    out["config_error"] = str(e)
+try:
+    from pip._internal.models.index import PyPI
+    out["default"] = PyPI.simple_url
+except Exception as e:
+    out["default_error"] = str(e)
+print(json.dumps(out))
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _pip_index_settings(python: str) -> dict[str, str | None]:
+    try:
+        proc = subprocess.run(
+            [python, "-c", _PIP_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        )
+        data = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        data = {}
+    return {k: v for k, v in data.items() if isinstance(v, str) or v is None}
+
+
+def default_index_url(*, python: str | None = None) -> str:
+    """The index pip would use: $PIP_INDEX_URL, else pip's configuration files (honouring
+    $PIP_CONFIG_FILE), else pip's own built-in default, read from pip at run time."""
+    env = os.environ.get("PIP_INDEX_URL")
+    if env:
+        return env
+    settings = _pip_index_settings(python or sys.executable)
+    configured = settings.get("config")
+    if configured:
+        return configured
+    builtin = settings.get("default")
+    if builtin:
+        return builtin
+    raise IndexError_(
+        "cannot tell which index pip uses: pip is not importable by " + (python or sys.executable),
+        hint="set PIP_INDEX_URL, or give the default [[packages.index]] a url",
+    )

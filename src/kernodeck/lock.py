@@ -1,0 +1,451 @@
+"""`kernodeck lock` as a Python API: manifest -> targets -> resolve -> write.
+
+    result = lock_manifest("repro.toml")                      # every platform
+    result = lock_manifest("repro.toml", ["linux-x86_64-cpu"], check=True)
+    result.ok, result.platforms[0].status, result.platforms[0].diff
+
+Every requested platform is resolved before anything is written, so a failed lock leaves the
+previous files untouched. Platforms resolve concurrently and share one index client (and its
+caches), so metadata read for one platform serves every other platform that installs the same file.
+
+Unless `upgrade`, the versions pinned in the existing requirements file of a platform are tried
+first (minimal churn, like pip-tools and uv); `upgrade_packages` drops that preference for the
+named projects only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from kernodeck.errors import KernodeckError, ResolutionError, UsageError
+from kernodeck.lockfile.write import (
+    IndexLine,
+    LockedFile,
+    LockedPackage,
+    PlatformLock,
+    pylock_filename,
+    render_pylock,
+    render_requirements,
+    requirements_filename,
+)
+from kernodeck.manifest.load import load_manifest
+from kernodeck.report import atomic_write_text
+from kernodeck.resolve import Resolution, ResolveSettings, Routing, Session, resolve_target
+from kernodeck.targets import Target
+
+if TYPE_CHECKING:
+    from kernodeck.index.models import IndexSource
+    from kernodeck.manifest.schema import Manifest
+
+Format = Literal["requirements", "pylock"]
+Status = Literal["written", "unchanged", "fresh", "stale", "missing"]
+
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s\\;#]+)")
+
+
+class LockProgress(Protocol):
+    """What lock_manifest reports while it works (the command shows it with rich)."""
+
+    def start(self, platforms: Sequence[str]) -> None: ...
+    def pinned(self, platform: str, what: str) -> None: ...
+    def metadata(self, platform: str) -> None: ...
+    def done(self, platform: str, pins: int) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PlatformResult:
+    platform: str
+    summary: str  # the target, e.g. "cpython 3.11, manylinux_2_28 x86_64, backend cu126"
+    requirements_path: Path
+    pylock_path: Path | None
+    status: Status  # written/unchanged (lock), fresh/stale/missing (--check)
+    pins: int
+    hash_lines: int
+    text: str  # the requirements file content
+    diff: str = ""  # --check: unified diff of what would change
+
+
+@dataclass(frozen=True)
+class LockResult:
+    manifest_path: Path
+    platforms: tuple[PlatformResult, ...]
+    check: bool
+    seconds: float
+    metadata_reads: int  # core metadata documents read (cache or network) in this lock
+
+    @property
+    def ok(self) -> bool:
+        return not self.stale
+
+    @property
+    def stale(self) -> tuple[PlatformResult, ...]:
+        return tuple(p for p in self.platforms if p.status in ("stale", "missing"))
+
+    @property
+    def written(self) -> tuple[Path, ...]:
+        out: list[Path] = []
+        for p in self.platforms:
+            if p.status == "written":
+                out.append(p.requirements_path)
+                if p.pylock_path is not None:
+                    out.append(p.pylock_path)
+        return tuple(out)
+
+
+def read_pins(path: Path) -> dict[str, Version]:
+    """`name==version` lines of an existing requirements file (for minimal churn)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    out: dict[str, Version] = {}
+    for line in text.splitlines():
+        m = _PIN.match(line.strip())
+        if m:
+            try:
+                out[canonicalize_name(m.group(1))] = Version(m.group(2))
+            except InvalidVersion:
+                continue
+    return out
+
+
+def _manifest_path(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    return p / "repro.toml" if p.is_dir() else p
+
+
+def _select(m: Manifest, platforms: Iterable[str] | None) -> list[str]:
+    known = [p.name for p in m.platform]
+    if not platforms:
+        return known
+    wanted = list(dict.fromkeys(platforms))
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise UsageError(
+            f"unknown platform {unknown[0]!r}",
+            context=[f"platforms in the manifest: {', '.join(known)}"],
+            hint="pass --platform with one of those names, or none for all",
+        )
+    return [n for n in known if n in wanted]
+
+
+def _requires_python(version: str) -> str:
+    parts = version.split(".")
+    return f"=={version}.*" if len(parts) == 2 else f"=={version}"
+
+
+def _environment(target: Target) -> str:
+    mk = target.markers
+    return (
+        f"sys_platform == '{mk['sys_platform']}' and platform_machine == '{mk['platform_machine']}'"
+        f" and implementation_name == '{mk['implementation_name']}' and python_version == '{mk['python_version']}'"
+    )
+
+
+def _index_lines(routing: Routing, target: Target, used: Iterable[IndexSource]) -> tuple[IndexLine, ...]:
+    used_urls = {s.url for s in used}
+    primary = routing.defaults[0]
+    ordered: list[IndexSource] = [primary, *routing.defaults[1:]]
+    for src in routing.pinned.values():
+        if src.url not in {s.url for s in ordered}:
+            ordered.append(src)
+    backend = routing.backend_source(target)
+    if backend is not None:
+        ordered.append(backend)
+    lines: list[IndexLine] = []
+    seen: set[str] = set()
+    for i, src in enumerate(ordered):
+        if src.url in seen or (i > 0 and src.url not in used_urls):
+            continue
+        seen.add(src.url)
+        if src.format == "find-links":
+            lines.append(IndexLine("find-links", src.url))
+        else:
+            kind = "index-url" if not any(ln.kind == "index-url" for ln in lines) else "extra-index-url"
+            lines.append(IndexLine(kind, src.url))
+    return tuple(lines)
+
+
+def _platform_lock(
+    res: Resolution,
+    session: Session,
+    *,
+    manifest_name: str,
+    manifest_sha256: str,
+    python_version: str,
+) -> PlatformLock:
+    packages: list[LockedPackage] = []
+    for pin in res.pins:
+        cand = pin.candidate
+        files = tuple(
+            LockedFile(
+                filename=f.filename,
+                url=f.url,
+                sha256=session.sha256(f),
+                is_wheel=f.is_wheel,
+                size=f.size,
+                upload_time=f.upload_time,
+            )
+            for f in cand.files
+        )
+        rp = cand.metadata_file.requires_python
+        packages.append(
+            LockedPackage(
+                name=cand.name,
+                version=cand.version,
+                index=cand.source.url,
+                files=files,
+                via=pin.via,
+                requires_python=str(rp) if rp else None,
+            )
+        )
+    target = res.target
+    return PlatformLock(
+        platform=target.name,
+        summary=target.summary(),
+        manifest_name=manifest_name,
+        manifest_sha256=manifest_sha256,
+        exclude_newer=session.settings.exclude_newer,
+        indexes=_index_lines(session.routing, target, (p.candidate.source for p in res.pins)),
+        packages=tuple(packages),
+        requires_python=_requires_python(python_version),
+        environment=_environment(target),
+    )
+
+
+def _diff(old: str | None, new: str, name: str) -> str:
+    a = [] if old is None else old.splitlines(keepends=True)
+    b = new.splitlines(keepends=True)
+    return "".join(
+        difflib.unified_diff(
+            a,
+            b,
+            fromfile=f"{name} (on disk)" if old is not None else "/dev/null",
+            tofile=f"{name} (locked now)",
+        )
+    )
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def lock_manifest(
+    manifest_path: str | os.PathLike[str] = "repro.toml",
+    platforms: Sequence[str] | None = None,
+    *,
+    output_dir: str | os.PathLike[str] | None = None,
+    check: bool = False,
+    upgrade: bool = False,
+    upgrade_packages: Sequence[str] = (),
+    offline: bool = False,
+    fmt: Format = "requirements",
+    refresh: bool = False,
+    quiet: bool = True,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: LockProgress | None = None,
+) -> LockResult:
+    """Lock a manifest for its platforms; raises ManifestError/UsageError (bad input) or
+    ResolutionError/IndexError_ (a failed resolution or an unreadable index)."""
+    started = time.perf_counter()
+    if fmt not in ("requirements", "pylock"):
+        raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
+    path = _manifest_path(manifest_path)
+    manifest = load_manifest(path)
+    raw = path.read_bytes()
+    manifest_sha256 = hashlib.sha256(raw).hexdigest()
+    names = _select(manifest, platforms)
+    out_dir = Path(output_dir) if output_dir is not None else path.parent
+    skip_pref = {canonicalize_name(n) for n in upgrade_packages}
+
+    settings = ResolveSettings.from_packages(manifest.packages)
+    routing = Routing.from_packages(manifest.packages)
+    targets = [Target.from_platform(p, manifest.python) for p in manifest.platform if p.name in names]
+    if progress is None and not quiet and sys.stderr.isatty():
+        progress = RichProgress()
+    if progress is not None:
+        progress.start(names)
+
+    results: dict[str, Resolution] = {}
+    errors: dict[str, KernodeckError] = {}
+    lock = threading.Lock()
+    session = Session(
+        routing,
+        settings,
+        cache_dir=Path(cache_dir) if cache_dir is not None else None,
+        offline=offline,
+        refresh=refresh,
+    )
+    try:
+
+        def run(target: Target) -> None:
+            preferred = {} if upgrade else read_pins(out_dir / requirements_filename(target.name))
+            preferred = {k: v for k, v in preferred.items() if k not in skip_pref}
+            try:
+                res = resolve_target(
+                    session,
+                    target,
+                    preferred=preferred,
+                    manifest_name=path.name,
+                    on_pin=(lambda what: progress.pinned(target.name, what)) if progress else None,
+                    on_metadata=(lambda: progress.metadata(target.name)) if progress else None,
+                )
+            except KernodeckError as e:
+                with lock:
+                    errors[target.name] = e
+                return
+            with lock:
+                results[target.name] = res
+            if progress is not None:
+                progress.done(target.name, len(res.pins))
+
+        with ThreadPoolExecutor(
+            max_workers=max(1, min(len(targets), 8)), thread_name_prefix="kernodeck-lock"
+        ) as pool:
+            list(pool.map(run, targets))
+        if errors:
+            raise _combine([errors[n] for n in names if n in errors])
+
+        locks = {
+            t.name: _platform_lock(
+                results[t.name],
+                session,
+                manifest_name=path.name,
+                manifest_sha256=manifest_sha256,
+                python_version=next(
+                    p.python or manifest.python.version for p in manifest.platform if p.name == t.name
+                ),
+            )
+            for t in targets
+        }
+        metadata_reads = session.metadata_reads
+    finally:
+        session.close()
+        if progress is not None:
+            progress.close()
+
+    out: list[PlatformResult] = []
+    pending: list[tuple[Path, str]] = []
+    for t in targets:
+        pl = locks[t.name]
+        text = render_requirements(pl)
+        req_path = out_dir / requirements_filename(t.name)
+        files = [(req_path, text)]
+        py_path: Path | None = None
+        if fmt == "pylock":
+            py_path = out_dir / pylock_filename(t.name)
+            files.append((py_path, render_pylock(pl)))
+        diffs = []
+        missing = False
+        for fpath, content in files:
+            old = _read(fpath)
+            if old != content:
+                missing = missing or old is None
+                diffs.append(_diff(old, content, fpath.name))
+                if not check:
+                    pending.append((fpath, content))
+        status: Status
+        if check:
+            status = "fresh" if not diffs else ("missing" if missing else "stale")
+        else:
+            status = "written" if diffs else "unchanged"
+        out.append(
+            PlatformResult(
+                platform=t.name,
+                summary=pl.summary,
+                requirements_path=req_path,
+                pylock_path=py_path,
+                status=status,
+                pins=len(pl.packages),
+                hash_lines=sum(len(p.hashes) for p in pl.packages),
+                text=text,
+                diff="".join(diffs) if check else "",
+            )
+        )
+    for fpath, content in pending:
+        atomic_write_text(fpath, content)
+    return LockResult(
+        manifest_path=path,
+        platforms=tuple(out),
+        check=check,
+        seconds=time.perf_counter() - started,
+        metadata_reads=metadata_reads,
+    )
+
+
+def _combine(errs: list[KernodeckError]) -> KernodeckError:
+    if len(errs) == 1:
+        return errs[0]
+    first = errs[0]
+    context = list(first.context)
+    for e in errs[1:]:
+        context.append(f"also: {e.message}")
+        context.extend(f"  {c}" for c in e.context)
+    cls = ResolutionError if all(isinstance(e, ResolutionError) for e in errs) else type(first)
+    combined = cls(first.message, context=context, hint=first.hint)
+    combined.exit_code = first.exit_code
+    return combined
+
+
+class RichProgress:
+    """Progress on stderr: packages pinned and metadata read, per platform."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TextColumn("{task.fields[pins]} pinned, {task.fields[meta]} metadata"),
+            TextColumn("{task.fields[last]}", style="dim"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._tasks: dict[str, int] = {}
+        self._counts: dict[str, list[int]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, platforms: Sequence[str]) -> None:
+        self._progress.start()
+        for p in platforms:
+            self._tasks[p] = int(self._progress.add_task(p, total=None, pins=0, meta=0, last=""))
+            self._counts[p] = [0, 0]
+
+    def pinned(self, platform: str, what: str) -> None:
+        with self._lock:
+            c = self._counts[platform]
+            c[0] += 1
+            self._progress.update(self._tasks[platform], pins=c[0], last=what)  # type: ignore[arg-type]
+
+    def metadata(self, platform: str) -> None:
+        with self._lock:
+            c = self._counts[platform]
+            c[1] += 1
+            self._progress.update(self._tasks[platform], meta=c[1])  # type: ignore[arg-type]
+
+    def done(self, platform: str, pins: int) -> None:
+        with self._lock:
+            self._progress.update(self._tasks[platform], pins=pins, last="done", total=1, completed=1)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._progress.stop()

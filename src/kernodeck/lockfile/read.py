@@ -1,0 +1,187 @@
+"""Read a `requirements-rebuild-<platform>.txt` written by `kernodeck lock` (pip-tools format).
+
+The file has header comments (`# platform: ...`, `# manifest-sha256: ...`), option lines
+(`--index-url`, `--extra-index-url`, `--only-binary`, `--find-links`, ...), and one pin per
+requirement: `name==version [; marker] \\` followed by `--hash=sha256:<hex>` continuation lines
+and `# via ...` comments. Reading is strict about pins (a line that is not one is an error with
+its line number) and tolerant about comments.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import NormalizedName, canonicalize_name
+
+from kernodeck.errors import KernodeckError
+
+
+class LockfileError(KernodeckError):
+    """A requirements file could not be read or holds a line that is not a pin or an option."""
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One pinned distribution: `name==version` (version with its local label, e.g. 2.6.0+cu126)."""
+
+    name: str
+    version: str | None
+    hashes: tuple[str, ...] = ()
+    marker: str | None = None
+    extras: tuple[str, ...] = ()
+    url: str | None = None
+    via: tuple[str, ...] = ()
+    line: int = 0
+
+    @property
+    def key(self) -> NormalizedName:
+        return canonicalize_name(self.name)
+
+    def applies(self, environment: dict[str, str]) -> bool:
+        """Whether the pin's marker holds in a marker environment (no marker: always)."""
+        if not self.marker:
+            return True
+        env = {**environment, "extra": ""}
+        return Marker(self.marker).evaluate(env)
+
+
+@dataclass
+class LockFile:
+    path: Path
+    pins: list[Pin] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)
+    header: dict[str, str] = field(default_factory=dict)
+
+    def by_name(self) -> dict[NormalizedName, Pin]:
+        return {p.key: p for p in self.pins}
+
+    @property
+    def platform(self) -> str | None:
+        v = self.header.get("platform")
+        return v.split(" ", 1)[0] if v else None
+
+    @property
+    def manifest_sha256(self) -> str | None:
+        return self.header.get("manifest-sha256")
+
+
+_HEADER_KV = re.compile(
+    r"(?:^|\s)(platform|manifest-sha256|exclude-newer):\s*(\S(?:.*?\S)?)(?=\s{2,}[a-z][a-z0-9-]*:\s|\s*$)"
+)
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_HASH = re.compile(r"^--hash[=\s]\s*([a-z0-9]+):([0-9a-fA-F]+)$")
+_OPTION_SPLIT = re.compile(r"\s+(?=--)")
+
+
+def lockfile_path(manifest_dir: Path, platform: str) -> Path:
+    return manifest_dir / f"requirements-rebuild-{platform}.txt"
+
+
+def read_lockfile(path: str | Path) -> LockFile:
+    p = Path(path)
+    try:
+        text = p.read_text("utf-8")
+    except FileNotFoundError:
+        raise LockfileError(f"no requirements file at {p}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise LockfileError(f"cannot read requirements file {p}: {e}") from None
+    return parse_lockfile(text, p)
+
+
+def parse_lockfile(text: str, path: str | Path = "requirements.txt") -> LockFile:
+    """Parse the text of a requirements file; raises LockfileError on a line that is no pin."""
+    lock = LockFile(Path(path))
+    logical: list[tuple[int, str]] = []  # (first line number, joined line)
+    last_pin_index: int | None = None
+    via_block = False
+    buf = ""
+    start = 0
+    vias: dict[int, list[str]] = {}
+    lines = text.splitlines()
+    for number, raw in enumerate(lines, start=1):
+        stripped = raw.strip()
+        if not buf and stripped.startswith("#"):
+            body = stripped.lstrip("#").strip()
+            if last_pin_index is None:
+                for k, v in _HEADER_KV.findall(body):
+                    lock.header.setdefault(k, v)
+            if body.startswith("via"):
+                rest = body[3:].strip()
+                via_block = not rest
+                if rest and last_pin_index is not None:
+                    vias.setdefault(last_pin_index, []).append(rest)
+            elif via_block and last_pin_index is not None and raw.lstrip().startswith("#   ") and body:
+                vias.setdefault(last_pin_index, []).append(body)
+            else:
+                via_block = False
+            continue
+        via_block = False
+        line = raw if raw.rstrip().endswith("\\") else _COMMENT.sub("", raw)
+        if not buf:
+            start = number
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        buf += line
+        joined = buf.strip()
+        buf = ""
+        if not joined:
+            continue
+        logical.append((start, joined))
+        if not joined.startswith("-"):
+            last_pin_index = len(logical) - 1
+    if buf.strip():
+        logical.append((start, buf.strip()))
+
+    for index, (number, joined) in enumerate(logical):
+        if joined.startswith("-"):
+            lock.options.append(joined)
+            continue
+        lock.pins.append(_parse_pin(joined, number, lock.path, tuple(vias.get(index, ()))))
+    return lock
+
+
+def _parse_pin(joined: str, number: int, path: Path, via: tuple[str, ...]) -> Pin:
+    parts = _OPTION_SPLIT.split(joined)
+    spec, options = parts[0].strip(), parts[1:]
+    hashes: list[str] = []
+    for opt in options:
+        m = _HASH.match(opt.strip())
+        if m:
+            if m.group(1) != "sha256":
+                raise LockfileError(
+                    f"{path}:{number}: only sha256 hashes are supported, got {m.group(1)!r}",
+                )
+            hashes.append(m.group(2).lower())
+        elif not opt.strip().startswith("--"):
+            raise LockfileError(f"{path}:{number}: cannot read {opt.strip()!r}")
+    try:
+        req = Requirement(spec)
+    except InvalidRequirement as e:
+        raise LockfileError(
+            f"{path}:{number}: {spec!r} is not a pinned requirement: {str(e).splitlines()[0]}",
+            hint="regenerate the file with `kernodeck lock`",
+        ) from None
+    version: str | None = None
+    if req.url is None:
+        specs = list(req.specifier)
+        if len(specs) != 1 or specs[0].operator not in ("==", "==="):
+            raise LockfileError(
+                f"{path}:{number}: {spec!r} is not pinned with '=='",
+                hint="a requirements-rebuild file pins every distribution to one version; regenerate it",
+            )
+        version = specs[0].version
+    return Pin(
+        name=req.name,
+        version=version,
+        hashes=tuple(hashes),
+        marker=str(req.marker) if req.marker else None,
+        extras=tuple(sorted(req.extras)),
+        url=req.url,
+        via=via,
+        line=number,
+    )

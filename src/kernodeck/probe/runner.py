@@ -1,0 +1,326 @@
+"""Run the probes under a target interpreter, or replay recorded facts.
+
+`Probe` is the one interface through which every host fact reaches the verifier: `RealProbe`
+runs probe/script.py and probe/torch_probe.py with `--python` (each in its own process, the torch
+one with a timeout, both at once), `FakeProbe` returns recorded fixtures in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from kernodeck.errors import EXIT_FAILED, KernodeckError, UsageError
+from kernodeck.fingerprint import FingerprintCache
+from kernodeck.probe.facts import Facts, TorchCompute, TorchFacts
+
+PROBE_DIR = Path(__file__).resolve().parent
+SCRIPT = PROBE_DIR / "script.py"
+TORCH_SCRIPT = PROBE_DIR / "torch_probe.py"
+
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_TORCH_TIMEOUT = float(os.environ.get("KERNODECK_TORCH_TIMEOUT", "180"))
+
+
+class ProbeFailed(KernodeckError):
+    """The environment probe could not run under the target interpreter or printed no facts."""
+
+    exit_code = EXIT_FAILED
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """What to collect. `records`: hash installed files against RECORD; `torch`: run the torch
+    probe; `device`: the device kind the control computation must use ("auto" picks the best)."""
+
+    records: bool = True
+    locate: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    env_present: tuple[str, ...] = ()
+    torch: bool = True
+    compute: bool = True
+    device: str = "auto"
+    smi: bool = True
+
+
+class Probe(Protocol):
+    """Where facts come from. `collect` gathers the environment (torch left "not-run");
+    `collect_torch` imports torch in its own process and lists devices and computes."""
+
+    @property
+    def python(self) -> str: ...
+
+    def collect(self, request: ProbeRequest) -> Facts: ...
+
+    def collect_torch(self, request: ProbeRequest) -> TorchFacts: ...
+
+
+class FakeProbe:
+    """Replays recorded facts (a fixture file, its JSON text, a dict or a Facts)."""
+
+    def __init__(
+        self, fixture: str | Path | dict[str, Any] | Facts, *, python: str = "/fixture/bin/python"
+    ) -> None:
+        if isinstance(fixture, Facts):
+            self._facts = fixture
+        elif isinstance(fixture, dict):
+            self._facts = Facts.model_validate(fixture)
+        elif isinstance(fixture, Path) or (isinstance(fixture, str) and not fixture.lstrip().startswith("{")):
+            self._facts = Facts.model_validate_json(Path(fixture).read_text("utf-8"))
+        else:
+            self._facts = Facts.model_validate_json(fixture)
+        self._python = python
+        self.requests: list[ProbeRequest] = []
+
+    @property
+    def python(self) -> str:
+        return self._python
+
+    def collect(self, request: ProbeRequest) -> Facts:
+        self.requests.append(request)
+        facts = self._facts.model_copy(deep=True)
+        facts.torch = TorchFacts()
+        return facts
+
+    def collect_torch(self, request: ProbeRequest) -> TorchFacts:
+        self.requests.append(request)
+        torch = self._facts.torch.model_copy(deep=True)
+        if not request.compute and torch.compute.status != "not-run":
+            torch.compute = TorchCompute(status="skipped", error="--no-compute")
+        return torch
+
+
+def resolve_python(python: str | os.PathLike[str] | None) -> str:
+    """The target interpreter as an absolute path; UsageError when it is not there."""
+    if python is None:
+        return sys.executable
+    p = str(python)
+    if os.sep not in p and not os.path.exists(p):
+        found = shutil.which(p)
+        if found is None:
+            raise UsageError(
+                f"no interpreter {p!r} on PATH", hint="pass --python with a path, e.g. .venv/bin/python"
+            )
+        p = found
+    path = Path(p)
+    if path.is_dir():
+        for cand in (path / "bin" / "python", path / "Scripts" / "python.exe"):
+            if cand.exists():
+                path = cand
+                break
+    if not path.exists():
+        raise UsageError(
+            f"no interpreter at {p}",
+            hint="pass --python with the environment's interpreter, e.g. .venv-rebuild/bin/python",
+        )
+    if not os.access(path, os.X_OK) or path.is_dir():
+        raise UsageError(f"{p} is not an executable interpreter")
+    # Keep the venv's own path: resolving the symlink would leave the environment.
+    return str(path.absolute())
+
+
+class RealProbe:
+    """Runs the probes as subprocesses of the target interpreter."""
+
+    def __init__(
+        self,
+        python: str | os.PathLike[str] | None = None,
+        *,
+        cache: FingerprintCache | None = None,
+        rehash: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
+        torch_timeout: float = DEFAULT_TORCH_TIMEOUT,
+    ) -> None:
+        self._python = resolve_python(python)
+        self.cache = cache
+        self.rehash = rehash
+        self.timeout = timeout
+        self.torch_timeout = torch_timeout
+
+    @property
+    def python(self) -> str:
+        return self._python
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONIOENCODING"] = "utf-8"
+        env.pop("PYTHONPATH", None)
+        return env
+
+    def collect(self, request: ProbeRequest) -> Facts:
+        return self._run_script(request)
+
+    def collect_torch(self, request: ProbeRequest) -> TorchFacts:
+        proc = self._start_torch(request)
+        return self._finish_torch(proc, self.torch_timeout, request)
+
+    def _run_script(self, request: ProbeRequest) -> Facts:
+        cmd = [self._python, "-I", str(SCRIPT)]
+        if request.records:
+            cmd.append("--records")
+            if self.rehash:
+                cmd.append("--rehash")
+            elif self.cache is not None and self.cache.path is not None and self.cache.path.exists():
+                cmd += ["--hash-cache", str(self.cache.path)]
+        for item in request.locate:
+            cmd += ["--locate", item]
+        for name in request.env:
+            cmd += ["--env", name]
+        for name in request.env_present:
+            cmd += ["--env-present", name]
+        if not request.smi:
+            cmd.append("--no-smi")
+        try:
+            p = subprocess.run(cmd, capture_output=True, timeout=self.timeout, env=self._env())
+        except subprocess.TimeoutExpired:
+            raise ProbeFailed(
+                f"the environment probe under {self._python} timed out after {self.timeout:g}s"
+            ) from None
+        except OSError as e:
+            raise UsageError(f"cannot run {self._python}: {e.strerror or e}") from None
+        if p.returncode != 0:
+            err = _first_error(p.stderr.decode("utf-8", "replace"))
+            raise ProbeFailed(
+                f"the environment probe failed under {self._python}: {err or f'exit status {p.returncode}'}",
+                hint="the probe needs Python >= 3.8; check that the interpreter starts: PYTHON -c 'import sys'",
+            )
+        try:
+            facts = Facts.model_validate_json(p.stdout)
+        except ValidationError as e:
+            raise ProbeFailed(
+                f"the environment probe under {self._python} printed unreadable facts: {e}"
+            ) from None
+        if self.cache is not None and facts.records.new_hashes:
+            self.cache.merge(facts.records.new_hashes)
+            self.cache.save()
+        facts.records.new_hashes = {}
+        return facts
+
+    def _start_torch(self, request: ProbeRequest) -> subprocess.Popen[bytes]:
+        cmd = [self._python, "-I", str(TORCH_SCRIPT), "--device", request.device]
+        if not request.compute:
+            cmd.append("--no-compute")
+        return subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self._env(),
+            start_new_session=True,
+        )
+
+    def _finish_torch(
+        self, proc: subprocess.Popen[bytes], timeout: float, request: ProbeRequest
+    ) -> TorchFacts:
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill(proc)
+            out, err = proc.communicate()
+        return parse_torch_output(
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"),
+            proc.returncode,
+            timed_out=timed_out,
+            timeout=timeout,
+        )
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (OSError, AttributeError):
+        proc.kill()
+
+
+def _first_error(stderr: str) -> str | None:
+    """The line of a traceback or crash report that names the error."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    if not lines:
+        return None
+    for ln in lines:
+        if ln.startswith("Fatal Python error"):
+            return ln
+    for ln in reversed(lines):
+        if (
+            ":" in ln
+            and not ln.startswith(("File ", "Traceback", "warnings.warn", "^"))
+            and ("Error" in ln.split(":", 1)[0] or "Exception" in ln.split(":", 1)[0])
+        ):
+            return ln
+    return lines[-1]
+
+
+def _signal_name(rc: int) -> str:
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return f"signal {-rc}"
+
+
+def parse_torch_output(
+    stdout: str, stderr: str, rc: int | None, *, timed_out: bool = False, timeout: float = 0
+) -> TorchFacts:
+    """Turn the torch probe's JSON lines (possibly cut short) into TorchFacts."""
+    stages: dict[str, dict[str, Any]] = {}
+    for line in stdout.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("stage"), str):
+            stages[obj["stage"]] = obj
+    tail = "\n".join(stderr.strip().splitlines()[-20:]) or None
+    imp = stages.get("import")
+    reason = (
+        f"timed out after {timeout:g}s"
+        if timed_out
+        else (f"killed by {_signal_name(rc)}" if rc is not None and rc < 0 else f"exited with status {rc}")
+    )
+    if imp is None:
+        if timed_out:
+            return TorchFacts(status="timeout", error=f"import torch hung: {reason}", stderr_tail=tail)
+        first = _first_error(stderr)
+        return TorchFacts(
+            status="crashed",
+            error=f"import torch crashed ({reason})" + (f": {first}" if first else ""),
+            stderr_tail=tail,
+        )
+    if imp.get("status") != "ok":
+        err = str(imp.get("error") or "import failed")
+        status = (
+            "not-installed"
+            if err.startswith("ModuleNotFoundError: No module named 'torch'")
+            else "import-failed"
+        )
+        return TorchFacts(status=status, error=err, stderr_tail=tail)
+    data: dict[str, Any] = {k: v for k, v in imp.items() if k not in ("stage", "status", "seconds")}
+    data["import_seconds"] = imp.get("seconds")
+    devs = stages.get("devices")
+    if devs is not None:
+        for k, v in devs.items():
+            if k == "stage":
+                continue
+            data["devices_error" if k == "error" else k] = v
+    comp = stages.get("compute")
+    if comp is not None:
+        data["compute"] = TorchCompute.model_validate({k: v for k, v in comp.items() if k != "stage"})
+    elif rc != 0 or timed_out:
+        where = "listing devices" if devs is None else "the control computation"
+        first = _first_error(stderr)
+        data["compute"] = TorchCompute(
+            status="failed", error=f"torch probe {reason} during {where}" + (f": {first}" if first else "")
+        )
+        if devs is None:
+            data["devices_error"] = data["compute"].error
+    return TorchFacts(status="ok", stderr_tail=tail if rc != 0 else None, **data)

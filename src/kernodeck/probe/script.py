@@ -1,0 +1,627 @@
+"""The environment probe. Runs under the TARGET interpreter and prints one JSON object.
+
+Standard library only, Python >= 3.8: it must run in any environment Kernodeck is asked to verify,
+without Kernodeck installed there. It reports raw observations (file contents, command output);
+parsing and judging happen in Kernodeck (kernodeck.probe.facts, kernodeck.verify).
+
+    python -I script.py [--records] [--hash-cache FILE] [--rehash] [--locate PKG:PATH]...
+                        [--env NAME]... [--env-present NAME]... [--no-smi]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import base64
+import contextlib
+import csv
+import glob
+import hashlib
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+PROBE_VERSION = 1
+
+#: Variables whose values are recorded: device selection, toolkit locations, determinism knobs.
+ENV_VARS = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+    "HSA_OVERRIDE_GFX_VERSION",
+    "ZE_AFFINITY_MASK",
+    "ONEAPI_DEVICE_SELECTOR",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "ROCM_PATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_ENABLE_MPS_FALLBACK",
+    "TORCH_CUDA_ARCH_LIST",
+    "PYTHONHASHSEED",
+    "OMP_NUM_THREADS",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HF_HUB_OFFLINE",
+)
+
+SMI_FIELDS = ("index", "name", "uuid", "driver_version", "memory.total", "compute_cap", "pci.bus_id")
+
+_SMALL = 1 << 20
+_BLOCK = 4 << 20
+
+
+def _read(path: str, limit: int = 65536) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _run(cmd: list[str], timeout: float) -> dict[str, Any]:
+    try:
+        p = subprocess.run(cmd, capture_output=True, timeout=timeout, text=True, errors="replace")
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "rc": None, "stdout": "", "error": f"{cmd[0]} timed out after {timeout:g}s"}
+    except OSError as e:
+        return {"ok": False, "rc": None, "stdout": "", "error": f"{cmd[0]}: {e}"}
+    err = (p.stderr or p.stdout or "").strip().splitlines()
+    return {
+        "ok": p.returncode == 0,
+        "rc": p.returncode,
+        "stdout": p.stdout,
+        "error": None if p.returncode == 0 else (err[0] if err else f"exit status {p.returncode}"),
+    }
+
+
+def _full_version(info: Any) -> str:
+    version = f"{info.major}.{info.minor}.{info.micro}"
+    if info.releaselevel != "final":
+        version += info.releaselevel[0] + str(info.serial)
+    return version
+
+
+def marker_environment() -> dict[str, str]:
+    """The PEP 508 marker environment, computed like packaging.markers.default_environment()."""
+    return {
+        "implementation_name": sys.implementation.name,
+        "implementation_version": _full_version(sys.implementation.version),
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "platform_version": platform.version(),
+        "python_full_version": platform.python_version(),
+        "platform_python_implementation": platform.python_implementation(),
+        "python_version": ".".join(platform.python_version_tuple()[:2]),
+        "sys_platform": sys.platform,
+    }
+
+
+def interpreter() -> dict[str, Any]:
+    vi = sys.version_info
+    return {
+        "executable": sys.executable,
+        "version": _full_version(vi),
+        "implementation": sys.implementation.name,
+        "implementation_version": _full_version(sys.implementation.version),
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "in_venv": getattr(sys, "base_prefix", sys.prefix) != sys.prefix,
+        "cache_tag": sys.implementation.cache_tag,
+        "soabi": sysconfig.get_config_var("SOABI"),
+        "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
+        "sysconfig_platform": sysconfig.get_platform(),
+        "pointer_bits": 64 if sys.maxsize > 2**32 else 32,
+        "byteorder": sys.byteorder,
+        "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        "path": [p for p in sys.path if p],
+    }
+
+
+def _musl_version() -> str | None:
+    for loader in sorted(glob.glob("/lib/ld-musl-*.so.1")):
+        r = _run([loader], 5)
+        m = re.search(r"Version\s+(\d+\.\d+(?:\.\d+)?)", (r.get("stdout") or "") + (r.get("error") or ""))
+        if m:
+            return m.group(1)
+    return None
+
+
+def _os_release() -> dict[str, str]:
+    text = _read("/etc/os-release") or _read("/usr/lib/os-release") or ""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if "=" in line and not line.startswith("#"):
+            k, v = line.split("=", 1)
+            if k in ("ID", "VERSION_ID", "PRETTY_NAME", "ID_LIKE"):
+                out[k] = v.strip().strip('"')
+    return out
+
+
+def platform_facts() -> dict[str, Any]:
+    system = platform.system()
+    os_name = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}.get(system, system.lower())
+    glibc: str | None = None
+    try:
+        conf = os.confstr("CS_GNU_LIBC_VERSION")
+        if conf and conf.startswith("glibc "):
+            glibc = conf.split()[1]
+    except (AttributeError, ValueError, OSError):
+        pass
+    if glibc is None and os_name == "linux":
+        lib, ver = platform.libc_ver()
+        if lib == "glibc" and ver:
+            glibc = ver
+    musl = _musl_version() if os_name == "linux" and glibc is None else None
+    mac = platform.mac_ver()[0] if os_name == "macos" else ""
+    return {
+        "system": system,
+        "os": os_name,
+        "machine": platform.machine(),
+        "release": platform.release(),
+        "glibc": glibc,
+        "musl": musl,
+        "macos": mac or None,
+        "os_release": _os_release(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+# --- distributions and RECORD ---------------------------------------------------------------
+
+
+def _headers(text: str) -> dict[str, list[str]]:
+    """The header fields of a METADATA file (core metadata), without the email parser's cost."""
+    out: dict[str, list[str]] = {}
+    last: str | None = None
+    for line in text.split("\n"):
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t") and last is not None:
+            out[last][-1] += " " + line.strip()
+            continue
+        if ":" in line:
+            k, v = line.split(":", 1)
+            last = k.strip().lower()
+            out.setdefault(last, []).append(v.strip())
+    return out
+
+
+def _canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _dist_entries() -> list[tuple[str, str]]:
+    """(sys.path entry, metadata directory) for every .dist-info/.egg-info on sys.path, in order."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for entry in sys.path:
+        base = entry or "."
+        if not os.path.isdir(base):
+            continue
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for n in names:
+            if n.endswith(".dist-info") or n.endswith(".egg-info"):
+                full = os.path.join(base, n)
+                real = os.path.realpath(full)
+                if real in seen:
+                    continue
+                seen.add(real)
+                out.append((base, full))
+    return out
+
+
+def distributions() -> list[dict[str, Any]]:
+    dists: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for base, meta_dir in _dist_entries():
+        is_egg = meta_dir.endswith(".egg-info")
+        if is_egg and not os.path.isdir(meta_dir):
+            text = _read(meta_dir, 1 << 20) or ""
+        else:
+            text = _read(os.path.join(meta_dir, "METADATA" if not is_egg else "PKG-INFO"), 1 << 22) or ""
+        h = _headers(text)
+        name = (h.get("name") or [""])[0]
+        version = (h.get("version") or [""])[0]
+        if not name:
+            continue
+        requires = h.get("requires-dist", [])
+        if is_egg and os.path.isdir(meta_dir):
+            requires = _egg_requires(os.path.join(meta_dir, "requires.txt"))
+        direct_url = None
+        raw_direct = _read(os.path.join(meta_dir, "direct_url.json"))
+        if raw_direct:
+            try:
+                direct_url = json.loads(raw_direct)
+            except ValueError:
+                direct_url = {"invalid": raw_direct[:200]}
+        record = os.path.join(meta_dir, "RECORD")
+        key = _canon(name)
+        shadowed = key in seen
+        seen.setdefault(key, len(dists))
+        dists.append(
+            {
+                "name": name,
+                "version": version,
+                "installer": (_read(os.path.join(meta_dir, "INSTALLER")) or "").strip() or None,
+                "location": base,
+                "metadata_dir": meta_dir,
+                "requires": requires,
+                "extras": h.get("provides-extra", []),
+                "requires_python": next(iter(h.get("requires-python", [])), None),
+                "record": record if os.path.isfile(record) else None,
+                "direct_url": direct_url,
+                "requested": os.path.exists(os.path.join(meta_dir, "REQUESTED")),
+                "shadowed": shadowed,
+            }
+        )
+    return dists
+
+
+def _egg_requires(path: str) -> list[str]:
+    text = _read(path) or ""
+    out: list[str] = []
+    section = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        if section:
+            extra, _, marker = section.partition(":")
+            conds = []
+            if extra:
+                conds.append(f'extra == "{extra}"')
+            if marker:
+                conds.append(f"({marker})")
+            out.append(f"{line} ; {' and '.join(conds)}")
+        else:
+            out.append(line)
+    return out
+
+
+def _b64(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _hash_file(path: str, size: int) -> str:
+    if size <= _SMALL:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    h = hashlib.sha256()
+    buf = bytearray(_BLOCK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            h.update(view[:n])
+    return h.hexdigest()
+
+
+def check_records(
+    dists: list[dict[str, Any]], cache: dict[str, Any], rehash: bool, threads: int
+) -> dict[str, Any]:
+    """Compare every installed file with its distribution's RECORD (sha256 and size).
+
+    Digests of files whose (size, mtime_ns, inode, ctime_ns) match the cache are taken from it; new
+    digests are returned in `new_hashes` for the caller to store.
+    """
+    jobs: list[tuple[int, str, str, str, tuple[int, int, int, int]]] = []
+    stats = {"files": 0, "hashed": 0, "bytes_hashed": 0, "cache_hits": 0}
+    new_hashes: dict[str, list[Any]] = {}
+    for i, d in enumerate(dists):
+        d["record_problems"] = []
+        d["record_files"] = 0
+        if d["record"] is None or d.get("shadowed"):
+            continue
+        try:
+            with open(d["record"], encoding="utf-8", newline="") as f:
+                rows = list(csv.reader(f))
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            d["record_problems"].append(
+                {"path": "RECORD", "problem": "unreadable", "expected": None, "observed": str(e)}
+            )
+            continue
+        base = d["location"]
+        for row in rows:
+            if len(row) < 2 or not row[1]:
+                continue
+            rel, hash_field = row[0], row[1]
+            algo, _, expected = hash_field.partition("=")
+            if algo != "sha256":
+                continue
+            expected_size = int(row[2]) if len(row) > 2 and row[2].isdigit() else None
+            full = os.path.normpath(os.path.join(base, rel))
+            d["record_files"] += 1
+            stats["files"] += 1
+            try:
+                st = os.stat(full)
+            except OSError:
+                d["record_problems"].append(
+                    {"path": rel, "problem": "missing", "expected": hash_field, "observed": None}
+                )
+                continue
+            if expected_size is not None and st.st_size != expected_size:
+                d["record_problems"].append(
+                    {"path": rel, "problem": "size", "expected": expected_size, "observed": st.st_size}
+                )
+                continue
+            key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+            cached = None if rehash else cache.get(full)
+            if isinstance(cached, list) and len(cached) == 5 and tuple(cached[:4]) == key:
+                stats["cache_hits"] += 1
+                if _b64(bytes.fromhex(cached[4])) != expected:
+                    d["record_problems"].append(
+                        {
+                            "path": rel,
+                            "problem": "hash",
+                            "expected": hash_field,
+                            "observed": "sha256=" + _b64(bytes.fromhex(cached[4])),
+                        }
+                    )
+                continue
+            jobs.append((i, rel, full, expected, key))
+
+    def work(
+        job: tuple[int, str, str, str, tuple[int, int, int, int]],
+    ) -> tuple[int, str, str, str, Any, str | None]:
+        i, rel, full, expected, key = job
+        try:
+            return (i, rel, full, expected, key, _hash_file(full, key[0]))
+        except OSError:
+            return (i, rel, full, expected, key, None)
+
+    if jobs:
+        # Large files first, so the pool does not end on one big file alone.
+        jobs.sort(key=lambda j: -j[4][0])
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+            results = list(pool.map(work, jobs, chunksize=16))
+        for i, rel, full, expected, key, digest in results:
+            d = dists[i]
+            if digest is None:
+                d["record_problems"].append(
+                    {"path": rel, "problem": "unreadable", "expected": None, "observed": None}
+                )
+                continue
+            stats["hashed"] += 1
+            stats["bytes_hashed"] += key[0]
+            new_hashes[full] = [*key, digest]
+            observed = _b64(bytes.fromhex(digest))
+            if observed != expected:
+                d["record_problems"].append(
+                    {
+                        "path": rel,
+                        "problem": "hash",
+                        "expected": "sha256=" + expected,
+                        "observed": "sha256=" + observed,
+                    }
+                )
+    for d in dists:
+        d["record_problems"].sort(key=lambda p: p["path"])
+    return {"checked": True, **stats, "new_hashes": new_hashes}
+
+
+def torch_files(dists: list[dict[str, Any]]) -> dict[str, Any]:
+    """What torch says about its build in torch/version.py, read without importing torch."""
+    d = next((d for d in dists if _canon(d["name"]) == "torch" and not d.get("shadowed")), None)
+    if d is None:
+        return {"installed": False}
+    out: dict[str, Any] = {"installed": True, "distribution_version": d["version"]}
+    text = _read(os.path.join(d["location"], "torch", "version.py"))
+    if text is None:
+        out["error"] = "torch/version.py not found"
+        return out
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        out["error"] = f"torch/version.py: {e}"
+        return out
+    for node in tree.body:
+        target: Any = None
+        value: Any = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        if isinstance(target, ast.Name) and target.id in (
+            "__version__",
+            "cuda",
+            "hip",
+            "xpu",
+            "git_version",
+            "debug",
+        ):
+            with contextlib.suppress(ValueError):
+                out[target.id.strip("_")] = ast.literal_eval(value)
+    return out
+
+
+def locate(dists: list[dict[str, Any]], requests: list[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for req in requests:
+        pkg, _, rel = req.partition(":")
+        d = next((d for d in dists if _canon(d["name"]) == _canon(pkg) and not d.get("shadowed")), None)
+        item: dict[str, Any] = {
+            "package": pkg,
+            "path": rel,
+            "found": False,
+            "file": None,
+            "size": None,
+            "error": None,
+        }
+        if d is None:
+            item["error"] = f"distribution {pkg!r} is not installed"
+        else:
+            full = os.path.normpath(os.path.join(d["location"], rel))
+            item["file"] = full
+            if os.path.exists(full):
+                item["found"] = True
+                item["size"] = os.path.getsize(full) if os.path.isfile(full) else None
+            else:
+                item["error"] = f"{rel} is not in {d['name']} {d['version']}"
+        out.append(item)
+    return out
+
+
+# --- accelerators -----------------------------------------------------------------------------
+
+
+def nvidia(use_smi: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "proc_version": _read("/proc/driver/nvidia/version"),
+        "sys_module_version": (_read("/sys/module/nvidia/version") or "").strip() or None,
+        "smi": None,
+        "nvml": None,
+    }
+    smi = shutil.which("nvidia-smi") if use_smi else None
+    if smi:
+        fields = list(SMI_FIELDS)
+        r = _run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"], 20)
+        if not r["ok"] and "compute_cap" in (r.get("error") or "") + (r.get("stdout") or ""):
+            fields.remove("compute_cap")  # drivers before 510 do not know the field
+            r = _run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"], 20)
+        out["smi"] = {"fields": fields, "csv": r["stdout"], "ok": r["ok"], "error": r["error"]}
+    have_version = out["proc_version"] or out["sys_module_version"] or (out["smi"] or {}).get("ok")
+    if not have_version:
+        out["nvml"] = _nvml()
+    return out
+
+
+def _nvml() -> dict[str, Any] | None:
+    try:
+        import pynvml  # type: ignore[import-not-found,unused-ignore]
+    except Exception:
+        return None
+
+    def s(v: Any) -> str:
+        return v.decode() if isinstance(v, bytes) else str(v)
+
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:
+        return {"ok": False, "error": f"nvmlInit: {e}"}
+    try:
+        gpus = []
+        for i in range(int(pynvml.nvmlDeviceGetCount())):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            cc = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+            gpus.append(
+                {
+                    "index": i,
+                    "name": s(pynvml.nvmlDeviceGetName(h)),
+                    "memory_total_mib": int(pynvml.nvmlDeviceGetMemoryInfo(h).total) // (1 << 20),
+                    "compute_cap": f"{cc[0]}.{cc[1]}",
+                }
+            )
+        return {
+            "ok": True,
+            "error": None,
+            "driver_version": s(pynvml.nvmlSystemGetDriverVersion()),
+            "cuda_driver_version": int(pynvml.nvmlSystemGetCudaDriverVersion()),
+            "gpus": gpus,
+        }
+    except Exception as e:
+        return {"ok": False, "error": f"NVML: {e}"}
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+def rocm() -> dict[str, Any]:
+    root = os.environ.get("ROCM_PATH") or "/opt/rocm"
+    info = _read(os.path.join(root, ".info", "version"))
+    return {
+        "info_version": info.strip() if info else None,
+        "amdgpu_module": os.path.isdir("/sys/module/amdgpu"),
+        "amdgpu_version": (_read("/sys/module/amdgpu/version") or "").strip() or None,
+        "kfd": os.path.exists("/dev/kfd"),
+    }
+
+
+def hf_hub_cache() -> str:
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.environ["HF_HOME"], "hub")
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "huggingface", "hub")
+
+
+def main(argv: list[str] | None = None) -> int:
+    t0 = time.perf_counter()
+    ap = argparse.ArgumentParser(prog="kernodeck-probe")
+    ap.add_argument("--records", action="store_true", help="check installed files against RECORD")
+    ap.add_argument("--hash-cache", default=None, help="JSON digest cache to read")
+    ap.add_argument("--rehash", action="store_true")
+    ap.add_argument("--threads", type=int, default=min(8, (os.cpu_count() or 2) * 2))
+    ap.add_argument("--locate", action="append", default=[])
+    ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--env-present", action="append", default=[])
+    ap.add_argument("--no-smi", action="store_true")
+    args = ap.parse_args(argv)
+
+    dists = distributions()
+    if args.records:
+        cache: dict[str, Any] = {}
+        if args.hash_cache and not args.rehash:
+            try:
+                with open(args.hash_cache, encoding="utf-8") as f:
+                    loaded = json.load(f)
+                cache = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                cache = {}
+        records = check_records(dists, cache, args.rehash, args.threads)
+    else:
+        records = {"checked": False}
+    names = sorted(set(ENV_VARS) | set(args.env))
+    facts = {
+        "probe_version": PROBE_VERSION,
+        "interpreter": interpreter(),
+        "platform": platform_facts(),
+        "markers": marker_environment(),
+        "env": {k: os.environ.get(k) for k in names},
+        "env_present": {k: k in os.environ for k in sorted(set(args.env_present))},
+        "distributions": dists,
+        "records": records,
+        "torch_files": torch_files(dists),
+        "located": locate(dists, args.locate),
+        "nvidia": nvidia(not args.no_smi),
+        "rocm": rocm(),
+        "hf_hub_cache": hf_hub_cache(),
+        "seconds": round(time.perf_counter() - t0, 4),
+    }
+    out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
+    json.dump(facts, out, separators=(",", ":"))
+    out.write("\n")
+    out.flush()
+    out.detach()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

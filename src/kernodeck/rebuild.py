@@ -1,0 +1,996 @@
+"""`kernodeck rebuild`: recreate the environment in a clean folder and re-run the whole sequence.
+
+The procedure, each stage a Step (layer "rebuild") in one Report, each later stage depending on
+the earlier ones (a failure keeps its first error and the stages that depend on it are skipped,
+saying why):
+
+1. `bundle`       the bundle's BUNDLE.sha256 still matches (only when rebuilding from a bundle);
+2. `interpreter`  the chosen Python (found by version on PATH, or given as a path) satisfies
+                  `[python]`, checked before anything is created or installed;
+3. `venv`         a fresh virtual environment at `--dest`;
+4. `pip-version`  `<dest>/bin/python -m pip --version` (the environment's own interpreter, called
+                  explicitly: never activation);
+5. `install`      the platform's requirements file with `--require-hashes --no-deps` (and
+                  `--only-binary :all:` unless the manifest allows sdists), in an isolated pip run
+                  (`--isolated`, `PIP_CONFIG_FILE=os.devnull`, an environment reduced to the
+                  basics plus the variables the manifest names), or `uv pip install` with the
+                  same strictness;
+6. `contract`     `pip check`;
+7. `inventory`    `pip freeze --all` written to installed-after.txt, marked as an observation;
+8. verify against `<dest>/bin/python`, application checks included; its steps are appended.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform as _platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from kernodeck.errors import UsageError
+from kernodeck.lockfile.write import REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.manifest.load import load_manifest
+from kernodeck.manifest.schema import Manifest, Platform
+from kernodeck.report import Report, Status, Step, atomic_write_text
+
+LAYER = "rebuild"
+BUNDLE_SUMS = "BUNDLE.sha256"
+INVENTORY_FILE = "installed-after.txt"
+INVENTORY_HEADER = (
+    "# Observed inventory: `pip freeze --all` of the rebuilt environment after `kernodeck rebuild`{context}.\n"
+    "# This is what was installed, NOT a lock: rebuild from {requirements} instead.\n"
+)
+
+Installer = Literal["pip", "uv"]
+Log = Callable[[str], None]
+
+_VERSION_ARG = re.compile(r"^\d+(\.\d+){0,2}$")
+_ENV_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_STAGE_TIMEOUT = 3600.0
+
+
+class VerifyFn(Protocol):
+    def __call__(
+        self,
+        path: Path,
+        *,
+        python: str | None = ...,
+        platform: str | None = ...,
+        compute: bool = ...,
+        skip: tuple[str, ...] = ...,
+    ) -> Report: ...
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def venv_python(dest: Path) -> Path:
+    """The interpreter of a virtual environment: bin/python, or Scripts\\python.exe on Windows."""
+    if os.name == "nt":
+        return dest / "Scripts" / "python.exe"
+    return dest / "bin" / "python"
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    path: str
+    version: str  # "3.11.7"
+    implementation: str  # "cpython"
+    os: str  # "linux" | "macos" | "windows"
+    arch: str
+
+
+_INTERPRETER_SCRIPT = (
+    "import json, platform, sys; print(json.dumps({'version': platform.python_version(), "
+    "'implementation': sys.implementation.name, 'platform': sys.platform, 'machine': platform.machine()}))"
+)
+
+
+def describe_interpreter(path: str) -> Interpreter | str:
+    """What an interpreter is, or why it could not be asked."""
+    try:
+        proc = subprocess.run(
+            [path, "-I", "-c", _INTERPRETER_SCRIPT], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as e:
+        return f"{path}: {e.strerror or e}"
+    except subprocess.TimeoutExpired:
+        return f"{path}: did not answer within 60 s"
+    if proc.returncode != 0:
+        return f"{path}: exited {proc.returncode}: {_first_line(proc.stderr)}"
+    try:
+        raw = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return f"{path}: unexpected output {proc.stdout.strip()[:80]!r}"
+    return Interpreter(
+        path=path,
+        version=str(raw["version"]),
+        implementation=str(raw["implementation"]),
+        os=_os_name(str(raw["platform"])),
+        arch=_arch_name(str(raw["machine"])),
+    )
+
+
+def _os_name(sys_platform: str) -> str:
+    if sys_platform.startswith("linux"):
+        return "linux"
+    if sys_platform == "darwin":
+        return "macos"
+    if sys_platform in ("win32", "cygwin"):
+        return "windows"
+    return sys_platform
+
+
+def _arch_name(machine: str) -> str:
+    m = machine.lower()
+    return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "i386": "i686", "x86": "i686"}.get(m, m)
+
+
+def _same_arch(declared: str, observed: str) -> bool:
+    return _arch_name(declared) == _arch_name(observed)
+
+
+def version_matches(required: str, actual: str) -> bool:
+    """`3.11` matches any 3.11.x; `3.11.7` only 3.11.7."""
+    want = required.split(".")
+    return actual.split(".")[: len(want)] == want
+
+
+def _path_dirs(environ: Mapping[str, str]) -> list[str]:
+    return [d for d in environ.get("PATH", "").split(os.pathsep) if d]
+
+
+def find_interpreters(version: str, environ: Mapping[str, str]) -> Iterator[str]:
+    """Candidate interpreters for a version on PATH, most specific name first:
+    python3.11, then python3, then python (every match on PATH, in PATH order)."""
+    parts = version.split(".")
+    names = []
+    if len(parts) >= 2:
+        names.append(f"python{parts[0]}.{parts[1]}")
+    names += [f"python{parts[0]}", "python"]
+    exts = [".exe", ""] if os.name == "nt" else [""]
+    seen: set[str] = set()
+    for name in names:
+        for d in _path_dirs(environ):
+            for ext in exts:
+                cand = Path(d) / f"{name}{ext}"
+                if cand.is_file() and os.access(cand, os.X_OK):
+                    key = str(cand)
+                    if key not in seen:
+                        seen.add(key)
+                        yield key
+
+
+def find_uv(environ: Mapping[str, str]) -> str | None:
+    """The uv next to this interpreter (installed with kernodeck), else the one on PATH."""
+    name = "uv.exe" if os.name == "nt" else "uv"
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("uv", path=environ.get("PATH"))
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+_BOX = re.compile(r"^[\s│├╰─▶×|`]+")
+
+
+def first_error(output: str) -> str:
+    """The first error an installer printed, with the lines that belong to it: pip's `ERROR:` line
+    and its indented details (e.g. which package did not match which hash), or uv's `error:`/`×`
+    block. Falls back to the last non-empty line."""
+    lines = output.splitlines()
+    start = None
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s.startswith(("ERROR:", "error:", "×")):
+            start = i
+            break
+    if start is None:
+        tail = [ln.strip() for ln in lines if ln.strip()]
+        return tail[-1] if tail else "no output"
+    head = lines[start].strip()
+    for prefix in ("ERROR:", "error:", "×"):
+        if head.startswith(prefix):
+            head = head[len(prefix) :].strip()
+            break
+    if len(head) > 160 and ". " in head:  # pip's long advice after the first sentence
+        head = head.split(". ", 1)[0]
+    details: list[str] = []
+    blank = 0
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            blank += 1
+            if blank > 1 and details:
+                break
+            continue
+        if not line[:1].isspace() and not _BOX.match(line):
+            break
+        blank = 0
+        details.append(_BOX.sub("", line).strip())
+        if len(details) >= 12:
+            break
+    text = head
+    sep = ": "
+    for d in details:
+        d = " ".join(d.split())
+        if not d:
+            continue
+        text += sep + d
+        sep = " " if d.endswith(":") else "; "
+    text = text.replace(":: ", ": ")
+    return text if len(text) <= 1200 else text[:1197] + "..."
+
+
+@dataclass
+class _Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def output(self) -> str:
+        return self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr
+
+
+def _run(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path | None = None, timeout: float = _STAGE_TIMEOUT
+) -> _Run:
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError as e:
+        return _Run(127, "", f"error: {argv[0]}: {e.strerror}", time.monotonic() - t0)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout if isinstance(e.stdout, str) else ""
+        err = e.stderr if isinstance(e.stderr, str) else ""
+        return _Run(124, out, err + f"\nerror: timed out after {timeout:.0f} s", time.monotonic() - t0)
+    return _Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+
+
+def _tail(text: str, n: int = 20) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip()][-n:]
+
+
+# --- choosing inputs ---------------------------------------------------------------------------
+
+
+@dataclass
+class RebuildPlan:
+    manifest_path: Path
+    manifest: Manifest
+    platform: Platform
+    requirements: Path
+    dest: Path
+    dest_display: str
+    installer: Installer
+    python_request: str | None
+    bundle_sums: Path | None
+    force: bool = False
+    credential_names: list[str] = field(default_factory=list)
+
+
+def locate_manifest(source: str | Path) -> Path:
+    p = Path(source)
+    if p.is_dir():
+        p = p / "repro.toml"
+    if not p.is_file():
+        raise UsageError(
+            f"no manifest at {p}",
+            hint="pass a repro.toml, or a bundle folder written by `kernodeck bundle`",
+        )
+    return p
+
+
+def _host_backend_kinds() -> set[str]:
+    kinds = {"cpu"}
+    if Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi"):
+        kinds.add("cuda")
+    if Path("/dev/kfd").exists():
+        kinds.add("rocm")
+    if sys.platform == "darwin":
+        kinds.add("mps")
+    return kinds
+
+
+def _backend_kind(backend: str | None) -> str:
+    if backend is None or backend == "cpu":
+        return "cpu"
+    if backend.startswith("cu"):
+        return "cuda"
+    if backend.startswith("rocm"):
+        return "rocm"
+    return backend
+
+
+def choose_platform(manifest: Manifest, folder: Path, name: str | None) -> Platform:
+    """The platform to rebuild: the one named, else the only locked one that fits this host
+    (os and arch; among several, the one whose backend this host has, preferring GPU)."""
+    if name is not None:
+        plat = manifest.get_platform(name)
+        if plat is None:
+            known = ", ".join(p.name for p in manifest.platform)
+            raise UsageError(f"no platform {name!r} in the manifest", hint=f"platforms: {known}")
+        return plat
+    locked = [p for p in manifest.platform if (folder / requirements_filename(p.name)).is_file()]
+    if not locked:
+        raise UsageError(
+            f"no {REQUIREMENTS_PREFIX}<platform>.txt next to {folder / 'repro.toml'}",
+            hint="run `kernodeck lock` first (or rebuild from a bundle, which carries them)",
+        )
+    host_os = _os_name(sys.platform)
+    host_arch = _arch_name(_platform.machine())
+    fits = [p for p in locked if p.os == host_os and _same_arch(p.arch, host_arch)]
+    if len(fits) > 1:
+        kinds = _host_backend_kinds()
+        have = [p for p in fits if _backend_kind(p.backend) in kinds]
+        gpu = [p for p in have if _backend_kind(p.backend) != "cpu"]
+        fits = gpu or have or fits
+    if len(fits) == 1:
+        return fits[0]
+    names = ", ".join(p.name for p in (fits or locked))
+    raise UsageError(
+        f"cannot tell which platform to rebuild on this {host_os} {host_arch} host (locked: {names})",
+        hint="pass --platform NAME",
+    )
+
+
+def credential_names(manifest: Manifest, requirements_text: str = "") -> list[str]:
+    """Variables the manifest names as credentials: `${VAR}` in index URLs (and in the requirements
+    file), and the `access` lists of data and weights. Names only; the values stay in the environment."""
+    names: list[str] = []
+    for ix in manifest.packages.index:
+        names += _ENV_PLACEHOLDER.findall(ix.url or "")
+    if manifest.packages.pytorch_index:
+        names += _ENV_PLACEHOLDER.findall(manifest.packages.pytorch_index)
+    names += _ENV_PLACEHOLDER.findall(requirements_text)
+    for d in manifest.data:
+        names += d.access
+    for w in manifest.weights:
+        names += w.access
+    return sorted(set(names))
+
+
+def _safe_to_delete(dest: Path, manifest_path: Path) -> str | None:
+    """Why --force must not delete `dest`, or None."""
+    d = dest.resolve()
+    protected = [Path.cwd().resolve(), Path.home().resolve(), manifest_path.parent.resolve()]
+    if d == Path(d.anchor):
+        return "it is the root of the file system"
+    for p in protected:
+        if d == p or d in p.parents:
+            return f"it holds {p}"
+    return None
+
+
+def plan_rebuild(
+    source: str | Path = "repro.toml",
+    *,
+    dest: str | Path = ".venv-rebuild",
+    python: str | None = None,
+    platform: str | None = None,
+    installer: Installer = "pip",
+    force: bool = False,
+) -> RebuildPlan:
+    """Check the inputs (usage errors, exit 2) before anything runs."""
+    if installer not in ("pip", "uv"):
+        raise UsageError(f"unknown installer {installer!r}", hint="use pip or uv")
+    manifest_path = locate_manifest(source)
+    manifest = load_manifest(manifest_path)
+    folder = manifest_path.parent
+    plat = choose_platform(manifest, folder, platform)
+    reqs = folder / requirements_filename(plat.name)
+    if not reqs.is_file():
+        raise UsageError(
+            f"no {reqs.name} next to {manifest_path}",
+            hint=f"run `kernodeck lock --platform {plat.name}`",
+        )
+    dest_path = Path(dest)
+    if dest_path.exists():
+        if not dest_path.is_dir():
+            raise UsageError(f"--dest {dest} exists and is not a folder")
+        if any(dest_path.iterdir()):
+            if not force:
+                raise UsageError(
+                    f"--dest {dest} exists and is not empty",
+                    hint="pass --force to delete and recreate it, or choose another --dest",
+                )
+            why = _safe_to_delete(dest_path, manifest_path)
+            if why is not None:
+                raise UsageError(f"refusing to delete --dest {dest}: {why}", hint="choose another --dest")
+    sums = folder / BUNDLE_SUMS
+    return RebuildPlan(
+        manifest_path=manifest_path,
+        manifest=manifest,
+        platform=plat,
+        requirements=reqs,
+        dest=dest_path.absolute(),
+        dest_display=str(dest),
+        installer=installer,
+        python_request=python,
+        bundle_sums=sums if sums.is_file() else None,
+        force=force,
+        credential_names=credential_names(manifest, reqs.read_text(encoding="utf-8", errors="replace")),
+    )
+
+
+# --- stages ------------------------------------------------------------------------------------
+
+
+def check_bundle_sums(sums: Path) -> Step:
+    """Every file BUNDLE.sha256 lists is there with the same sha256."""
+    folder = sums.parent
+    bad: list[str] = []
+    n = 0
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        digest, _, name = line.partition("  ")
+        name = name.lstrip("*")
+        n += 1
+        p = folder / name
+        if not p.is_file():
+            bad.append(f"{name} is missing")
+            continue
+        if hashlib.sha256(p.read_bytes()).hexdigest() != digest.strip():
+            bad.append(f"{name} changed")
+    if bad:
+        return Step.failed(
+            LAYER,
+            "bundle",
+            f"{BUNDLE_SUMS} does not match: {'; '.join(bad[:5])}",
+            expected=f"{n} files as listed",
+            observed=bad,
+            hint="the bundle was modified after it was written; get an intact copy or write it again",
+        )
+    return Step.passed(LAYER, "bundle", expected=f"{n} files as listed", observed=f"{n} files match")
+
+
+def select_interpreter(
+    manifest: Manifest, plat: Platform, request: str | None, environ: Mapping[str, str]
+) -> tuple[Step, Interpreter | None]:
+    """Find the interpreter and check it against [python] (and the platform) before anything else."""
+    required = plat.python or manifest.python.version
+    impl = manifest.python.implementation
+    expected = {"python": required, "implementation": impl, "os": plat.os, "arch": plat.arch}
+    tried: list[str] = []
+    chosen: Interpreter | None = None
+    if request is None or _VERSION_ARG.match(request):
+        want = request or required
+        for cand in find_interpreters(want, environ):
+            info = describe_interpreter(cand)
+            if isinstance(info, str):
+                tried.append(info)
+                continue
+            tried.append(f"{cand} is {info.implementation} {info.version}")
+            if version_matches(want, info.version) and info.implementation == impl:
+                chosen = info
+                break
+        if chosen is None:
+            return (
+                Step.failed(
+                    LAYER,
+                    "interpreter",
+                    f"no {impl} {want} interpreter on PATH"
+                    + (f" (tried: {'; '.join(tried)})" if tried else ""),
+                    expected=expected,
+                    hint=f"install Python {want}, or pass --python /path/to/python{want}",
+                ),
+                None,
+            )
+    else:
+        info = describe_interpreter(request)
+        if isinstance(info, str):
+            return (
+                Step.failed(
+                    LAYER,
+                    "interpreter",
+                    info,
+                    expected=expected,
+                    hint="pass a working interpreter with --python",
+                ),
+                None,
+            )
+        chosen = info
+    observed = {
+        "python": chosen.version,
+        "implementation": chosen.implementation,
+        "os": chosen.os,
+        "arch": chosen.arch,
+        "path": chosen.path,
+    }
+    problems = []
+    if not version_matches(required, chosen.version):
+        problems.append(f"Python {chosen.version} does not satisfy [python] version = {required!r}")
+    if chosen.implementation != impl:
+        problems.append(f"implementation {chosen.implementation} is not {impl}")
+    if chosen.os != plat.os or not _same_arch(plat.arch, chosen.arch):
+        problems.append(f"this is {chosen.os} {chosen.arch}, platform {plat.name} is {plat.os} {plat.arch}")
+    if problems:
+        return (
+            Step.failed(
+                LAYER,
+                "interpreter",
+                "; ".join(problems),
+                expected=expected,
+                observed=observed,
+                hint=f"pass --python with a {impl} {required} interpreter, or --platform for this host",
+            ),
+            None,
+        )
+    return Step.passed(LAYER, "interpreter", expected=expected, observed=observed), chosen
+
+
+def install_command(plan: RebuildPlan, py: Path, uv: str | None) -> list[str]:
+    only_binary = not plan.manifest.packages.allow_sdist
+    if plan.installer == "uv":
+        argv = [
+            uv or "uv",
+            "pip",
+            "install",
+            "--no-config",
+            "--python",
+            str(py),
+            "--require-hashes",
+            "--no-deps",
+        ]
+        argv += ["--index-strategy", "unsafe-best-match"]  # every artifact is pinned by hash anyway
+        if only_binary:
+            argv += ["--only-binary", ":all:"]
+        return [*argv, "-r", str(plan.requirements)]
+    argv = [str(py), "-m", "pip", "install", "--isolated", "--no-input", "--disable-pip-version-check"]
+    argv += ["--require-hashes", "--no-deps"]
+    if only_binary:
+        argv += ["--only-binary", ":all:"]
+    return [*argv, "-r", str(plan.requirements)]
+
+
+def clean_environment(environ: Mapping[str, str], keep: Sequence[str]) -> dict[str, str]:
+    """The environment of every step in the new venv: the basics, the manifest's credential
+    variables, and settings that keep pip and uv away from the user's configuration."""
+    from kernodeck.scrub import reduced_environment
+
+    env = reduced_environment(environ, keep)
+    env.update(
+        {
+            "PIP_CONFIG_FILE": os.devnull,
+            "PIP_NO_INPUT": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PYTHONNOUSERSITE": "1",
+            "UV_NO_CONFIG": "1",
+        }
+    )
+    return env
+
+
+def _skip_rest(report: Report, names: Sequence[str], why: str) -> None:
+    for name in names:
+        report.add(Step.skipped(LAYER, name, why))
+
+
+@contextmanager
+def _stage(log: Log | None, name: str) -> Iterator[None]:
+    if log is not None:
+        log(f"rebuild: {name} ...")
+    yield
+
+
+def _display(plan: RebuildPlan, path: Path) -> str:
+    """A path as the user wrote --dest, so reports carry no absolute host paths."""
+    try:
+        return str(Path(plan.dest_display) / path.relative_to(plan.dest))
+    except ValueError:
+        return path.name
+
+
+def _pretty_argv(plan: RebuildPlan, argv: Sequence[str]) -> list[str]:
+    out = []
+    for a in argv:
+        if a == str(plan.requirements):
+            out.append(plan.requirements.name)
+        elif a.startswith(str(plan.dest)):
+            out.append(_display(plan, Path(a)))
+        elif os.path.isabs(a):
+            out.append(Path(a).name)
+        else:
+            out.append(a)
+    return out
+
+
+def parse_freeze(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "==" in line:
+            name, _, ver = line.partition("==")
+            out[name.strip()] = ver.strip()
+        elif " @ " in line:
+            name, _, where = line.partition(" @ ")
+            out[name.strip()] = "@ " + Path(where.strip()).name
+    return dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
+
+
+def run_rebuild(
+    plan: RebuildPlan,
+    *,
+    environ: Mapping[str, str] | None = None,
+    compute: bool = True,
+    verify: VerifyFn | None = None,
+    inventory_path: Path | None = None,
+    log: Log | None = None,
+) -> Report:
+    """Run every stage of a planned rebuild; never raises for a failing stage (it is a Step)."""
+    env_in = dict(os.environ if environ is None else environ)
+    m = plan.manifest
+    report = Report(
+        kind="rebuild",
+        manifest=str(plan.manifest_path.name if plan.bundle_sums else plan.manifest_path),
+        reference_id=m.reference.id,
+        platform=plan.platform.name,
+        settings={
+            "dest": plan.dest_display,
+            "installer": plan.installer,
+            "python": plan.python_request or (plan.platform.python or m.python.version),
+            "requirements": plan.requirements.name,
+            "compute": compute,
+            "environment-passed": sorted(clean_environment(env_in, plan.credential_names)),
+        },
+    )
+    stages = ["venv", "pip-version", "install", "contract", "inventory", "verify"]
+
+    if plan.bundle_sums is not None:
+        with _stage(log, "bundle"):
+            t0 = time.monotonic()
+            step = check_bundle_sums(plan.bundle_sums)
+            step.seconds = round(time.monotonic() - t0, 3)
+            report.add(step)
+        if step.status is Status.FAILED:
+            _skip_rest(report, ["interpreter", *stages], "the bundle does not match BUNDLE.sha256")
+            return report
+
+    with _stage(log, "interpreter"):
+        t0 = time.monotonic()
+        step, interp = select_interpreter(m, plan.platform, plan.python_request, env_in)
+        step.seconds = round(time.monotonic() - t0, 3)
+        report.add(step)
+    if interp is None:
+        _skip_rest(report, stages, "no suitable interpreter; nothing was created")
+        return report
+
+    env = clean_environment(env_in, plan.credential_names)
+    py = venv_python(plan.dest)
+
+    # venv
+    with _stage(log, "venv"):
+        if plan.dest.exists() and any(plan.dest.iterdir()):
+            shutil.rmtree(plan.dest)  # --force was checked by plan_rebuild
+        run = _run([interp.path, "-I", "-m", "venv", str(plan.dest)], env)
+    observed = {"dest": plan.dest_display, "python": _display(plan, py)}
+    if run.returncode != 0 or not py.exists():
+        report.add(
+            Step.failed(
+                LAYER,
+                "venv",
+                first_error(run.output) if run.output.strip() else f"venv exited {run.returncode}",
+                expected=f"a fresh virtual environment with {interp.implementation} {interp.version}",
+                observed=observed,
+                hint="on Debian/Ubuntu install pythonX.Y-venv; or pass another --python",
+                details={"output": _tail(run.output)},
+                seconds=round(run.seconds, 3),
+            )
+        )
+        _skip_rest(report, stages[1:], "the virtual environment could not be created")
+        return report
+    report.add(
+        Step.passed(
+            LAYER,
+            "venv",
+            expected=f"a fresh virtual environment with {interp.implementation} {interp.version}",
+            observed=observed,
+            seconds=round(run.seconds, 3),
+        )
+    )
+
+    # pip --version
+    with _stage(log, "pip-version"):
+        run = _run([str(py), "-m", "pip", "--isolated", "--version"], env)
+    pip_version = re.sub(r"\s+from\s+.*?(\(python [^)]*\))?$", r" \1", run.stdout.strip()).strip()
+    details: dict[str, Any] = {}
+    uv = find_uv(env_in) if plan.installer == "uv" else None
+    if uv is not None:
+        details["uv"] = _run([uv, "--version"], env).stdout.strip()
+    if run.returncode != 0:
+        report.add(
+            Step.failed(
+                LAYER,
+                "pip-version",
+                first_error(run.output),
+                observed=None,
+                hint="the new environment has no working pip; recreate it with --force",
+                seconds=round(run.seconds, 3),
+            )
+        )
+        _skip_rest(report, stages[2:], "pip does not run in the new environment")
+        return report
+    report.add(
+        Step.passed(
+            LAYER, "pip-version", observed=pip_version, details=details, seconds=round(run.seconds, 3)
+        )
+    )
+
+    # install
+    with _stage(log, f"install ({plan.installer})"):
+        if plan.installer == "uv" and uv is None:
+            run = _Run(127, "", "error: uv not found next to this Python or on PATH", 0.0)
+        else:
+            argv = install_command(plan, py, uv)
+            run = _run(argv, env, cwd=plan.requirements.parent)
+    install_details = {
+        "command": _pretty_argv(plan, install_command(plan, py, uv)),
+        "environment": sorted(env),
+        "returncode": run.returncode,
+    }
+    if run.returncode != 0:
+        install_details["output"] = _tail(run.output)
+        report.add(
+            Step.failed(
+                LAYER,
+                "install",
+                first_error(run.output),
+                expected=f"every pin of {plan.requirements.name} installed with matching hashes",
+                hint=_install_hint(run.output, plan),
+                details=install_details,
+                seconds=round(run.seconds, 3),
+            )
+        )
+        _skip_rest(report, stages[3:], "the install failed")
+        return report
+    report.add(
+        Step.passed(
+            LAYER,
+            "install",
+            expected=f"every pin of {plan.requirements.name} installed with matching hashes",
+            observed=f"installed from {plan.requirements.name} ({plan.installer}, --require-hashes --no-deps)",
+            details=install_details,
+            seconds=round(run.seconds, 3),
+        )
+    )
+
+    # pip check
+    with _stage(log, "contract"):
+        run = _run([str(py), "-m", "pip", "--isolated", "check"], env)
+    if run.returncode != 0:
+        report.add(
+            Step.failed(
+                LAYER,
+                "contract",
+                _first_line(run.stdout) or first_error(run.output),
+                expected="no broken requirements (pip check)",
+                observed=_tail(run.stdout, 50),
+                hint="the lock misses a dependency or pins incompatible versions; run `kernodeck lock` again",
+                seconds=round(run.seconds, 3),
+            )
+        )
+    else:
+        report.add(
+            Step.passed(
+                LAYER,
+                "contract",
+                expected="no broken requirements (pip check)",
+                observed=_first_line(run.stdout),
+                seconds=round(run.seconds, 3),
+            )
+        )
+
+    # pip freeze --all
+    with _stage(log, "inventory"):
+        run = _run([str(py), "-m", "pip", "--isolated", "freeze", "--all"], env)
+    target = inventory_path or (plan.manifest_path.parent / INVENTORY_FILE)
+    if run.returncode != 0:
+        report.add(Step.failed(LAYER, "inventory", first_error(run.output), seconds=round(run.seconds, 3)))
+    else:
+        context = f" (reference {m.reference.name} {m.reference.id}, platform {plan.platform.name})"
+        header = INVENTORY_HEADER.format(context=context, requirements=plan.requirements.name)
+        atomic_write_text(target, header + run.stdout)
+        dists = parse_freeze(run.stdout)
+        report.add(
+            Step.passed(
+                LAYER,
+                "inventory",
+                observed=dists,
+                details={"file": target.name, "distributions": len(dists)},
+                seconds=round(run.seconds, 3),
+            )
+        )
+
+    # verify, application checks included
+    with _stage(log, "verify"):
+        t0 = time.monotonic()
+        verify_fn = verify or _default_verify()
+        if verify_fn is None:
+            report.add(
+                Step.skipped(LAYER, "verify", "verify is not available in this installation of kernodeck")
+            )
+            return report
+        code_steps = bundle_code_steps(plan)
+        try:
+            result = verify_fn(
+                plan.manifest_path,
+                python=str(py),
+                platform=plan.platform.name,
+                compute=compute,
+                skip=("code",) if code_steps is not None else (),
+            )
+        except Exception as e:  # a crash in verify is a failed stage, reported like the others
+            report.add(
+                Step.failed(
+                    LAYER,
+                    "verify",
+                    f"verify could not run: {type(e).__name__}: {e}",
+                    seconds=round(time.monotonic() - t0, 3),
+                )
+            )
+            return report
+    report.add(*(code_steps or []), *result.steps)
+    report.inventory = result.inventory
+    report.settings["verify"] = {"seconds": round(time.monotonic() - t0, 3), **result.settings}
+    return report
+
+
+def _in_git_checkout(folder: Path) -> bool:
+    return any((p / ".git").exists() for p in (folder.resolve(), *folder.resolve().parents))
+
+
+def bundle_code_steps(plan: RebuildPlan) -> list[Step] | None:
+    """The code layer for a bundle that carries its code outside any git checkout: the bundle
+    recorded the revision (and whether the tree had local changes) when it copied the code, and
+    BUNDLE.sha256 proves the files are unchanged since. None when verify's git check applies."""
+    code = plan.manifest.code
+    folder = plan.manifest_path.parent
+    if code is None or plan.bundle_sums is None or _in_git_checkout(folder):
+        return None
+    try:
+        refs = json.loads((folder / "references.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    entry = next((r for r in refs if isinstance(r, dict) and r.get("kind") == "code"), None)
+    if entry is None or entry.get("included") is not True:
+        return None
+    steps: list[Step] = []
+    recorded = entry.get("revision")
+    details = {"source": "bundle", "files": entry.get("files")}
+    if recorded == code.revision:
+        steps.append(
+            Step.passed("code", "revision", expected=code.revision, observed=recorded, details=details)
+        )
+    else:
+        steps.append(
+            Step.failed(
+                "code",
+                "revision",
+                "the bundle's code was copied outside a git checkout, so it is not tied to any revision"
+                if recorded is None
+                else f"the bundle's code is from {str(recorded)[:12]}, the manifest pins {code.revision[:12]}",
+                expected=code.revision,
+                observed=recorded,
+                hint="write the bundle from the project's git checkout at the pinned revision"
+                " (kernodeck capture records it)",
+                details=details,
+            )
+        )
+    if entry.get("dirty"):
+        msg = "the code had local changes when the bundle was written"
+        if code.allow_dirty:
+            steps.append(Step.warning("code", "clean-tree", msg, expected="allow-dirty", required=False))
+        else:
+            steps.append(
+                Step.failed(
+                    "code",
+                    "clean-tree",
+                    msg,
+                    expected="no local changes",
+                    hint="commit the changes, capture, and write the bundle again",
+                )
+            )
+    elif recorded is not None:
+        steps.append(Step.passed("code", "clean-tree", expected="no local changes", observed="clean"))
+    for cfg in code.config:
+        p = folder / cfg.path
+        got = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+        if got == cfg.sha256:
+            steps.append(Step.passed("code", f"config:{cfg.path}", expected=cfg.sha256, observed=got))
+        else:
+            steps.append(
+                Step.failed(
+                    "code",
+                    f"config:{cfg.path}",
+                    "missing" if got is None else "sha256 differs",
+                    expected=cfg.sha256,
+                    observed=got,
+                )
+            )
+    return steps
+
+
+def _install_hint(output: str, plan: RebuildPlan) -> str:
+    if "DO NOT MATCH THE HASHES" in output or "Hash mismatch" in output:
+        return (
+            "an artifact on the index is not the one that was locked: find out why it changed before "
+            f"re-locking (kernodeck lock --platform {plan.platform.name})"
+        )
+    if "No matching distribution" in output or "not find a version" in output.lower():
+        return "the index does not serve a locked artifact; check the index and its credentials"
+    if "Hashes are required" in output or "missing hash" in output.lower():
+        return f"{plan.requirements.name} has a pin without --hash; regenerate it with kernodeck lock"
+    return "read the installer output in this step's details"
+
+
+def _default_verify() -> VerifyFn | None:
+    try:
+        from kernodeck import api
+    except ImportError:
+        return None
+    fn = getattr(api, "verify", None)
+    if fn is None:
+        return None
+
+    def call(
+        path: Path,
+        *,
+        python: str | None = None,
+        platform: str | None = None,
+        compute: bool = True,
+        skip: tuple[str, ...] = (),
+    ) -> Report:
+        result: Report = fn(path, python=python, platform=platform, compute=compute, skip=skip)
+        return result
+
+    return call
+
+
+def rebuild(
+    source: str | Path = "repro.toml",
+    *,
+    dest: str | Path = ".venv-rebuild",
+    python: str | None = None,
+    platform: str | None = None,
+    installer: Installer = "pip",
+    force: bool = False,
+    compute: bool = True,
+    environ: Mapping[str, str] | None = None,
+    verify: VerifyFn | None = None,
+    inventory_path: Path | None = None,
+    log: Log | None = None,
+) -> Report:
+    """Plan (usage errors raise) and run (stage failures are Steps) a rebuild."""
+    plan = plan_rebuild(source, dest=dest, python=python, platform=platform, installer=installer, force=force)
+    return run_rebuild(
+        plan, environ=environ, compute=compute, verify=verify, inventory_path=inventory_path, log=log
+    )

@@ -1,0 +1,111 @@
+"""Resolution of a manifest's requirements for one target with resolvelib.
+
+`resolve_target(session, target)` returns the pins (one candidate per project, with every file
+installable on the target and the parents that required it) or raises ResolutionError with the
+requirement chain. The session (one index client, caches) is shared by every target of a lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from packaging.utils import NormalizedName
+from resolvelib import BaseReporter, Resolver
+from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
+
+from kernodeck.errors import ResolutionError
+from kernodeck.resolve.candidates import BaseCandidate, Candidate, base_of
+from kernodeck.resolve.explain import explain_impossible
+from kernodeck.resolve.factory import Factory, ResolveSettings, Routing, Session
+from kernodeck.resolve.provider import Provider
+from kernodeck.resolve.requirements import BaseRequirement
+
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+    from kernodeck.targets import Target
+
+__all__ = ["Pin", "Resolution", "ResolveSettings", "Routing", "Session", "resolve_target"]
+
+MAX_ROUNDS = 200_000
+
+
+@dataclass(frozen=True)
+class Pin:
+    candidate: Candidate
+    via: tuple[str, ...]  # "-r <manifest>" first, then parent project names, sorted
+
+    @property
+    def name(self) -> NormalizedName:
+        return self.candidate.name
+
+    @property
+    def version(self) -> Version:
+        return self.candidate.version
+
+
+@dataclass(frozen=True)
+class Resolution:
+    target: Target
+    pins: tuple[Pin, ...]  # sorted by name
+    metadata_reads: int = 0
+
+
+class _Reporter(BaseReporter[BaseRequirement, BaseCandidate, str]):
+    def __init__(self, on_pin: Callable[[str], None] | None) -> None:
+        self.on_pin = on_pin
+
+    def pinning(self, candidate: BaseCandidate) -> None:
+        if self.on_pin is not None and base_of(candidate) is not None:
+            self.on_pin(candidate.describe())
+
+
+def resolve_target(
+    session: Session,
+    target: Target,
+    *,
+    preferred: Mapping[str, Version] | None = None,
+    manifest_name: str = "repro.toml",
+    on_pin: Callable[[str], None] | None = None,
+    on_metadata: Callable[[], None] | None = None,
+) -> Resolution:
+    factory = Factory(session, target, preferred=preferred, on_metadata=on_metadata)
+    resolver: Resolver[BaseRequirement, BaseCandidate, str] = Resolver(Provider(factory), _Reporter(on_pin))
+    roots = factory.root_requirements()
+    try:
+        result = resolver.resolve(roots, max_rounds=MAX_ROUNDS)
+    except ResolutionImpossible as e:
+        raise explain_impossible(e.causes, factory, manifest_name) from None
+    except ResolutionTooDeep as e:
+        raise ResolutionError(
+            f"cannot lock platform {target.name}: gave up after {e.round_count} resolution rounds",
+            hint="narrow the requirements (upper bounds, constraints) so fewer combinations need trying",
+        ) from None
+
+    manifest_parent = f"-r {manifest_name}"
+    parents: dict[NormalizedName, set[str]] = {}
+    for ident, criterion in result.criteria.items():
+        cand = result.mapping.get(ident)
+        base = base_of(cand) if cand is not None else None
+        if base is None:
+            continue
+        for info in criterion.information:
+            if info.parent is None:
+                parents.setdefault(base.name, set()).add(manifest_parent)
+                continue
+            pb = base_of(info.parent)
+            if pb is None or pb.name == base.name:
+                continue
+            parents.setdefault(base.name, set()).add(pb.name)
+
+    pins = []
+    for cand in result.mapping.values():
+        if not isinstance(cand, Candidate):
+            continue
+        via = parents.get(cand.name, set())
+        ordered = ([manifest_parent] if manifest_parent in via else []) + sorted(via - {manifest_parent})
+        pins.append(Pin(cand, tuple(ordered)))
+    pins.sort(key=lambda p: p.name)
+    return Resolution(target=target, pins=tuple(pins))

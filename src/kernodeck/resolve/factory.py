@@ -1,0 +1,558 @@
+"""The factory: the only caller of `kernodeck.index`. It decides where each project is looked up,
+turns index files into candidates for one target, and reads dependencies from core metadata.
+
+Routing, in order (the first rule that applies decides, and only its index is asked):
+
+1. a project listed in an index's `packages` or in `[packages] sources` comes from that index only;
+2. on a platform whose backend uses a PyTorch index (cpu, cuNNN, rocmX.Y, xpu), the torch family
+   (`kernodeck.backends.routes_to_backend`) comes from `<pytorch-index base>/<backend>` only;
+3. everything else comes from the default indexes: the one marked `default = true` (else the one
+   pip is configured to use), then every declared index without `packages`, asked in that order;
+   the first index that has the project is the only one used for it ("first index", as uv does:
+   a name on a later index can never shadow a name on an earlier one).
+
+I/O runs on two thread pools shared by every platform of one lock: one for index requests
+(project pages, metadata), one for look-ahead (load a newly seen project's page, evaluate it for
+the target and prefetch the metadata of its most likely version). Neither pool's tasks wait on
+their own pool, so they cannot deadlock. Pages and metadata are cached for the whole lock;
+metadata by file hash, so the same wheel serves every platform that can install it.
+
+Dependencies come from the metadata of the best-ranked compatible file of a version for each
+target (per file, as pip and uv read them), never from another platform's wheel: wheels of one
+version may legitimately declare different dependencies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.requirements import Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from kernodeck.backends import PYTORCH_INDEX_BASE, routes_to_backend
+from kernodeck.errors import ResolutionError
+from kernodeck.index.client import IndexClient, default_index_url
+from kernodeck.index.evaluate import Accepted, Rejected, evaluate
+from kernodeck.index.models import CoreMetadata, IndexFile, IndexSource, NotFound, ProjectPage
+from kernodeck.resolve.candidates import (
+    PYTHON_IDENTIFIER,
+    BaseCandidate,
+    Candidate,
+    ExtrasCandidate,
+    PythonCandidate,
+    base_of,
+)
+from kernodeck.resolve.requirements import (
+    BaseRequirement,
+    ExactBaseRequirement,
+    RequiresPythonRequirement,
+    SpecifierRequirement,
+    strip_marker,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+    from kernodeck.manifest.schema import Packages
+    from kernodeck.targets import Target
+
+# --- settings and routing ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResolveSettings:
+    """What the manifest says about resolution (the same for every platform)."""
+
+    requirements: tuple[Requirement, ...]
+    constraints: tuple[Requirement, ...] = ()
+    allow_sdist: frozenset[NormalizedName] = frozenset()
+    prereleases: bool = False
+    exclude_newer: datetime | None = None
+
+    @classmethod
+    def from_packages(cls, packages: Packages) -> ResolveSettings:
+        return cls(
+            requirements=tuple(Requirement(r) for r in packages.requirements),
+            constraints=tuple(Requirement(r) for r in packages.constraints),
+            allow_sdist=frozenset(canonicalize_name(n) for n in packages.allow_sdist),
+            prereleases=packages.prereleases,
+            exclude_newer=packages.exclude_newer,
+        )
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Which indexes are asked for which project (see the module docstring)."""
+
+    defaults: tuple[IndexSource, ...]
+    pinned: Mapping[NormalizedName, IndexSource] = field(default_factory=dict)
+    pytorch_base: str = PYTORCH_INDEX_BASE
+
+    @classmethod
+    def from_packages(cls, packages: Packages, default_url: Callable[[], str] = default_index_url) -> Routing:
+        by_name: dict[str, IndexSource] = {}
+        pinned: dict[NormalizedName, IndexSource] = {}
+        primary: IndexSource | None = None
+        extra: list[IndexSource] = []
+        for ix in packages.index:
+            src = IndexSource(name=ix.name, url=ix.url or default_url(), format=ix.format)
+            by_name[ix.name] = src
+            for p in ix.packages:
+                pinned[canonicalize_name(p)] = src
+            if ix.default:
+                primary = src
+            elif not ix.packages:
+                extra.append(src)
+        for pkg, ixname in packages.sources.items():
+            pinned[canonicalize_name(pkg)] = by_name[ixname]
+        if primary is None:
+            primary = IndexSource(name="default", url=default_url(), format="simple")
+        return cls(
+            defaults=(primary, *extra),
+            pinned=pinned,
+            pytorch_base=packages.pytorch_index or PYTORCH_INDEX_BASE,
+        )
+
+    def backend_source(self, target: Target) -> IndexSource | None:
+        b = target.backend
+        if b is None:
+            return None
+        url = b.index_url(self.pytorch_base)
+        if url is None:
+            return None
+        return IndexSource(name=f"pytorch-{b.name}", url=url, format="simple")
+
+    def sources_for(self, name: NormalizedName, target: Target) -> tuple[IndexSource, ...]:
+        if name in self.pinned:
+            return (self.pinned[name],)
+        if routes_to_backend(name):
+            src = self.backend_source(target)
+            if src is not None:
+                return (src,)
+        return self.defaults
+
+
+# --- the shared session ------------------------------------------------------------------------
+
+
+class Session:
+    """One index client, caches and thread pools shared by every platform of one lock."""
+
+    def __init__(
+        self,
+        routing: Routing,
+        settings: ResolveSettings,
+        *,
+        cache_dir: Path | None = None,
+        offline: bool = False,
+        refresh: bool = False,
+        transport: httpx.BaseTransport | None = None,
+        concurrency: int = 16,
+    ) -> None:
+        self.routing = routing
+        self.settings = settings
+        self.client = IndexClient(
+            cache_dir=cache_dir,
+            offline=offline,
+            refresh=refresh,
+            exclude_newer=settings.exclude_newer,
+            transport=transport,
+            concurrency=concurrency,
+        )
+        self._lock = threading.Lock()
+        self._pages: dict[tuple[str, str], Future[ProjectPage | NotFound]] = {}
+        self._metadata: dict[str, Future[CoreMetadata]] = {}
+        self._hashes: dict[str, Future[str]] = {}
+        self._io = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kernodeck-io")
+        self.lookahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kernodeck-ahead")
+        self.metadata_reads = 0
+
+    def close(self) -> None:
+        self.lookahead.shutdown(wait=True, cancel_futures=True)
+        self._io.shutdown(wait=True, cancel_futures=True)
+        self.client.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def page_future(self, source: IndexSource, name: NormalizedName) -> Future[ProjectPage | NotFound]:
+        key = (source.url, name)
+        with self._lock:
+            fut = self._pages.get(key)
+            if fut is None:
+                fut = self._io.submit(self.client.project_page, source, name)
+                self._pages[key] = fut
+        return fut
+
+    def page(self, source: IndexSource, name: NormalizedName) -> ProjectPage | NotFound:
+        return self.page_future(source, name).result()
+
+    def metadata_future(self, file: IndexFile) -> Future[CoreMetadata]:
+        key = file.sha256 or file.url
+        with self._lock:
+            fut = self._metadata.get(key)
+            if fut is None:
+                fut = self._io.submit(self._read_metadata, file)
+                self._metadata[key] = fut
+        return fut
+
+    def _read_metadata(self, file: IndexFile) -> CoreMetadata:
+        md = self.client.metadata(file)
+        with self._lock:
+            self.metadata_reads += 1
+        return md
+
+    def metadata(self, file: IndexFile) -> CoreMetadata:
+        return self.metadata_future(file).result()
+
+    def sha256(self, file: IndexFile) -> str:
+        """The file's sha256: from the index, else by downloading it (find-links folders)."""
+        if file.sha256:
+            return file.sha256
+        with self._lock:
+            fut = self._hashes.get(file.url)
+            if fut is None:
+                fut = self._io.submit(self.client.file_sha256, file)
+                self._hashes[file.url] = fut
+        return fut.result()
+
+
+# --- one target --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Verdicts:
+    accepted: list[Accepted]
+    yanked_ok: list[Accepted]  # usable only when pinned exactly
+    rejected: list[Rejected]
+
+
+class ProjectFiles:
+    """A project's files on the index chosen for it, judged for one target lazily, one version at
+    a time, newest first: a resolution usually needs one or two versions of a project whose page
+    lists thousands of files, so the others are never judged."""
+
+    def __init__(
+        self,
+        name: NormalizedName,
+        source: IndexSource | None,
+        asked: tuple[IndexSource, ...],
+        not_found: tuple[NotFound, ...] = (),
+        files: tuple[IndexFile, ...] = (),
+        judge: Callable[[IndexFile, bool], Accepted | Rejected] | None = None,
+    ) -> None:
+        self.name = name
+        self.source = source
+        self.asked = asked
+        self.not_found = not_found
+        self._judge = judge
+        by_version: dict[Version, list[IndexFile]] = {}
+        for f in files:
+            by_version.setdefault(f.version, []).append(f)
+        self._by_version = by_version
+        self.all_versions: list[Version] = sorted(by_version, reverse=True)
+        self._verdicts: dict[Version, _Verdicts] = {}
+
+    def verdicts(self, version: Version) -> _Verdicts:
+        hit = self._verdicts.get(version)
+        if hit is not None:
+            return hit
+        v = _Verdicts([], [], [])
+        assert self._judge is not None
+        for f in self._by_version.get(version, []):
+            res = self._judge(f, False)
+            if isinstance(res, Accepted):
+                v.accepted.append(res)
+                continue
+            if f.yanked is not None:
+                again = self._judge(f, True)
+                if isinstance(again, Accepted):
+                    v.yanked_ok.append(again)
+                    continue
+            v.rejected.append(res)
+        self._verdicts[version] = v  # a race computes the same value twice: harmless
+        return v
+
+    def usable(self, version: Version, pinned_exactly: bool) -> bool:
+        v = self.verdicts(version)
+        return bool(v.accepted or (pinned_exactly and v.yanked_ok))
+
+    def versions(self, pinned_exactly: bool) -> list[Version]:
+        """Every usable version, newest first (judges every version: for messages only)."""
+        return [v for v in self.all_versions if self.usable(v, pinned_exactly)]
+
+    @property
+    def rejected(self) -> list[Rejected]:
+        return [r for v in self.all_versions for r in self.verdicts(v).rejected]
+
+    def files(self, version: Version, pinned_exactly: bool) -> tuple[IndexFile, ...]:
+        v = self.verdicts(version)
+        acc = list(v.accepted) + (list(v.yanked_ok) if pinned_exactly else [])
+        acc.sort(key=lambda a: (not a.file.is_wheel, a.rank, a.file.filename))
+        return tuple(a.file for a in acc)
+
+    def all_yanked(self, version: Version) -> bool:
+        v = self.verdicts(version)
+        return not v.accepted and bool(v.yanked_ok)
+
+
+def _names_prerelease(spec: SpecifierSet) -> bool:
+    for s in spec:
+        text = s.version[:-2] if s.version.endswith(".*") else s.version
+        try:
+            if Version(text).is_prerelease:
+                return True
+        except InvalidVersion:
+            continue
+    return False
+
+
+class Factory:
+    """Candidates and dependencies for one target; what the provider calls."""
+
+    def __init__(
+        self,
+        session: Session,
+        target: Target,
+        *,
+        preferred: Mapping[str, Version] | None = None,
+        on_metadata: Callable[[], None] | None = None,
+    ) -> None:
+        self.session = session
+        self.target = target
+        self.settings = session.settings
+        self.preferred = {canonicalize_name(k): v for k, v in (preferred or {}).items()}
+        self.python = PythonCandidate(Version(target.python_full_version), target.name)
+        self._lock = threading.Lock()
+        self._projects: dict[NormalizedName, Future[ProjectFiles]] = {}
+        self._candidates: dict[tuple[NormalizedName, Version, bool], Candidate] = {}
+        self.constraints: dict[NormalizedName, list[Requirement]] = {}
+        for c in self.settings.constraints:
+            if c.marker is None or target.evaluate_marker(c.marker):
+                self.constraints.setdefault(canonicalize_name(c.name), []).append(c)
+        self.required_by: dict[NormalizedName, dict[str, str]] = {}  # dep -> {parent: requirement}
+        self.direct: set[NormalizedName] = set()
+        self._on_metadata = on_metadata
+
+    # -- roots -----------------------------------------------------------------------------------
+
+    def root_requirements(self) -> list[BaseRequirement]:
+        out: list[BaseRequirement] = []
+        for r in self.settings.requirements:
+            if r.url:
+                raise ResolutionError(
+                    f"direct URL requirement {str(r)!r} cannot be locked with hashes from an index",
+                    hint="publish the package on an index (or a find-links folder) and require it by name",
+                )
+            if r.marker is not None and not self.target.evaluate_marker(r.marker):
+                continue
+            req = SpecifierRequirement(strip_marker(r))
+            self.direct.add(req.name)
+            out.append(req)
+        for name in self.direct:
+            self.lookahead(name, None)
+        return out
+
+    # -- projects --------------------------------------------------------------------------------
+
+    def project(self, name: NormalizedName) -> ProjectFiles:
+        return self._project_future(name).result()
+
+    def _project_future(self, name: NormalizedName) -> Future[ProjectFiles]:
+        with self._lock:
+            fut = self._projects.get(name)
+            if fut is None:
+                fut = self.session.lookahead.submit(self._load_project, name)
+                self._projects[name] = fut
+        return fut
+
+    def _load_project(self, name: NormalizedName) -> ProjectFiles:
+        sources = self.session.routing.sources_for(name, self.target)
+        # Ask every candidate index at once; use the first (in order) that has the project.
+        futures = [self.session.page_future(src, name) for src in sources]
+        not_found: list[NotFound] = []
+        for src, fut in zip(sources, futures, strict=True):
+            page = fut.result()
+            if isinstance(page, NotFound):
+                not_found.append(page)
+                continue
+            return ProjectFiles(name, src, sources, tuple(not_found), page.files, self._judge_for(name))
+        return ProjectFiles(name, None, sources, tuple(not_found))
+
+    def _judge_for(self, name: NormalizedName) -> Callable[[IndexFile, bool], Accepted | Rejected]:
+        allow_sdist = name in self.settings.allow_sdist
+
+        def judge(f: IndexFile, pinned: bool) -> Accepted | Rejected:
+            return evaluate(
+                f,
+                self.target,
+                allow_sdist=allow_sdist,
+                exclude_newer=self.settings.exclude_newer,
+                pinned_exactly=pinned,
+            )
+
+        return judge
+
+    def lookahead(self, name: NormalizedName, requirement: BaseRequirement | None) -> None:
+        """Load a project in the background and prefetch the metadata of its likely version."""
+        with self._lock:
+            seen = name in self._projects
+        fut = self._project_future(name)
+        if seen:
+            return
+
+        def prefetch(done: Future[ProjectFiles]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            pf = done.result()
+            best = self._likely_version(pf, requirement)
+            if best is not None:
+                files = pf.files(best, False)
+                if files:
+                    with contextlib.suppress(RuntimeError):  # pools shut down: nothing to prefetch
+                        self.session.metadata_future(files[0])
+
+        fut.add_done_callback(prefetch)
+
+    def _likely_version(self, pf: ProjectFiles, requirement: BaseRequirement | None) -> Version | None:
+        order = list(pf.all_versions)
+        pref = self.preferred.get(pf.name)
+        if pref is not None and pref in pf._by_version:
+            order.remove(pref)
+            order.insert(0, pref)
+        for v in order:
+            if v.is_prerelease and not self.settings.prereleases and v != pref:
+                continue
+            if requirement is not None and not requirement.allows(v):
+                continue
+            if pf.usable(v, False):
+                return v
+        return None
+
+    # -- what the provider calls -----------------------------------------------------------------
+
+    def find_matches(
+        self,
+        identifier: str,
+        requirements: Sequence[BaseRequirement],
+        incompatibilities: Sequence[BaseCandidate],
+    ) -> Callable[[], Iterator[BaseCandidate]]:
+        """Candidates newest first (an existing pin first), built lazily as the resolver asks."""
+        if identifier == PYTHON_IDENTIFIER:
+            ok = (
+                all(r.allows(self.python.version) for r in requirements)
+                and self.python not in incompatibilities
+            )
+            return lambda: iter([self.python] if ok else [])
+        if not requirements:
+            return lambda: iter([])
+        name = requirements[0].name
+        extras = requirements[0].extras
+        pf = self.project(name)
+        pinned = any(r.pinned_exactly for r in requirements)
+        bad = {c.version for c in incompatibilities}
+        constraints = self.constraints.get(name, [])
+        allow_pre = (
+            self.settings.prereleases
+            or any(_names_prerelease(r.specifier) for r in requirements)
+            or any(_names_prerelease(c.specifier) for c in constraints)
+            or (bool(pf.all_versions) and all(v.is_prerelease for v in pf.all_versions))
+        )
+        versions = [
+            v
+            for v in pf.all_versions
+            if v not in bad
+            and (allow_pre or not v.is_prerelease)
+            and all(c.specifier.contains(v, prereleases=True) for c in constraints)
+            and all(r.allows(v) for r in requirements)
+        ]
+        pref = self.preferred.get(name)
+        if pref is not None and pref in versions:
+            versions.remove(pref)
+            versions.insert(0, pref)
+
+        def matches() -> Iterator[BaseCandidate]:
+            first = True
+            for v in versions:
+                if not pf.usable(v, pinned):
+                    continue
+                cand = self._candidate(pf, v, pinned)
+                if first:
+                    first = False
+                    self.session.metadata_future(cand.metadata_file)
+                yield ExtrasCandidate(cand, extras) if extras else cand
+
+        return matches
+
+    def _candidate(self, pf: ProjectFiles, version: Version, pinned: bool) -> Candidate:
+        key = (pf.name, version, pinned)
+        cand = self._candidates.get(key)
+        if cand is None:
+            assert pf.source is not None
+            cand = Candidate(
+                pf.name,
+                version,
+                pf.source,
+                pf.files(version, pinned),
+                yanked=pf.all_yanked(version),
+            )
+            self._candidates[key] = cand
+        return cand
+
+    def get_dependencies(self, candidate: BaseCandidate) -> list[BaseRequirement]:
+        if isinstance(candidate, PythonCandidate):
+            return []
+        base = base_of(candidate)
+        assert base is not None
+        md = self.session.metadata(base.metadata_file)
+        if self._on_metadata is not None:
+            self._on_metadata()
+        if canonicalize_name(md.name) != base.name:
+            raise ResolutionError(
+                f"{base.metadata_file.filename} on {base.source.name} declares the name {md.name!r}, not {base.name!r}",
+                hint="the index serves inconsistent metadata; report it to the index's owner",
+            )
+        out: list[BaseRequirement] = []
+        if isinstance(candidate, ExtrasCandidate):
+            out.append(ExactBaseRequirement(base))
+            deps = [
+                r
+                for r in md.requires_dist
+                if r.marker is not None
+                and self.target.evaluate_marker(r.marker, candidate.extras)
+                and not self.target.evaluate_marker(r.marker, ())
+            ]
+        else:
+            deps = [r for r in md.requires_dist if self.target.evaluate_marker(r.marker, ())]
+            if md.requires_python:
+                try:
+                    spec = SpecifierSet(str(md.requires_python))
+                except InvalidSpecifier:
+                    spec = None
+                if spec is not None and str(spec):
+                    out.append(RequiresPythonRequirement(spec))
+        parent = candidate.describe()
+        for r in deps:
+            if r.url:
+                raise ResolutionError(
+                    f"{parent} depends on a direct URL ({r}), which cannot be locked from an index",
+                    context=[f"platform {self.target.name}"],
+                )
+            req = SpecifierRequirement(strip_marker(r))
+            with self._lock:
+                self.required_by.setdefault(req.name, {}).setdefault(parent, req.describe())
+            self.lookahead(req.name, req)
+            out.append(req)
+        return out

@@ -1,0 +1,164 @@
+"""Requirements as the resolver sees them; each knows how to describe itself in an error.
+
+- `SpecifierRequirement`: a PEP 508 requirement from the manifest or from a candidate's metadata
+  (markers are evaluated for the target before one is made).
+- `ExactBaseRequirement`: an extras candidate's requirement on its own base at the same version.
+- `RequiresPythonRequirement`: a candidate's `Requires-Python`, satisfied by the target Python.
+
+Versions are matched with `prereleases=True`: which prereleases may appear at all is decided when
+candidates are listed, not here (as pip does).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+
+from kernodeck.resolve.candidates import (
+    PYTHON_IDENTIFIER,
+    BaseCandidate,
+    Candidate,
+    canonical_extras,
+    make_identifier,
+)
+
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+MANIFEST_ORIGIN = "the manifest"
+
+
+class BaseRequirement:
+    __slots__ = ()
+
+    @property
+    def identifier(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> NormalizedName:
+        raise NotImplementedError
+
+    @property
+    def extras(self) -> frozenset[str]:
+        return frozenset()
+
+    @property
+    def specifier(self) -> SpecifierSet:
+        raise NotImplementedError
+
+    @property
+    def pinned_exactly(self) -> bool:
+        """`==1.2.3` or `===1.2.3` (no wildcard): the only case where yanked files may be used."""
+        return False
+
+    def allows(self, version: Version) -> bool:
+        return self.specifier.contains(version, prereleases=True)
+
+    def is_satisfied_by(self, candidate: BaseCandidate) -> bool:
+        return candidate.identifier == self.identifier and self.allows(candidate.version)
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.describe()}>"
+
+
+class SpecifierRequirement(BaseRequirement):
+    __slots__ = ("_extras", "_name", "req")
+
+    def __init__(self, req: Requirement) -> None:
+        self.req = req
+        self._name = canonicalize_name(req.name)
+        self._extras = canonical_extras(req.extras)
+
+    @property
+    def identifier(self) -> str:
+        return make_identifier(self._name, self._extras)
+
+    @property
+    def name(self) -> NormalizedName:
+        return self._name
+
+    @property
+    def extras(self) -> frozenset[str]:
+        return self._extras
+
+    @property
+    def specifier(self) -> SpecifierSet:
+        return self.req.specifier
+
+    @property
+    def pinned_exactly(self) -> bool:
+        specs = list(self.req.specifier)
+        return any(
+            (s.operator == "==" and not s.version.endswith(".*")) or s.operator == "===" for s in specs
+        )
+
+    def describe(self) -> str:
+        extras = f"[{','.join(sorted(self._extras))}]" if self._extras else ""
+        return f"{self._name}{extras}{self.req.specifier}"
+
+
+class ExactBaseRequirement(BaseRequirement):
+    """`name==<the extras candidate's version>`, local label included."""
+
+    __slots__ = ("candidate",)
+
+    def __init__(self, candidate: Candidate) -> None:
+        self.candidate = candidate
+
+    @property
+    def identifier(self) -> str:
+        return self.candidate.name
+
+    @property
+    def name(self) -> NormalizedName:
+        return self.candidate.name
+
+    @property
+    def specifier(self) -> SpecifierSet:
+        return SpecifierSet(f"=={self.candidate.version}")
+
+    @property
+    def pinned_exactly(self) -> bool:
+        return True
+
+    def allows(self, version: Version) -> bool:
+        return version == self.candidate.version
+
+    def describe(self) -> str:
+        return f"{self.candidate.name}=={self.candidate.version}"
+
+
+class RequiresPythonRequirement(BaseRequirement):
+    __slots__ = ("_specifier",)
+
+    def __init__(self, specifier: SpecifierSet) -> None:
+        self._specifier = specifier
+
+    @property
+    def identifier(self) -> str:
+        return PYTHON_IDENTIFIER
+
+    @property
+    def name(self) -> NormalizedName:
+        return NormalizedName(PYTHON_IDENTIFIER)
+
+    @property
+    def specifier(self) -> SpecifierSet:
+        return self._specifier
+
+    def describe(self) -> str:
+        return f"Python{self._specifier}"
+
+
+def strip_marker(req: Requirement) -> Requirement:
+    """A copy of `req` without its marker (already evaluated for the target)."""
+    copy = Requirement(str(req))
+    copy.marker = None
+    return copy

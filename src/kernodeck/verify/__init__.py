@@ -1,0 +1,7 @@
+"""Verify layers: one module per layer, each `check(manifest, facts, ctx) -> list[Step]`; run.py orders them."""
+
+from __future__ import annotations
+
+from kernodeck.verify.run import LAYERS, run_verify, select_platform
+
+__all__ = ["LAYERS", "run_verify", "select_platform"]

@@ -1,0 +1,178 @@
+"""Layer `backend`: torch imports; its build kind (cuda and hip recorded apart: a ROCm build also
+says device type "cuda", it is labelled ROCm) against the platform backend and `[system] cuda/rocm`."""
+
+from __future__ import annotations
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from kernodeck.lockfile.read import lockfile_path, read_lockfile
+from kernodeck.manifest.schema import Manifest
+from kernodeck.probe.facts import Facts
+from kernodeck.report import Step
+from kernodeck.verify.context import Context
+
+LAYER = "backend"
+
+
+def torch_relevant(manifest: Manifest, facts: Facts, ctx: Context) -> bool:
+    """Whether this manifest is about torch at all."""
+    s = manifest.system
+    if ctx.backend is not None or s.cuda or s.rocm or s.require_accelerator or s.gpu is not None:
+        return True
+    if facts.torch_files.installed:
+        return True
+    for req in manifest.packages.requirements:
+        if canonicalize_name(Requirement(req).name) == "torch":
+            return True
+    if ctx.platform is not None:
+        try:
+            return any(
+                p.key == "torch"
+                for p in read_lockfile(lockfile_path(ctx.manifest_file.parent, ctx.platform.name)).pins
+            )
+        except Exception:
+            return False
+    return False
+
+
+def describe_build(kind: str | None, cuda: str | None, hip: str | None) -> str:
+    if kind == "rocm":
+        return f"ROCm (HIP {hip}; torch names the device 'cuda')"
+    if kind == "cuda":
+        return f"CUDA {cuda}"
+    return kind or "unknown"
+
+
+def expected_kind(manifest: Manifest, ctx: Context) -> str | None:
+    if ctx.backend is not None:
+        return ctx.backend.kind
+    if manifest.system.rocm:
+        return "rocm"
+    if manifest.system.cuda:
+        return "cuda"
+    return None
+
+
+def _mm(v: str | None) -> str | None:
+    if not v:
+        return None
+    return ".".join(v.split("-")[0].split("+")[0].split(".")[:2])
+
+
+def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
+    if not torch_relevant(manifest, facts, ctx):
+        return []
+    t = facts.torch
+    steps: list[Step] = []
+    if t.status == "ok":
+        steps.append(
+            Step.passed(
+                LAYER,
+                "torch-import",
+                observed=f"torch {t.version}",
+                details={"import_seconds": t.import_seconds, "git_version": t.git_version},
+            )
+        )
+    elif t.status == "not-run":
+        steps.append(
+            Step.skipped(LAYER, "torch-import", "the torch probe did not run", details={"cause": "not-run"})
+        )
+    else:
+        cause = {
+            "not-installed": "torch-missing",
+            "timeout": "torch-import-hung",
+            "crashed": "torch-import-crashed",
+        }.get(t.status, "torch-import-failed")
+        hint = {
+            "torch-missing": "install the locked torch build",
+            "torch-import-hung": "import torch did not finish; check for a stuck driver or a network file system",
+        }.get(
+            cause,
+            "the first error names the broken piece; a missing shared library usually means a partly installed or mixed torch build",
+        )
+        steps.append(
+            Step.failed(
+                LAYER,
+                "torch-import",
+                t.error or t.status,
+                observed=t.status,
+                hint=hint,
+                details={"cause": cause, "stderr_tail": t.stderr_tail},
+            )
+        )
+    kind = facts.torch_build_kind()
+    cuda, hip = facts.torch_cuda(), facts.torch_hip()
+    source = "import" if t.imported else "torch/version.py"
+    want = expected_kind(manifest, ctx)
+    if kind is None:
+        steps.append(
+            Step.skipped(LAYER, "build-kind", "torch is not installed", details={"cause": "torch-missing"})
+        )
+        return steps
+    observed = describe_build(kind, cuda, hip)
+    details = {"torch.version.cuda": cuda, "torch.version.hip": hip, "source": source, "kind": kind}
+    if want is None or want == kind:
+        steps.append(Step.passed(LAYER, "build-kind", expected=want, observed=observed, details=details))
+    else:
+        cause = "cpu-only-build" if kind == "cpu" else "wrong-build"
+        b = ctx.backend
+        steps.append(
+            Step.failed(
+                LAYER,
+                "build-kind",
+                f"torch {facts.torch.version or facts.torch_files.version} is a {observed} build, the platform needs {want}"
+                + (f" ({b.name})" if b is not None else ""),
+                expected=want,
+                observed=observed,
+                hint=f"install the locked torch build from the {b.name} index"
+                if b is not None
+                else "install the torch build for this backend",
+                details={**details, "cause": cause},
+            )
+        )
+    want_cuda = manifest.system.cuda or (
+        ctx.backend.version if ctx.backend is not None and ctx.backend.kind == "cuda" else None
+    )
+    if want_cuda and kind == "cuda":
+        if _mm(cuda) == _mm(want_cuda):
+            steps.append(Step.passed(LAYER, "cuda-version", expected=want_cuda, observed=cuda))
+        else:
+            steps.append(
+                Step.failed(
+                    LAYER,
+                    "cuda-version",
+                    f"torch.version.cuda is {cuda}, expected {want_cuda}",
+                    expected=want_cuda,
+                    observed=cuda,
+                    hint="install the torch build for this CUDA version",
+                    details={"cause": "wrong-cuda"},
+                )
+            )
+    want_rocm = manifest.system.rocm or (
+        ctx.backend.version if ctx.backend is not None and ctx.backend.kind == "rocm" else None
+    )
+    if want_rocm and kind == "rocm":
+        if _mm(hip) == _mm(want_rocm):
+            steps.append(
+                Step.passed(
+                    LAYER,
+                    "rocm-version",
+                    expected=want_rocm,
+                    observed=hip,
+                    details={"torch.version.hip": hip},
+                )
+            )
+        else:
+            steps.append(
+                Step.failed(
+                    LAYER,
+                    "rocm-version",
+                    f"torch.version.hip is {hip}, expected ROCm {want_rocm}",
+                    expected=want_rocm,
+                    observed=hip,
+                    hint="install the torch build for this ROCm version",
+                    details={"cause": "wrong-rocm"},
+                )
+            )
+    return steps

@@ -1,0 +1,109 @@
+"""Layer `contract`: the `pip check` question, answered from installed metadata and the live
+marker environment. Requirements of requested extras (`foo[bar]`) are followed too."""
+
+from __future__ import annotations
+
+from packaging.markers import InvalidMarker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from kernodeck.manifest.schema import Manifest
+from kernodeck.probe.facts import Distribution, Facts
+from kernodeck.report import Step
+from kernodeck.verify.context import Context
+
+LAYER = "contract"
+
+
+def broken_requirements(facts: Facts) -> tuple[list[dict[str, str]], int]:
+    """Every unmet requirement as {who, requirement, name, problem, installed}; and how many were checked."""
+    dists = facts.dists()
+    env = dict(facts.markers)
+    out: list[dict[str, str]] = []
+    checked = 0
+    # (distribution, extra) pairs to check; extras are added as requirements ask for them
+    todo: list[tuple[NormalizedName, str]] = [(k, "") for k in sorted(dists)]
+    done: set[tuple[NormalizedName, str]] = set()
+    while todo:
+        key, extra = todo.pop(0)
+        if (key, extra) in done:
+            continue
+        done.add((key, extra))
+        d = dists[key]
+        for raw in d.requires:
+            try:
+                req = Requirement(raw)
+            except InvalidRequirement:
+                out.append(_item(d, raw, raw, "invalid requirement in metadata", None))
+                continue
+            if extra and (req.marker is None or "extra" not in str(req.marker)):
+                continue  # requirements without an extra condition were checked with extra=""
+            if req.marker is not None:
+                try:
+                    applies = req.marker.evaluate({**env, "extra": extra})
+                except (InvalidMarker, ValueError, KeyError):
+                    applies = False
+                if not applies:
+                    continue
+            checked += 1
+            dep_key = canonicalize_name(req.name)
+            dep = dists.get(dep_key)
+            who = f"{d.name} {d.version}" + (f" [{extra}]" if extra else "")
+            if dep is None:
+                out.append(_item(d, str(req), req.name, "not installed", None, who))
+                continue
+            try:
+                v = Version(dep.version)
+            except InvalidVersion:
+                out.append(
+                    _item(d, str(req), req.name, f"has an invalid version {dep.version!r}", dep.version, who)
+                )
+                continue
+            if req.specifier and not req.specifier.contains(v, prereleases=True):
+                out.append(_item(d, str(req), req.name, f"{dep.version} is installed", dep.version, who))
+                continue
+            for e in sorted(req.extras):
+                if canonicalize_name(e) in {canonicalize_name(x) for x in dep.extras}:
+                    todo.append((dep_key, e))
+    return out, checked
+
+
+def _item(
+    d: Distribution, req: str, name: str, problem: str, installed: str | None, who: str | None = None
+) -> dict[str, str]:
+    return {
+        "who": who or f"{d.name} {d.version}",
+        "requirement": req,
+        "name": name,
+        "problem": problem,
+        "installed": installed or "",
+    }
+
+
+def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
+    broken, checked = broken_requirements(facts)
+    if not broken:
+        n = len(facts.dists())
+        return [
+            Step.passed(
+                LAYER,
+                "requirements",
+                expected="every requirement met",
+                observed=f"{checked} requirements of {n} distributions met",
+            )
+        ]
+    steps = []
+    for b in broken:
+        steps.append(
+            Step.failed(
+                LAYER,
+                f"{canonicalize_name(b['who'].split(' ')[0])}->{canonicalize_name(b['name'])}",
+                f"{b['who']} requires {b['requirement']}, but {b['name']} {'is not installed' if b['problem'] == 'not installed' else b['problem']}",
+                expected=b["requirement"],
+                observed=b["installed"] or None,
+                hint="reinstall from the lock; if the lock itself is inconsistent, run `kernodeck lock` again",
+                details={"cause": "broken-requirement", "required_by": b["who"], "name": b["name"]},
+            )
+        )
+    return steps

@@ -1,0 +1,168 @@
+"""Layer `data`: data files, local weights, weights inside installed packages, hub weights."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kernodeck.manifest.schema import Data, Manifest, Weights
+from kernodeck.probe.facts import Facts
+from kernodeck.report import Step
+from kernodeck.verify.context import Context
+
+LAYER = "data"
+
+
+def file_step(
+    layer: str,
+    name: str,
+    path: Path,
+    sha256: str,
+    size: int | None,
+    ctx: Context,
+    *,
+    hint: str | None,
+) -> Step:
+    """Fingerprint a file or directory and compare it with the declared sha256 (and size)."""
+    if not path.exists():
+        return Step.failed(
+            layer,
+            name,
+            f"{_rel(path, ctx)} does not exist",
+            expected=sha256,
+            observed=None,
+            hint=hint,
+            details={"cause": "missing"},
+        )
+    try:
+        fp = ctx.cache.fingerprint(path)
+    except OSError as e:
+        return Step.failed(
+            layer,
+            name,
+            f"cannot read {_rel(path, ctx)}: {e.strerror or e}",
+            expected=sha256,
+            details={"cause": "unreadable"},
+        )
+    details = {"kind": fp.kind, "size": fp.size, "files": fp.files}
+    if size is not None and fp.size != size and fp.kind == "file":
+        return Step.failed(
+            layer,
+            name,
+            f"{_rel(path, ctx)} has {fp.size} bytes, expected {size}",
+            expected=sha256,
+            observed=fp.sha256,
+            hint=hint,
+            details={**details, "cause": "size-mismatch"},
+        )
+    if fp.sha256 != sha256:
+        return Step.failed(
+            layer,
+            name,
+            f"{_rel(path, ctx)} has sha256 {fp.sha256[:12]}…, expected {sha256[:12]}…",
+            expected=sha256,
+            observed=fp.sha256,
+            hint=hint
+            or "restore the file the reference used, or record a new fingerprint and a new reference id",
+            details={**details, "cause": "hash-mismatch"},
+        )
+    return Step.passed(layer, name, expected=sha256, observed=fp.sha256, details=details)
+
+
+def _rel(path: Path, ctx: Context) -> str:
+    try:
+        return path.relative_to(ctx.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _access_hint(source: str | None, access: list[str], facts: Facts | None) -> str | None:
+    parts = []
+    if source:
+        parts.append(f"fetch it from {source}")
+    if access:
+        present = facts.env_present if facts is not None else {k: k in os.environ for k in access}
+        states = [f"{k} ({'set' if present.get(k) else 'not set'})" for k in access]
+        parts.append("access through " + ", ".join(states))
+    return "; ".join(parts) or None
+
+
+def _data(d: Data, ctx: Context, facts: Facts | None) -> Step:
+    return file_step(
+        LAYER,
+        f"data:{d.name}",
+        ctx.root / d.path,
+        d.sha256,
+        d.size,
+        ctx,
+        hint=_access_hint(d.source, d.access, facts),
+    )
+
+
+def _hub_dir(cache: str, hub: str) -> Path:
+    kind = "models"
+    repo = hub
+    for prefix in ("datasets/", "spaces/", "models/"):
+        if hub.startswith(prefix):
+            kind, repo = prefix[:-1], hub[len(prefix) :]
+    return Path(cache) / f"{kind}--{repo.replace('/', '--')}"
+
+
+def _weights(w: Weights, ctx: Context, facts: Facts | None) -> list[Step]:
+    name = f"weights:{w.name}"
+    hint = _access_hint(w.source, w.access, facts)
+    if w.hub:
+        cache = (facts.hf_hub_cache if facts is not None else None) or os.path.join(
+            os.path.expanduser("~"), ".cache", "huggingface", "hub"
+        )
+        repo_dir = _hub_dir(cache, w.hub)
+        snap = repo_dir / "snapshots" / str(w.revision)
+        if not snap.is_dir():
+            have = (
+                sorted(p.name[:12] for p in (repo_dir / "snapshots").glob("*")) if repo_dir.is_dir() else []
+            )
+            return [
+                Step.failed(
+                    LAYER,
+                    name,
+                    f"{w.hub} at revision {str(w.revision)[:12]} is not in the local hub cache"
+                    + (f" (cached revisions: {', '.join(have)})" if have else ""),
+                    expected=w.revision,
+                    observed=have or None,
+                    hint=f"download it once: hf download {w.hub} --revision {w.revision}"
+                    + (f"; {hint}" if hint else ""),
+                    details={"cause": "missing"},
+                )
+            ]
+        steps = []
+        for fname, sha in sorted((w.files or {}).items()):
+            steps.append(file_step(LAYER, f"{name}/{fname}", snap / fname, sha, None, ctx, hint=hint))
+        return steps
+    assert w.path is not None and w.sha256 is not None  # guaranteed by cross-field validation
+    if w.package:
+        if facts is None:
+            return [
+                Step.skipped(LAYER, name, "the environment probe did not run", details={"cause": "no-facts"})
+            ]
+        loc = next((x for x in facts.located if x.package == w.package and x.path == w.path), None)
+        if loc is None or not loc.found or loc.file is None:
+            why = loc.error if loc is not None and loc.error else f"{w.path} was not located in {w.package}"
+            return [
+                Step.failed(
+                    LAYER,
+                    name,
+                    why,
+                    expected=w.sha256,
+                    hint=f"install the locked {w.package}" + (f"; {hint}" if hint else ""),
+                    details={"cause": "missing"},
+                )
+            ]
+        return [file_step(LAYER, name, Path(loc.file), w.sha256, w.size, ctx, hint=hint)]
+    return [file_step(LAYER, name, ctx.root / w.path, w.sha256, w.size, ctx, hint=hint)]
+
+
+def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
+    steps = [_data(d, ctx, facts) for d in manifest.data]
+    for w in manifest.weights:
+        steps.extend(_weights(w, ctx, facts))
+    return steps

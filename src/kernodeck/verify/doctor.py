@@ -1,0 +1,169 @@
+"""`kernodeck doctor`: the same probes with no manifest, as a plain description of the environment.
+
+What `python -m torch.utils.collect_env` tells, structured, and without needing a working torch:
+the build facts come from torch/version.py when the import fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernodeck.manifest.schema import Manifest
+from kernodeck.probe.facts import Facts
+from kernodeck.probe.runner import Probe, ProbeRequest
+from kernodeck.report import Report, Step
+from kernodeck.verify.backend import describe_build
+from kernodeck.verify.context import Context, short
+from kernodeck.verify.device import diagnose
+from kernodeck.verify.run import inventory
+
+
+def run_doctor(probe: Probe, *, compute: bool = True) -> Report:
+    facts = probe.collect(ProbeRequest(records=False, torch=False))
+    if facts.torch_files.installed:
+        facts.torch = probe.collect_torch(
+            ProbeRequest(records=False, torch=True, compute=compute, device="auto")
+        )
+    report = Report(kind="doctor", settings={"compute": compute})
+    report.inventory = inventory(facts)
+    report.add(*describe(facts, probe.python))
+    return report
+
+
+def _info(layer: str, name: str, observed: object, **kw: object) -> Step:
+    return Step.passed(layer, name, observed=observed, required=False, **kw)
+
+
+def describe(facts: Facts, python: str) -> list[Step]:
+    it, pf, t = facts.interpreter, facts.platform, facts.torch
+    steps = [
+        _info(
+            "interpreter",
+            "python",
+            f"{it.implementation} {it.version}" + (" (venv)" if it.in_venv else ""),
+            details={"executable": it.executable},
+        ),
+        _info("interpreter", "abi", f"{it.soabi or it.cache_tag}, {it.pointer_bits}-bit"),
+        _info(
+            "packages",
+            "distributions",
+            f"{len(facts.dists())} installed",
+            details={"names": sorted(d.name for d in facts.dists().values())},
+        ),
+        _info(
+            "system",
+            "os",
+            f"{pf.os} {pf.machine}"
+            + (f" ({pf.os_release['PRETTY_NAME']})" if "PRETTY_NAME" in pf.os_release else ""),
+        ),
+    ]
+    libc = (
+        f"glibc {pf.glibc}"
+        if pf.glibc
+        else (f"musl {pf.musl}" if pf.musl else (f"macOS {pf.macos}" if pf.macos else None))
+    )
+    if libc:
+        steps.append(_info("system", "libc", libc))
+    shadowed = sorted({d.name for d in facts.distributions if d.shadowed})
+    if shadowed:
+        steps.append(
+            Step.warning(
+                "packages", "duplicates", f"more than one copy on sys.path: {short(shadowed)}", required=False
+            )
+        )
+    drv = facts.nvidia.driver()
+    gpus = facts.nvidia.gpu_names()
+    if drv:
+        steps.append(_info("system", "nvidia-driver", drv[0], details={"source": drv[1], "gpus": gpus}))
+    if gpus:
+        steps.append(_info("system", "nvidia-gpus", f"{len(gpus)} × {', '.join(sorted(set(gpus)))}"))
+    if facts.rocm.driver_present or facts.rocm.info_version:
+        steps.append(
+            _info(
+                "system",
+                "rocm",
+                f"ROCm {facts.rocm.info_version or '?'}" + (", /dev/kfd" if facts.rocm.kfd else ""),
+            )
+        )
+    hidden = {k: v for k, v in facts.env.items() if v is not None and k.endswith("VISIBLE_DEVICES")}
+    for k, v in sorted(hidden.items()):
+        steps.append(_info("system", k, repr(v)))
+    if not facts.torch_files.installed:
+        steps.append(_info("backend", "torch", "not installed"))
+        return steps
+    kind = facts.torch_build_kind()
+    build = describe_build(kind, facts.torch_cuda(), facts.torch_hip())
+    if t.imported:
+        steps.append(
+            _info(
+                "backend",
+                "torch",
+                f"torch {t.version}: {build}",
+                details={"import_seconds": t.import_seconds, "cudnn": t.cudnn},
+            )
+        )
+    else:
+        steps.append(
+            Step.warning(
+                "backend",
+                "torch",
+                t.error or t.status,
+                observed=f"torch {facts.torch_files.version} ({build}, from torch/version.py)",
+                required=False,
+                details={"cause": t.status},
+            )
+        )
+        return steps
+    if t.cuda_available and t.devices:
+        for d in t.devices:
+            mem = f", {round((d.total_memory or 0) / 2**30, 1)} GiB" if d.total_memory else ""
+            cap = f", capability {d.capability_str}" if d.capability_str else ""
+            arch = f", {d.gcn_arch}" if d.gcn_arch else ""
+            steps.append(_info("device", f"device:{d.index}", f"{d.name}{cap}{arch}{mem}"))
+        steps.append(_info("device", "arch-list", " ".join(t.arch_list)))
+    elif kind in ("cuda", "rocm"):
+        ctx = Context(root=facts_root(), manifest_file=facts_root() / "repro.toml", python=python)
+        cause, msg, hint = diagnose(kind, _empty_manifest(), facts, ctx)
+        steps.append(
+            Step.warning("device", "accelerator", msg, hint=hint, required=False, details={"cause": cause})
+        )
+    else:
+        label = "mps" if t.mps_available else ("xpu" if t.xpu_available else "cpu only")
+        steps.append(_info("device", "accelerator", label))
+    c = t.compute
+    if c.status == "ok":
+        steps.append(
+            _info(
+                "device",
+                "compute",
+                f"{c.n}×{c.n} {c.dtype} matmul on {c.device}: rel. error {c.rel_err:.1e} (tolerance {c.tolerance:g})",
+                details={"seconds": c.seconds},
+            )
+        )
+    elif c.status in ("failed", "mismatch"):
+        steps.append(
+            Step.warning(
+                "device",
+                "compute",
+                c.error or f"rel. error {c.rel_err}",
+                observed=c.device,
+                required=False,
+                details={"cause": c.status},
+            )
+        )
+    return steps
+
+
+def facts_root() -> Path:
+    return Path(".")
+
+
+def _empty_manifest() -> Manifest:
+    return Manifest.model_validate(
+        {
+            "schema-version": 1,
+            "reference": {"name": "doctor", "id": "doctor"},
+            "python": {"version": "3.11"},
+            "platform": [{"name": "live", "os": "linux", "arch": "x86_64"}],
+        }
+    )

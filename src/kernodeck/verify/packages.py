@@ -1,0 +1,276 @@
+"""Layer `packages`: installed distributions against requirements-rebuild-<platform>.txt
+(missing, wrong version, wrong local label, not in the lock) and installed files against RECORD."""
+
+from __future__ import annotations
+
+import hashlib
+
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from kernodeck.lockfile.read import LockFile, LockfileError, lockfile_path, read_lockfile
+from kernodeck.manifest.schema import Manifest
+from kernodeck.probe.facts import Distribution, Facts
+from kernodeck.report import Step
+from kernodeck.verify.context import Context, short
+
+LAYER = "packages"
+
+#: Installers and build tools a fresh environment brings along; not "extra" when unlocked.
+TOOLING = frozenset(canonicalize_name(n) for n in ("pip", "setuptools", "wheel", "distribute"))
+
+_PROBLEM_WORDS = {
+    "hash": "content differs",
+    "size": "size differs",
+    "missing": "missing",
+    "unreadable": "unreadable",
+}
+
+
+def load_lock(ctx: Context) -> tuple[LockFile | None, Step]:
+    assert ctx.platform is not None
+    path = lockfile_path(ctx.manifest_file.parent, ctx.platform.name)
+    hint = f"kernodeck lock --platform {ctx.platform.name}"
+    if not path.exists():
+        return None, Step.failed(
+            LAYER,
+            "lockfile",
+            f"{path.name} not found next to {ctx.manifest_file.name}",
+            expected=path.name,
+            hint=hint,
+            details={"cause": "no-lockfile"},
+        )
+    try:
+        lock = read_lockfile(path)
+    except LockfileError as e:
+        return None, Step.failed(
+            LAYER, "lockfile", e.message, expected=path.name, hint=hint, details={"cause": "bad-lockfile"}
+        )
+    return lock, Step.passed(LAYER, "lockfile", expected=path.name, observed=f"{len(lock.pins)} pins")
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _reinstall_hint(ctx: Context, lock_name: str) -> str:
+    return f"{ctx.python} -m pip install --no-deps --require-hashes -r {lock_name}"
+
+
+def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
+    if ctx.platform is None:
+        return [Step.skipped(LAYER, "lockfile", "no platform selected", details={"cause": "no-platform"})]
+    lock, lock_step = load_lock(ctx)
+    steps = [lock_step]
+    if lock is None:
+        steps.append(
+            Step.skipped(
+                LAYER, "pins", "no requirements file to compare with", details={"cause": "no-lockfile"}
+            )
+        )
+        return steps
+    steps += _stale(lock, ctx)
+    installed = facts.dists()
+    env = dict(facts.markers)
+    pins = [p for p in lock.pins if p.applies(env)]
+    lock_name = lock.path.name
+    problems = 0
+    for pin in pins:
+        d = installed.get(pin.key)
+        want = f"{pin.name}=={pin.version}" if pin.version else f"{pin.name} @ {pin.url}"
+        if d is None:
+            problems += 1
+            steps.append(
+                Step.failed(
+                    LAYER,
+                    f"pin:{pin.key}",
+                    f"{pin.name} is not installed (locked {pin.version or pin.url})",
+                    expected=want,
+                    observed=None,
+                    hint=_reinstall_hint(ctx, lock_name),
+                    details={"cause": "missing", "via": list(pin.via)},
+                )
+            )
+            continue
+        if pin.version is None:
+            url = ((d.direct_url or {}).get("url")) or None
+            if url != pin.url:
+                problems += 1
+                steps.append(
+                    Step.failed(
+                        LAYER,
+                        f"pin:{pin.key}",
+                        f"{pin.name} was installed from {url or 'an index'}, the lock names {pin.url}",
+                        expected=want,
+                        observed=url,
+                        hint=_reinstall_hint(ctx, lock_name),
+                        details={"cause": "wrong-source"},
+                    )
+                )
+            continue
+        have, locked = _version(d.version), _version(pin.version)
+        if have is not None and locked is not None and have == locked:
+            continue
+        if d.version == pin.version:
+            continue
+        problems += 1
+        if have is not None and locked is not None and have.public == locked.public:
+            hl = f"+{have.local}" if have.local else "no local label"
+            ll = f"+{locked.local}" if locked.local else "no local label"
+            steps.append(
+                Step.failed(
+                    LAYER,
+                    f"pin:{pin.key}",
+                    f"{pin.name} {d.version} is installed where the lock pins {pin.version} (local label {hl}, expected {ll})",
+                    expected=pin.version,
+                    observed=d.version,
+                    hint=f"the wrong build variant is installed; {_reinstall_hint(ctx, lock_name)} (the lock's --extra-index-url names the right index)",
+                    details={
+                        "cause": "wrong-local-label",
+                        "expected_local": locked.local,
+                        "observed_local": have.local,
+                    },
+                )
+            )
+        else:
+            steps.append(
+                Step.failed(
+                    LAYER,
+                    f"pin:{pin.key}",
+                    f"{pin.name} {d.version} is installed where the lock pins {pin.version}",
+                    expected=pin.version,
+                    observed=d.version,
+                    hint=_reinstall_hint(ctx, lock_name),
+                    details={"cause": "wrong-version"},
+                )
+            )
+    if not problems:
+        steps.append(
+            Step.passed(
+                LAYER,
+                "pins",
+                expected=f"{len(pins)} pins",
+                observed=f"{len(pins)} of {len(pins)} installed as locked",
+            )
+        )
+    locked_keys = {p.key for p in lock.pins}
+    extra = sorted(d.name for k, d in installed.items() if k not in locked_keys and k not in TOOLING)
+    if extra:
+        msg = f"{len(extra)} installed distribution{'s are' if len(extra) != 1 else ' is'} not in the lock: {short(extra, 8)}"
+        hint = f"uninstall them, or add them to [packages] requirements and run `kernodeck lock --platform {ctx.platform.name}`"
+        if ctx.strict:
+            steps.append(
+                Step.failed(
+                    LAYER, "unlocked", msg, observed=extra, hint=hint, details={"cause": "not-in-lock"}
+                )
+            )
+        else:
+            steps.append(
+                Step.warning(
+                    LAYER,
+                    "unlocked",
+                    msg,
+                    observed=extra,
+                    hint=hint,
+                    required=False,
+                    details={"cause": "not-in-lock"},
+                )
+            )
+    shadowed = sorted({d.name for d in facts.distributions if d.shadowed})
+    if shadowed:
+        steps.append(
+            Step.warning(
+                LAYER,
+                "duplicates",
+                f"more than one copy on sys.path (the first wins): {short(shadowed)}",
+                observed=shadowed,
+                required=False,
+                details={"cause": "duplicate"},
+            )
+        )
+    steps += _records(facts, ctx, locked_keys)
+    return steps
+
+
+def _stale(lock: LockFile, ctx: Context) -> list[Step]:
+    recorded = lock.manifest_sha256
+    if not recorded:
+        return []
+    try:
+        actual = hashlib.sha256(ctx.manifest_file.read_bytes()).hexdigest()
+    except OSError:
+        return []
+    if actual == recorded:
+        return []
+    return [
+        Step.warning(
+            LAYER,
+            "lock-current",
+            f"{ctx.manifest_file.name} changed since {lock.path.name} was written",
+            expected=recorded,
+            observed=actual,
+            hint=f"kernodeck lock --platform {ctx.platform.name if ctx.platform else 'NAME'}",
+            required=False,
+            details={"cause": "stale-lock"},
+        )
+    ]
+
+
+def _records(facts: Facts, ctx: Context, locked: set[NormalizedName]) -> list[Step]:
+    r = facts.records
+    if not r.checked:
+        return []
+    steps: list[Step] = []
+    bad = 0
+    no_record: list[str] = []
+    for d in sorted(facts.dists().values(), key=lambda d: d.key):
+        if d.record is None:
+            if d.key not in TOOLING:
+                no_record.append(d.name)
+            continue
+        if not d.record_problems:
+            continue
+        bad += 1
+        steps.append(_record_step(d, ctx, d.key in locked))
+    if no_record:
+        steps.append(
+            Step.warning(
+                LAYER,
+                "records-missing",
+                f"no RECORD, installed files cannot be checked: {short(no_record)}",
+                observed=no_record,
+                required=False,
+                details={"cause": "no-record"},
+            )
+        )
+    if not bad:
+        steps.append(
+            Step.passed(
+                LAYER,
+                "records",
+                expected="installed files match RECORD",
+                observed=f"{r.files} files of {sum(1 for d in facts.dists().values() if d.record)} distributions match",
+                details={"files": r.files, "hashed": r.hashed, "from_cache": r.cache_hits},
+            )
+        )
+    return steps
+
+
+def _record_step(d: Distribution, ctx: Context, locked: bool) -> Step:
+    items = [f"{p.path} ({_PROBLEM_WORDS.get(p.problem, p.problem)})" for p in d.record_problems]
+    missing_only = all(p.problem == "missing" for p in d.record_problems)
+    cause = "record-missing-files" if missing_only else "record-mismatch"
+    msg = f"{len(items)} installed file{'s' if len(items) != 1 else ''} of {d.name} {d.version} differ from its RECORD: {short(items, 3)}"
+    hint = f"{ctx.python} -m pip install --force-reinstall --no-deps {d.name}=={d.version}"
+    kw = {
+        "expected": "files as in RECORD",
+        "observed": [p.model_dump() for p in d.record_problems[:20]],
+        "hint": hint,
+        "details": {"cause": cause, "files": len(items)},
+    }
+    if locked:
+        return Step.failed(LAYER, f"record:{d.key}", msg, **kw)
+    return Step.warning(LAYER, f"record:{d.key}", msg, required=False, **kw)

@@ -1,0 +1,356 @@
+"""Run the verify layers in order: code → data → interpreter → packages → contract → system →
+backend → device → application → resume.
+
+A failed step makes the steps that need it skipped, with the reason: nothing that needs facts runs
+when the probe failed, the device layer needs torch to import, and the application checks and the
+resume check run only when every earlier layer passed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from kernodeck.backends import parse_backend
+from kernodeck.errors import KernodeckError, UsageError
+from kernodeck.fingerprint import FingerprintCache
+from kernodeck.manifest.schema import Manifest, Platform
+from kernodeck.probe.facts import Facts
+from kernodeck.probe.runner import Probe, ProbeRequest
+from kernodeck.report import Report, Status, Step
+from kernodeck.verify import backend, code, contract, data, device, interpreter, packages, system
+from kernodeck.verify.context import Context
+from kernodeck.verify.system import norm_arch, os_of_sys_platform
+
+LAYERS: tuple[str, ...] = (
+    "code",
+    "data",
+    "interpreter",
+    "packages",
+    "contract",
+    "system",
+    "backend",
+    "device",
+    "application",
+    "resume",
+)
+
+FactLayer = Callable[[Manifest, Facts, Context], list[Step]]
+
+_FACT_LAYERS: dict[str, FactLayer] = {
+    "interpreter": interpreter.check,
+    "packages": packages.check,
+    "contract": contract.check,
+    "system": system.check,
+    "backend": backend.check,
+    "device": device.check,
+}
+
+
+def selected_layers(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[str]:
+    only, skip = list(only), list(skip)
+    for name in [*only, *skip]:
+        if name not in LAYERS:
+            raise UsageError(f"unknown layer {name!r}", hint="layers: " + ", ".join(LAYERS))
+    return [layer for layer in LAYERS if (not only or layer in only) and layer not in skip]
+
+
+def _live_kind(facts: Facts) -> str:
+    kind = facts.torch_build_kind()
+    if kind is not None:
+        return kind
+    if facts.nvidia.driver() is not None:
+        return "cuda"
+    if facts.rocm.driver_present:
+        return "rocm"
+    return "mps" if facts.platform.os == "macos" else "cpu"
+
+
+def select_platform(manifest: Manifest, facts: Facts | None, name: str | None) -> Platform:
+    """The platform named by --platform, or the one the live facts match; UsageError otherwise."""
+    names = ", ".join(p.name for p in manifest.platform)
+    if name is not None:
+        p = manifest.get_platform(name)
+        if p is None:
+            raise UsageError(f"no platform {name!r} in the manifest", hint=f"platforms: {names}")
+        return p
+    if len(manifest.platform) == 1:
+        return manifest.platform[0]
+    if facts is None:
+        raise UsageError(
+            "cannot choose a platform without facts about the environment",
+            hint=f"pass --platform (one of {names})",
+        )
+    live_os = os_of_sys_platform(facts.markers.get("sys_platform", "")) or facts.platform.os
+    live_arch = norm_arch(facts.platform.machine)
+    rejected: list[str] = []
+    cands = []
+    for p in manifest.platform:
+        if p.os != live_os:
+            rejected.append(f"{p.name}: os {p.os}, this machine is {live_os}")
+        elif norm_arch(p.arch) != live_arch:
+            rejected.append(f"{p.name}: arch {p.arch}, this machine is {facts.platform.machine}")
+        else:
+            cands.append(p)
+    kind = _live_kind(facts)
+    cuda = facts.torch_cuda()
+    hip = facts.torch_hip()
+    if len(cands) > 1:
+        exact, loose = [], []
+        for p in cands:
+            b = parse_backend(p.backend) if p.backend else None
+            if b is None:
+                loose.append(p)  # no backend: torch from the default indexes, any build
+            elif b.kind != kind:
+                rejected.append(f"{p.name}: backend {b.name}, the live torch is a {kind} build")
+            elif b.kind == "cuda" and cuda and b.version != ".".join(cuda.split(".")[:2]):
+                rejected.append(f"{p.name}: backend {b.name}, the live torch is built for CUDA {cuda}")
+            elif b.kind == "rocm" and hip and not hip.startswith(str(b.version)):
+                rejected.append(f"{p.name}: backend {b.name}, the live torch is built for ROCm {hip}")
+            else:
+                exact.append(p)
+        cands = exact or loose
+    if len(cands) == 1:
+        return cands[0]
+    if not cands:
+        raise UsageError(
+            "no platform in the manifest matches this environment",
+            context=rejected,
+            hint=f"pass --platform (one of {names}), or add a [[platform]] for this machine",
+        )
+    raise UsageError(
+        f"several platforms match this environment: {', '.join(p.name for p in cands)}",
+        hint="pass --platform to choose one",
+    )
+
+
+def _probe_request(manifest: Manifest, layers: list[str], compute: bool, device_kind: str) -> ProbeRequest:
+    locate = tuple(f"{w.package}:{w.path}" for w in manifest.weights if w.package and w.path)
+    env = tuple(sorted((manifest.determinism.env if manifest.determinism else {}).keys()))
+    access = tuple(
+        sorted({a for d in manifest.data for a in d.access} | {a for w in manifest.weights for a in w.access})
+    )
+    return ProbeRequest(
+        records="packages" in layers,
+        locate=locate,
+        env=env,
+        env_present=access,
+        torch=bool({"backend", "device"} & set(layers)),
+        compute=compute and "device" in layers,
+        device=device_kind,
+    )
+
+
+def _checks_module() -> Any:
+    try:
+        return importlib.import_module("kernodeck.checks")
+    except ImportError:
+        return None
+
+
+def run_verify(
+    manifest: Manifest,
+    manifest_file: Path,
+    probe: Probe,
+    *,
+    platform: str | None = None,
+    only: Iterable[str] = (),
+    skip: Iterable[str] = (),
+    strict: bool = False,
+    compute: bool = True,
+    cache: FingerprintCache | None = None,
+) -> Report:
+    layers = selected_layers(only, skip)
+    ctx = Context(
+        root=manifest_file.parent,
+        manifest_file=manifest_file,
+        python=probe.python,
+        strict=strict,
+        compute=compute,
+        cache=cache if cache is not None else FingerprintCache(),
+    )
+    report = Report(
+        kind="verify",
+        manifest=manifest_file.name,
+        reference_id=manifest.reference.id,
+        settings={
+            "only": list(only),
+            "skip": list(skip),
+            "strict": strict,
+            "compute": compute,
+            "platform": platform,
+        },
+    )
+
+    def add(steps: list[Step]) -> None:
+        ctx.steps.extend(steps)
+        report.add(*steps)
+
+    needs_facts = bool(set(layers) & (set(_FACT_LAYERS) | {"application", "resume"})) or any(
+        w.package for w in manifest.weights if "data" in layers
+    )
+    facts: Facts | None = None
+    probe_error: str | None = None
+    if needs_facts:
+        base = _probe_request(manifest, layers, compute, "auto")
+        try:
+            facts = probe.collect(dataclasses.replace(base, torch=False))
+        except KernodeckError as e:
+            if isinstance(e, UsageError):
+                raise
+            probe_error = e.message
+    ctx.platform = (
+        select_platform(manifest, facts, platform) if (facts is not None or platform is not None) else None
+    )
+    report.platform = ctx.platform.name if ctx.platform else None
+
+    if facts is not None:
+        request = _probe_request(
+            manifest, layers, compute, device.torch_device_kind(device.needed_kind(manifest, facts, ctx))
+        )
+        if request.torch:
+            facts.torch = probe.collect_torch(request)
+        report.inventory = inventory(facts)
+
+    for layer in layers:
+        if layer == "code":
+            add(code.check(manifest, facts, ctx))
+        elif layer == "data":
+            add(data.check(manifest, facts, ctx))
+        elif layer in _FACT_LAYERS:
+            if facts is None:
+                why = f"the environment probe failed: {probe_error}" if probe_error else "no facts"
+                if layer == "interpreter":
+                    add(
+                        [
+                            Step.failed(
+                                layer,
+                                "probe",
+                                probe_error or "no facts",
+                                hint="check --python",
+                                details={"cause": "probe-failed"},
+                            )
+                        ]
+                    )
+                else:
+                    add([Step.skipped(layer, layer, why, details={"cause": "probe-failed"})])
+                continue
+            add(_FACT_LAYERS[layer](manifest, facts, ctx))
+        else:
+            add(_application(layer, manifest, ctx))
+    ctx.cache.save()
+    return report
+
+
+def _application(layer: str, manifest: Manifest, ctx: Context) -> list[Step]:
+    names = (
+        [c.name for c in manifest.check]
+        if layer == "application"
+        else (["resume"] if manifest.resume else [])
+    )
+    if not names:
+        return []
+    blocking = list(dict.fromkeys(s.layer for s in ctx.steps if s.status is Status.FAILED and s.required))
+    if blocking:
+        first = next(s for s in ctx.steps if s.status is Status.FAILED and s.required)
+        why = f"an earlier layer failed ({', '.join(blocking)}; first: {first.layer}/{first.name})"
+        return [
+            Step.skipped(layer, n, why, details={"cause": "earlier-failure", "layers": blocking})
+            for n in names
+        ]
+    mod = _checks_module()
+    if mod is None:
+        return [
+            Step.skipped(
+                layer,
+                n,
+                "application checks are not available in this version",
+                details={"cause": "not-available"},
+            )
+            for n in names
+        ]
+    fn = getattr(mod, "steps" if layer == "application" else "resume_steps", None)
+    if fn is None:
+        return [
+            Step.skipped(
+                layer,
+                n,
+                "application checks are not available in this version",
+                details={"cause": "not-available"},
+            )
+            for n in names
+        ]
+    result = fn(manifest, ctx.root, ctx.python)
+    return list(result)
+
+
+def inventory(facts: Facts) -> dict[str, Any]:
+    """The observed inventory kept in a report: no host paths, sorted, comparable between reports."""
+    it, pf, t = facts.interpreter, facts.platform, facts.torch
+    drv = facts.nvidia.driver()
+    return {
+        "interpreter": {
+            "implementation": it.implementation,
+            "version": it.version,
+            "in_venv": it.in_venv,
+            "soabi": it.soabi,
+            "pointer_bits": it.pointer_bits,
+        },
+        "platform": {
+            "os": pf.os,
+            "machine": pf.machine,
+            "glibc": pf.glibc,
+            "musl": pf.musl,
+            "macos": pf.macos,
+            "distro": pf.os_release.get("PRETTY_NAME"),
+        },
+        "distributions": [
+            {
+                "name": d.name,
+                "version": d.version,
+                "installer": d.installer,
+                "requested": d.requested,
+                "editable": d.editable,
+            }
+            for d in sorted(facts.dists().values(), key=lambda d: d.key)
+        ],
+        "system": {
+            "nvidia_driver": {"version": drv[0], "source": drv[1]} if drv else None,
+            "gpus": facts.nvidia.gpu_names(),
+            "rocm": facts.rocm.info_version,
+            "amdgpu": facts.rocm.driver_present,
+        },
+        "torch": {
+            "status": t.status,
+            "version": t.version or facts.torch_files.version,
+            "build_kind": facts.torch_build_kind(),
+            "cuda": facts.torch_cuda(),
+            "hip": facts.torch_hip(),
+            "cudnn": t.cudnn,
+            "devices": [
+                {
+                    "name": d.name,
+                    "capability": d.capability_str,
+                    "gcn_arch": d.gcn_arch,
+                    "memory_gib": round((d.total_memory or 0) / 2**30, 1),
+                }
+                for d in t.devices
+            ],
+            "arch_list": t.arch_list,
+            "compute": {
+                "status": t.compute.status,
+                "device": t.compute.device,
+                "rel_err": t.compute.rel_err,
+                "tolerance": t.compute.tolerance,
+            },
+        },
+        "env": {
+            k: v
+            for k, v in sorted(facts.env.items())
+            if v is not None
+            and k.endswith(("VISIBLE_DEVICES", "DEVICE_ORDER", "AFFINITY_MASK", "DEVICE_SELECTOR"))
+        },
+    }

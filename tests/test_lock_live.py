@@ -1,0 +1,66 @@
+"""Lock a small real stack against the default index (pip's own default: the public index) with a
+fixed exclude-newer, and compare with tests/data/lock-live-expected.txt.
+
+Marked `live`: it needs the network and is not part of `make test` (run `make test-live`).
+Regenerate the expected file with KERNODECK_UPDATE_LIVE=1.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kernodeck.index import default_index_url
+from kernodeck.lock import lock_manifest
+from kernodeck.lockfile.write import requirements_filename, strip_credentials
+
+pytestmark = pytest.mark.live
+
+EXPECTED = Path(__file__).parent / "data" / "lock-live-expected.txt"
+PLATFORMS = ("linux-x86_64", "windows-x86_64")
+MANIFEST = """\
+schema-version = 1
+
+[reference]
+name = "live-lock"
+id = "1"
+
+[python]
+version = "3.11"
+
+[packages]
+requirements = ["requests==2.32.3"]
+exclude-newer = 2025-01-01T00:00:00Z
+
+[[packages.index]]
+name = "default"
+default = true
+
+[[platform]]
+name = "linux-x86_64"
+os = "linux"
+arch = "x86_64"
+
+[[platform]]
+name = "windows-x86_64"
+os = "windows"
+arch = "x86_64"
+"""
+
+
+def test_live_lock_matches_expected(tmp_path: Path) -> None:
+    # conftest points PIP_CONFIG_FILE at /dev/null, so this is pip's own default: the public index.
+    default = strip_credentials(default_index_url())
+    path = tmp_path / "repro.toml"
+    path.write_text(MANIFEST, encoding="utf-8")
+    lock_manifest(path, cache_dir=tmp_path / "cache")
+    parts = []
+    for name in PLATFORMS:
+        text = (tmp_path / requirements_filename(name)).read_text(encoding="utf-8")
+        parts.append(f"=== {requirements_filename(name)} ===\n{text.replace(default, '<default-index>')}")
+    got = "".join(parts)
+    if os.environ.get("KERNODECK_UPDATE_LIVE"):
+        EXPECTED.write_text(got, encoding="utf-8")
+    assert got == EXPECTED.read_text(encoding="utf-8")

@@ -1,0 +1,337 @@
+"""rebuild: each stage a step, in order, with real venvs, real pip and uv, and a local test index."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kernodeck.cli import cli
+from kernodeck.errors import UsageError
+from kernodeck.rebuild import (
+    first_error,
+    parse_freeze,
+    plan_rebuild,
+    rebuild,
+    version_matches,
+)
+from kernodeck.report import Report, Status, Step
+from tests.fixtures.index_factory import IndexFactory, Server
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+STAGES = ["interpreter", "venv", "pip-version", "install", "contract", "inventory"]
+
+PIP_HASH_ERROR = """\
+Looking in indexes: http://127.0.0.1:1/default/simple
+Collecting alpha==1.0 (from -r requirements-rebuild-linux.txt (line 4))
+  Downloading http://127.0.0.1:1/default/files/alpha-1.0-py3-none-any.whl (1.2 kB)
+ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE. If you have updated the package versions, please update the hashes. Otherwise, examine the package contents carefully; someone may have tampered with them.
+    alpha==1.0 from http://127.0.0.1:1/default/files/alpha-1.0-py3-none-any.whl (from -r requirements-rebuild-linux.txt (line 4)):
+        Expected sha256 aaaa
+             Got        bbbb
+
+"""
+
+UV_HASH_ERROR = """\
+  × Failed to download `alpha==1.0`
+  ├─▶ Failed to read from the distribution cache
+  ╰─▶ Hash mismatch for `alpha==1.0`
+
+      Expected:
+        sha256:aaaa
+
+      Computed:
+        sha256:bbbb
+"""
+
+
+def test_first_error_keeps_the_package_and_the_hashes() -> None:
+    pip = first_error(PIP_HASH_ERROR)
+    assert pip.startswith("THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE")
+    assert "alpha==1.0" in pip and "Expected sha256 aaaa" in pip and "Got bbbb" in pip
+    uv = first_error(UV_HASH_ERROR)
+    assert "Hash mismatch for `alpha==1.0`" in uv and "sha256:bbbb" in uv
+    assert first_error("all fine\nlast words\n") == "last words"
+
+
+def test_helpers() -> None:
+    assert version_matches("3.11", "3.11.7") and version_matches("3.11.7", "3.11.7")
+    assert not version_matches("3.11", "3.12.1") and not version_matches("3.11.6", "3.11.7")
+    assert parse_freeze("# c\nB==2\na==1\nlocal @ file:///x/y/local-1.0.whl\n") == {
+        "a": "1",
+        "B": "2",
+        "local": "@ local-1.0.whl",
+    }
+
+
+# --- a small project on a local index ---------------------------------------------------------------
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[IndexFactory, Server]]:
+    f = IndexFactory(tmp_path / "index")
+    f.add_wheel("alpha", "1.0", requires=["beta>=2"])
+    f.add_wheel("beta", "2.0")
+    with f.serve() as srv:
+        yield f, srv
+
+
+def _project(
+    tmp_path: Path,
+    server: Server,
+    factory: IndexFactory,
+    *,
+    python: str = PY,
+    pins: tuple[str, ...] = ("alpha", "beta"),
+) -> Path:
+    proj = tmp_path / "proj"
+    proj.mkdir(exist_ok=True)
+    (proj / "repro.toml").write_text(
+        f"""schema-version = 1
+[reference]
+name = "tiny"
+id = "2026-01-01.1"
+[python]
+version = "{python}"
+[[packages.index]]
+name = "local"
+url = "{server.url()}"
+default = true
+[[platform]]
+name = "linux-x86_64"
+os = "linux"
+arch = "x86_64"
+[[platform]]
+name = "win"
+os = "windows"
+arch = "x86_64"
+"""
+    )
+    files = {
+        "alpha": factory.files_dir() / "alpha-1.0-py3-none-any.whl",
+        "beta": factory.files_dir() / "beta-2.0-py3-none-any.whl",
+    }
+    versions = {"alpha": "1.0", "beta": "2.0"}
+    lines = [f"--index-url {server.url()}", "--only-binary :all:", ""]
+    for name in pins:
+        lines += [f"{name}=={versions[name]} \\", f"    --hash=sha256:{_sha(files[name])}"]
+    (proj / "requirements-rebuild-linux-x86_64.txt").write_text("\n".join(lines) + "\n")
+    return proj
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    return {"PATH": os.environ["PATH"], "HOME": str(home), **extra}
+
+
+def _status(report: Report) -> dict[str, str]:
+    return {s.name: s.status.value for s in report.steps if s.layer == "rebuild"}
+
+
+class _FakeVerify:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(
+        self,
+        path: Path,
+        *,
+        python: str | None = None,
+        platform: str | None = None,
+        compute: bool = True,
+        skip: tuple[str, ...] = (),
+    ) -> Report:
+        self.calls.append(
+            {"path": path, "python": python, "platform": platform, "compute": compute, "skip": skip}
+        )
+        r = Report(platform=platform)
+        r.add(Step.passed("interpreter", "python", observed=PY), Step.passed("application", "sample"))
+        r.inventory = {"packages": {"alpha": "1.0"}}
+        return r
+
+
+def test_rebuild_runs_every_stage_then_verify(tmp_path: Path, served: tuple[IndexFactory, Server]) -> None:
+    factory, server = served
+    proj = _project(tmp_path, server, factory)
+    fake = _FakeVerify()
+    dest = tmp_path / "venv"
+    env = _env(tmp_path, PIP_INDEX_URL="http://127.0.0.1:9/nothing", SOME_API_TOKEN="s3cr3t-value")
+    report = rebuild(proj / "repro.toml", dest=dest, verify=fake, environ=env, compute=False)
+    assert [s.name for s in report.steps if s.layer == "rebuild"] == STAGES
+    assert all(v == "passed" for v in _status(report).values()), report.summary()
+    assert [s.layer for s in report.steps[-2:]] == ["interpreter", "application"]
+    assert report.ok and report.kind == "rebuild" and report.platform == "linux-x86_64"
+    (call,) = fake.calls
+    assert call["python"] == str(dest / "bin" / "python") and call["compute"] is False
+    inventory = (proj / "installed-after.txt").read_text()
+    assert inventory.startswith("# Observed inventory") and "NOT a lock" in inventory
+    assert "alpha==1.0" in inventory and "beta==2.0" in inventory
+    install = next(s for s in report.steps if s.name == "install")
+    assert "--require-hashes" in install.details["command"] and "--isolated" in install.details["command"]
+    assert "--only-binary" in install.details["command"]
+    assert set(install.details["environment"]) >= {"PATH", "HOME", "PIP_CONFIG_FILE"}
+    assert (
+        "SOME_API_TOKEN" not in install.details["environment"]
+        and "PIP_INDEX_URL" not in install.details["environment"]
+    )
+    assert report.inventory == {"packages": {"alpha": "1.0"}}
+
+    # an existing --dest is refused unless --force, which recreates it
+    with pytest.raises(UsageError, match="not empty"):
+        plan_rebuild(proj, dest=dest)
+    marker = dest / "marker"
+    marker.write_text("x")
+    report = rebuild(proj, dest=dest, force=True, verify=fake, environ=env)
+    assert report.ok and not marker.exists()
+
+
+def test_uv_installer_with_the_same_strictness(tmp_path: Path, served: tuple[IndexFactory, Server]) -> None:
+    factory, server = served
+    proj = _project(tmp_path, server, factory)
+    env = _env(tmp_path)
+    report = rebuild(proj, dest=tmp_path / "v1", installer="uv", verify=_FakeVerify(), environ=env)
+    assert all(v == "passed" for v in _status(report).values()), report.summary()
+    install = next(s for s in report.steps if s.name == "install")
+    assert install.details["command"][:3] == ["uv", "pip", "install"]
+    assert {"--require-hashes", "--no-deps", "--only-binary"} <= set(install.details["command"])
+    factory.tamper("beta-2.0-py3-none-any.whl")
+    fresh = _env(tmp_path / "fresh")  # a machine without uv's cache of the good file
+    bad = rebuild(proj, dest=tmp_path / "v2", installer="uv", verify=_FakeVerify(), environ=fresh)
+    step = next(s for s in bad.steps if s.name == "install")
+    # uv streams and unpacks while hashing: a flipped byte shows as a hash mismatch or a broken archive
+    assert step.status is Status.FAILED and "beta==2.0" in (step.error or "")
+    assert _status(bad)["contract"] == "skipped"
+
+
+def test_pip_refuses_a_tampered_artifact_and_stops(
+    tmp_path: Path, served: tuple[IndexFactory, Server]
+) -> None:
+    factory, server = served
+    proj = _project(tmp_path, server, factory)
+    factory.tamper("beta-2.0-py3-none-any.whl")
+    fake = _FakeVerify()
+    report = rebuild(proj, dest=tmp_path / "v", verify=fake, environ=_env(tmp_path))
+    assert _status(report) == {
+        "interpreter": "passed",
+        "venv": "passed",
+        "pip-version": "passed",
+        "install": "failed",
+        "contract": "skipped",
+        "inventory": "skipped",
+        "verify": "skipped",
+    }
+    install = next(s for s in report.steps if s.name == "install")
+    assert "DO NOT MATCH THE HASHES" in (install.error or "") and "beta==2.0" in (install.error or "")
+    assert install.hint and "locked" in install.hint
+    assert not fake.calls and not report.ok
+
+
+def test_a_missing_dependency_fails_the_contract_but_inventory_still_runs(
+    tmp_path: Path, served: tuple[IndexFactory, Server]
+) -> None:
+    factory, server = served
+    proj = _project(tmp_path, server, factory, pins=("alpha",))
+    report = rebuild(proj, dest=tmp_path / "v", verify=_FakeVerify(), environ=_env(tmp_path))
+    status = _status(report)
+    assert (
+        status["install"] == "passed" and status["contract"] == "failed" and status["inventory"] == "passed"
+    )
+    contract = next(s for s in report.steps if s.name == "contract")
+    assert "beta" in (contract.error or "")
+
+
+def test_wrong_python_is_refused_before_anything_is_created(
+    tmp_path: Path, served: tuple[IndexFactory, Server]
+) -> None:
+    factory, server = served
+    proj = _project(tmp_path, server, factory, python="3.9")
+    dest = tmp_path / "v"
+    report = rebuild(proj, dest=dest, python=sys.executable, verify=_FakeVerify(), environ=_env(tmp_path))
+    status = _status(report)
+    assert status["interpreter"] == "failed" and all(status[s] == "skipped" for s in STAGES[1:])
+    step = report.steps[0]
+    assert "does not satisfy" in (step.error or "") and "3.9" in (step.error or "")
+    assert not dest.exists()
+    report = rebuild(
+        proj, dest=dest, python=str(tmp_path / "no-python"), verify=_FakeVerify(), environ=_env(tmp_path)
+    )
+    assert _status(report)["interpreter"] == "failed" and not dest.exists()
+
+
+def test_usage_errors(tmp_path: Path, served: tuple[IndexFactory, Server]) -> None:
+    factory, server = served
+    proj = _project(tmp_path, server, factory)
+    with pytest.raises(UsageError, match="no platform"):
+        plan_rebuild(proj, platform="nope")
+    with pytest.raises(UsageError, match=r"requirements-rebuild-win\.txt"):
+        plan_rebuild(proj, platform="win")
+    with pytest.raises(UsageError, match="no manifest"):
+        plan_rebuild(tmp_path / "missing")
+    with pytest.raises(UsageError, match="refusing to delete"):
+        plan_rebuild(proj, dest=proj, force=True)
+    res = CliRunner().invoke(cli, ["rebuild", str(proj), "--dest", str(proj)])
+    assert res.exit_code == 2 and "not empty" in res.output
+
+
+def test_a_bundle_outside_git_carries_its_code_revision(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from kernodeck.bundle import write_bundle
+    from kernodeck.capture import capture
+    from kernodeck.rebuild import bundle_code_steps
+
+    proj = tmp_path / "author"
+    proj.mkdir()
+    (proj / "app.py").write_text("print('hi')\n")
+    (proj / "conf.yaml").write_text("a: 1\n")
+    conf_sha = _sha(proj / "conf.yaml")
+    (proj / "repro.toml").write_text(
+        f"""schema-version = 1
+[reference]
+name = "c"
+id = "2026-01-01.1"
+[code]
+revision = "{"0" * 40}"
+config = [{{ path = "conf.yaml", sha256 = "{conf_sha}" }}]
+[python]
+version = "{PY}"
+[[platform]]
+name = "linux-x86_64"
+os = "linux"
+arch = "x86_64"
+"""
+    )
+    (proj / "requirements-rebuild-linux-x86_64.txt").write_text("# empty lock\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "c"]):
+        subprocess.run([*git, *args], cwd=proj, check=True, capture_output=True)
+    capture(proj, system_probe=None)
+    for args in (["add", "-A"], ["commit", "-q", "-m", "captured"]):
+        subprocess.run([*git, *args], cwd=proj, check=True, capture_output=True)
+    capture(proj, system_probe=None)  # record the commit that holds the capture; the tree is dirty again
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=proj, capture_output=True, text=True
+    ).stdout.strip()
+    write_bundle(tmp_path / "b", manifest=proj, environ={}, home=tmp_path)
+    clean = tmp_path / "clean"
+    shutil.copytree(tmp_path / "b", clean)
+    steps = bundle_code_steps(plan_rebuild(clean, dest=tmp_path / "v"))
+    assert steps is not None
+    got = {s.name: (s.status.value, s.observed) for s in steps}
+    assert got["revision"] == ("passed", head)
+    assert got["clean-tree"][0] == "failed"  # repro.toml changed after the commit, allow-dirty is false
+    assert got["config:conf.yaml"] == ("passed", conf_sha)
+    # inside a git checkout, verify's own git check applies
+    assert bundle_code_steps(plan_rebuild(proj, dest=tmp_path / "v")) is None

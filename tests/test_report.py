@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from kernodeck.report import Report, Step, render
+
+
+def _report() -> Report:
+    r = Report(
+        kind="verify", manifest="repro.toml", reference_id="2026-12-02.1", platform="linux-x86_64-cu126"
+    )
+    r.add(
+        Step.passed("interpreter", "version", expected="3.11", observed="3.11.7"),
+        Step.failed(
+            "device",
+            "accelerator",
+            'CUDA_VISIBLE_DEVICES="" hides every GPU',
+            hint="unset CUDA_VISIBLE_DEVICES",
+        ),
+        Step.skipped("device", "compute", "no usable cuda device"),
+        Step.warning(
+            "packages", "unlocked", "1 installed distribution is not in the lock: tqdm", required=False
+        ),
+    )
+    return r
+
+
+def test_human_report_tables_and_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    buf = io.StringIO()
+    render(_report(), buf)
+    text = buf.getvalue()
+    assert "\x1b[" not in text  # not a terminal: no colours
+    for layer in ("interpreter", "device", "packages"):
+        assert f"\n{layer}" in text
+    assert "hint: unset CUDA_VISIBLE_DEVICES" in text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith(
+        "FAILED: 1 passed, 1 failed, 1 warnings, 1 skipped; first failure: device/accelerator"
+    )
+
+
+def test_colour_only_when_asked_and_never_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    buf = io.StringIO()
+    render(_report(), buf, color=True)
+    assert "\x1b[" in buf.getvalue()
+    monkeypatch.setenv("NO_COLOR", "1")
+    buf = io.StringIO()
+    render(_report(), buf, color=True)
+    assert "\x1b[" not in buf.getvalue()
+
+
+def test_json_round_trip_atomic(tmp_path: Path) -> None:
+    r = _report()
+    r.write_json(tmp_path / "out" / "report.json")
+    assert Report.from_json((tmp_path / "out" / "report.json").read_text()) == r
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["report.json"]
