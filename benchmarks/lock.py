@@ -277,6 +277,32 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def _median(rows: list[Row], tool: str, cache: str) -> float | None:
+    for r in rows:
+        if r.tool == tool and r.cache == cache:
+            ok = [s.seconds for s in r.samples if s.ok]
+            return statistics.median(ok) if ok else None
+    return None
+
+
+def ratios(rows: list[Row]) -> str:
+    """Kernodeck against the others, from the medians of this run (lower is better for kernodeck
+    in the first two; the third is how many times faster kernodeck is than pip-compile)."""
+    lines = ["| ratio | cold | warm |", "|---|---|---|"]
+    pairs = [
+        ("kernodeck / uv pip compile (4 runs)", "kernodeck lock", "uv pip compile"),
+        ("kernodeck / uv pip compile --universal", "kernodeck lock", "uv pip compile --universal"),
+        ("pip-compile / kernodeck", "pip-compile --generate-hashes", "kernodeck lock"),
+    ]
+    for label, num, den in pairs:
+        cells = []
+        for cache in ("cold", "warm"):
+            a, b = _median(rows, num, cache), _median(rows, den, cache)
+            cells.append(f"{a / b:.2f}x" if a is not None and b else "n/a")
+        lines.append(f"| {label} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -299,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    text = table(rows)
+    text = table(rows) + "\n\nRatios (medians of this run):\n\n" + ratios(rows)
     header = (
         f"# kernodeck lock benchmark\n\n"
         f"Requirements: {', '.join(REQUIREMENTS)}; Python {PYTHON}; exclude-newer {EXCLUDE_NEWER} "

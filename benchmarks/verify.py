@@ -220,6 +220,21 @@ def main() -> None:
     for name, med in rows_big:
         print(f"{name:<92} {med:>9.3f}")
     print()
+    print("ratios (< 1: kernodeck is faster), same run:")
+    warm, full = rows[1][1], rows[2][1]
+    pip_py, pip_m, uv = rows[3][1], rows[4][1], rows[5][1]
+    for label, value in (
+        ("warm verify / ENV/bin/python -m pip check", warm / pip_m),
+        ("warm verify / pip --python ENV check", warm / pip_py),
+        ("warm verify / uv pip check", warm / uv),
+        ("verify, all layers / ENV/bin/python -m pip check", full / pip_m),
+    ):
+        print(f"  {label:<60} {value:6.2f}")
+    if rows_big:
+        big_warm, big_pip, big_uv = rows_big[1][1], rows_big[2][1], rows_big[3][1]
+        print(f"  {'.venv: warm verify / pip check':<60} {big_warm / big_pip:6.2f}")
+        print(f"  {'.venv: warm verify / uv pip check':<60} {big_warm / big_uv:6.2f}")
+    print()
     print(f"fingerprint of a {args.size_gb:g} GB file (page cache warm):")
     print(f"  sha256sum                      {t_sum:7.3f} s  {gb / t_sum:6.2f} GB/s")
     print(

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -318,23 +317,8 @@ def _publish_real_wheels(factory: IndexFactory, wheels: Path) -> None:
     from kernodeck.backends import TORCH_FAMILY
 
     for whl in sorted(wheels.glob("*.whl")):
-        name, _version, _build, _tags = parse_wheel_filename(whl.name)
-        with zipfile.ZipFile(whl) as zf:
-            meta_name = next(
-                n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1
-            )
-            metadata = zf.read(meta_name)
-        index = "cpu" if canonicalize_name(name) in TORCH_FAMILY else "default"
-        factory._publish(
-            index,
-            str(name),
-            whl.name,
-            whl.read_bytes(),
-            requires_python=None,
-            yanked=None,
-            upload_time=None,
-            metadata=metadata,
-        )
+        name = parse_wheel_filename(whl.name)[0]
+        factory.add_file(whl, index="cpu" if canonicalize_name(name) in TORCH_FAMILY else "default")
 
 
 @pytest.mark.slow

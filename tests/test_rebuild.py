@@ -288,9 +288,9 @@ def test_a_bundle_outside_git_carries_its_code_revision(tmp_path: Path) -> None:
     import shutil
     import subprocess
 
+    from kernodeck.api import verify
     from kernodeck.bundle import write_bundle
     from kernodeck.capture import capture
-    from kernodeck.rebuild import bundle_code_steps
 
     proj = tmp_path / "author"
     proj.mkdir()
@@ -327,11 +327,14 @@ arch = "x86_64"
     write_bundle(tmp_path / "b", manifest=proj, environ={}, home=tmp_path)
     clean = tmp_path / "clean"
     shutil.copytree(tmp_path / "b", clean)
-    steps = bundle_code_steps(plan_rebuild(clean, dest=tmp_path / "v"))
-    assert steps is not None
+    steps = verify(clean / "repro.toml", only=["code"]).steps
     got = {s.name: (s.status.value, s.observed) for s in steps}
     assert got["revision"] == ("passed", head)
-    assert got["clean-tree"][0] == "failed"  # repro.toml changed after the commit, allow-dirty is false
+    # repro.toml changed after the commit, but Kernodeck's own files are not code: the tree is clean
+    assert got["clean-tree"][0] == "passed"
+    assert got["files"][0] == "passed"
     assert got["config:conf.yaml"] == ("passed", conf_sha)
-    # inside a git checkout, verify's own git check applies
-    assert bundle_code_steps(plan_rebuild(proj, dest=tmp_path / "v")) is None
+    # a code file changed in the author's checkout after the capture is a dirty tree there
+    (proj / "app.py").write_text("print('changed')\n")
+    got = {s.name: s.status.value for s in verify(proj / "repro.toml", only=["code"]).steps}
+    assert got["clean-tree"] == "failed"

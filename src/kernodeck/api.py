@@ -6,12 +6,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kernodeck.errors import CheckFailed
+from kernodeck.errors import CheckFailed, KernodeckError
 from kernodeck.fingerprint import FingerprintCache
-from kernodeck.manifest.load import load_manifest
-from kernodeck.probe.runner import Probe, RealProbe
-from kernodeck.report import Report, Status
+from kernodeck.probe import launch
+
+if TYPE_CHECKING:
+    from kernodeck.probe.runner import Probe
+    from kernodeck.report import Report
+
+# The manifest, pydantic models, packaging and rich are imported inside the functions, after the
+# environment probe has been started: the probe runs while they load.
 
 
 def _manifest_file(path: str | os.PathLike[str]) -> Path:
@@ -38,30 +44,50 @@ def verify(
     `python` is the interpreter of the environment to check (default: this one). `probe` replaces
     the real probes (tests pass a FakeProbe). Raises UsageError / ManifestError for bad input.
     """
-    from kernodeck.verify.run import run_verify
-
+    only, skip = tuple(only), tuple(skip)
     file = _manifest_file(path)
-    manifest = load_manifest(file)
     cache = FingerprintCache.open(
         Path(cache_dir) if cache_dir is not None else None, rehash=rehash, enabled=use_cache
     )
-    if probe is None:
-        probe = RealProbe(python, cache=cache, rehash=rehash)
-    return run_verify(
-        manifest,
-        file.absolute(),
-        probe,
-        platform=platform,
-        only=tuple(only),
-        skip=tuple(skip),
-        strict=strict,
-        compute=compute,
-        cache=cache,
-    )
+    facts_needed, records = launch.wants_facts(only, skip)
+    started: list[str] | None = None
+    if probe is None and facts_needed and file.is_file():
+        try:
+            target = launch.resolve_python(python)
+        except KernodeckError:
+            pass  # reported by RealProbe, after the manifest's own errors
+        else:
+            dirs = launch.records_cache_dir(cache.path.parent if cache.path is not None else None)
+            started = launch.script_command(target, records=records, rehash=rehash, records_cache=dirs)
+            launch.prestart(started)
+    try:
+        from kernodeck.manifest.load import load_manifest
+        from kernodeck.probe.runner import RealProbe
+        from kernodeck.verify.run import run_verify
+
+        manifest = load_manifest(file)
+        if probe is None:
+            probe = RealProbe(python, cache=cache, rehash=rehash)
+        return run_verify(
+            manifest,
+            file.absolute(),
+            probe,
+            platform=platform,
+            only=only,
+            skip=skip,
+            strict=strict,
+            compute=compute,
+            cache=cache,
+        )
+    finally:
+        if started is not None:
+            launch.discard(started)  # nothing to do when the probe was taken
 
 
 def require(path: str | os.PathLike[str] = "repro.toml", **kw: object) -> Report:
     """Verify, and raise CheckFailed with the report summary when any required step failed."""
+    from kernodeck.report import Status
+
     report = verify(path, **kw)  # type: ignore[arg-type]
     if not report.ok:
         failed = [s for s in report.steps if s.status is Status.FAILED and s.required]
@@ -81,6 +107,7 @@ def doctor(
     *, python: str | os.PathLike[str] | None = None, compute: bool = True, probe: Probe | None = None
 ) -> Report:
     """Describe an environment with the same probes, without a manifest."""
+    from kernodeck.probe.runner import RealProbe
     from kernodeck.verify.doctor import run_doctor
 
     return run_doctor(probe if probe is not None else RealProbe(python), compute=compute)

@@ -27,6 +27,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from kernodeck.gitstate import git_state
 from kernodeck.manifest.edit import dumps_document, get_value, load_document, set_value
 from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.schema import Manifest
@@ -103,25 +104,14 @@ def sha256_file(path: Path) -> str:
 
 
 def git_revision(folder: Path) -> tuple[str | None, bool, str | None]:
-    """(full sha of HEAD, whether the working tree has local changes, why not when None)."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as e:
-        return None, False, f"git could not run: {e}"
-    if head.returncode != 0:
-        first = (head.stderr.strip().splitlines() or ["not a git checkout"])[0]
-        return None, False, first
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return head.stdout.strip(), bool(status.stdout.strip()), None
+    """(full sha of HEAD, whether the code has local changes, why not when None).
+
+    Kernodeck's own files (repro.toml, the lock files) are not code: see kernodeck.gitstate.
+    """
+    state = git_state(folder)
+    if isinstance(state, str):
+        return None, False, state
+    return state.revision, state.dirty, None
 
 
 _PACKAGE_FILE_SCRIPT = """

@@ -11,12 +11,24 @@ caches), so metadata read for one platform serves every other platform that inst
 Unless `upgrade`, the versions pinned in the existing requirements file of a platform are tried
 first (minimal churn, like pip-tools and uv); `upgrade_packages` drops that preference for the
 named projects only.
+
+Replay: a finished lock is recorded in the index cache under a key made of everything it was
+computed from (the manifest's bytes, the platforms, the options, the pins it preferred, the
+default index, the kernodeck sources and the Python/packaging versions), with the cached project
+pages it read. While every one of those pages is still on disk unchanged and would still answer
+without the network (fetched after exclude-newer, or within its time-to-live), a lock with the
+same key reproduces the recorded files without resolving: the metadata it read is immutable (keyed
+by artifact hash), so the resolution could only come out the same. `refresh` never replays; locks
+that read local folders, download files to hash them, or use credentials are never recorded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import difflib
 import hashlib
+import json
 import os
 import re
 import sys
@@ -26,12 +38,13 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.errors import KernodeckError, ResolutionError, UsageError
+from kernodeck.index.cache import DEFAULT_PAGE_TTL, IndexCache, default_cache_dir, page_is_fresh
 from kernodeck.lockfile.write import (
     IndexLine,
     LockedFile,
@@ -44,12 +57,12 @@ from kernodeck.lockfile.write import (
 )
 from kernodeck.manifest.load import load_manifest
 from kernodeck.report import atomic_write_text
-from kernodeck.resolve import Resolution, ResolveSettings, Routing, Session, resolve_target
-from kernodeck.targets import Target
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource
     from kernodeck.manifest.schema import Manifest
+    from kernodeck.resolve import Resolution, Routing, Session
+    from kernodeck.targets import Target
 
 Format = Literal["requirements", "pylock"]
 Status = Literal["written", "unchanged", "fresh", "stale", "missing"]
@@ -275,6 +288,160 @@ def lock_manifest(
     names = _select(manifest, platforms)
     out_dir = Path(output_dir) if output_dir is not None else path.parent
     skip_pref = {canonicalize_name(n) for n in upgrade_packages}
+    prefs: dict[str, dict[str, Version]] = {}
+    for n in names:
+        pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
+        prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
+
+    cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
+    key = _replay_key(manifest, raw, path.name, names, fmt, prefs)
+    record = None if (key is None or refresh) else _replayable(cache, key, manifest, offline)
+    if record is not None:
+        if progress is None and not quiet and sys.stderr.isatty():
+            progress = RichProgress()
+        if progress is not None:
+            progress.start(names)
+            for n in names:
+                progress.done(n, int(record["platforms"][n]["pins"]))
+            progress.close()
+        rendered = {n: _Rendered(**record["platforms"][n]) for n in names}
+        metadata_reads = 0
+    else:
+        rendered, metadata_reads, pages = _resolve_and_render(
+            manifest,
+            path,
+            names,
+            prefs,
+            manifest_sha256=manifest_sha256,
+            fmt=fmt,
+            offline=offline,
+            refresh=refresh,
+            quiet=quiet,
+            cache_dir=cache_dir,
+            progress=progress,
+        )
+        if key is not None and pages is not None:
+            with contextlib.suppress(OSError):
+                cache.put_lock_record(
+                    key,
+                    {
+                        "pages": pages,
+                        "platforms": {n: dataclasses.asdict(r) for n, r in rendered.items()},
+                    },
+                )
+    return _finish(
+        path, out_dir, names, rendered, fmt=fmt, check=check, started=started, metadata_reads=metadata_reads
+    )
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """One platform's lock, rendered (what a replay restores)."""
+
+    summary: str
+    text: str
+    pylock: str | None
+    pins: int
+    hash_lines: int
+
+
+_REPLAY_FORMAT = 1
+
+
+def _sources_fingerprint() -> str:
+    """Size and mtime of every module of kernodeck: a changed source never replays an old lock."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for fn in sorted(filenames):
+            if fn.endswith(".py"):
+                st = os.stat(os.path.join(dirpath, fn))
+                h.update(
+                    f"{os.path.relpath(os.path.join(dirpath, fn), root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode()
+                )
+    return h.hexdigest()
+
+
+def _replay_key(
+    manifest: Manifest,
+    raw: bytes,
+    manifest_name: str,
+    names: Sequence[str],
+    fmt: str,
+    prefs: dict[str, dict[str, Version]],
+) -> str | None:
+    """The key of a lock's record; None when it must not be recorded (credentials in play)."""
+    import packaging
+
+    from kernodeck.index.sources import default_index_url
+
+    pk = manifest.packages
+    urls = [ix.url or "" for ix in pk.index] + [pk.pytorch_index or ""]
+    default = ""
+    if any(not ix.url for ix in pk.index) or not any(ix.default for ix in pk.index):
+        default = default_index_url()
+        urls.append(default)
+    if any("${" in u or "@" in u for u in urls):
+        return None
+    doc = {
+        "format": _REPLAY_FORMAT,
+        "python": list(sys.version_info[:2]),
+        "packaging": packaging.__version__,
+        "sources": _sources_fingerprint(),
+        "manifest": hashlib.sha256(raw).hexdigest(),
+        "manifest_name": manifest_name,
+        "platforms": list(names),
+        "fmt": fmt,
+        "default_index": default,
+        "preferred": {n: sorted((k, str(v)) for k, v in prefs[n].items()) for n in names},
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def _replayable(cache: IndexCache, key: str, manifest: Manifest, offline: bool) -> dict[str, Any] | None:
+    """The record under `key` when every page it read still stands and may answer offline."""
+    record = cache.get_lock_record(key)
+    if record is None:
+        return None
+    try:
+        exclude_newer = manifest.packages.exclude_newer
+        for page in record["pages"]:
+            if cache.fingerprint(page["url"]) != tuple(page["fingerprint"]):
+                return None
+            if not offline and not page_is_fresh(
+                float(page["fetched_at"]),
+                page["etag"],
+                page["last_modified"],
+                exclude_newer=exclude_newer,
+                ttl=DEFAULT_PAGE_TTL,
+            ):
+                return None
+        for r in record["platforms"].values():
+            _Rendered(**r)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return record
+
+
+def _resolve_and_render(
+    manifest: Manifest,
+    path: Path,
+    names: Sequence[str],
+    prefs: dict[str, dict[str, Version]],
+    *,
+    manifest_sha256: str,
+    fmt: Format,
+    offline: bool,
+    refresh: bool,
+    quiet: bool,
+    cache_dir: str | os.PathLike[str] | None,
+    progress: LockProgress | None,
+) -> tuple[dict[str, _Rendered], int, list[dict[str, Any]] | None]:
+    """Resolve every platform, render its files; (rendered, metadata reads, pages read or None
+    when the lock cannot be replayed)."""
+    from kernodeck.resolve import ResolveSettings, Routing, Session, resolve_target
+    from kernodeck.targets import Target
 
     settings = ResolveSettings.from_packages(manifest.packages)
     routing = Routing.from_packages(manifest.packages)
@@ -297,13 +464,11 @@ def lock_manifest(
     try:
 
         def run(target: Target) -> None:
-            preferred = {} if upgrade else read_pins(out_dir / requirements_filename(target.name))
-            preferred = {k: v for k, v in preferred.items() if k not in skip_pref}
             try:
                 res = resolve_target(
                     session,
                     target,
-                    preferred=preferred,
+                    preferred=prefs[target.name],
                     manifest_name=path.name,
                     on_pin=(lambda what: progress.pinned(target.name, what)) if progress else None,
                     on_metadata=(lambda: progress.metadata(target.name)) if progress else None,
@@ -337,22 +502,47 @@ def lock_manifest(
             for t in targets
         }
         metadata_reads = session.metadata_reads
+        pages = session.client.used_pages()
     finally:
         session.close()
         if progress is not None:
             progress.close()
 
+    rendered = {
+        t.name: _Rendered(
+            summary=locks[t.name].summary,
+            text=render_requirements(locks[t.name]),
+            pylock=render_pylock(locks[t.name]) if fmt == "pylock" else None,
+            pins=len(locks[t.name].packages),
+            hash_lines=sum(len(p.hashes) for p in locks[t.name].packages),
+        )
+        for t in targets
+    }
+    return rendered, metadata_reads, pages
+
+
+def _finish(
+    path: Path,
+    out_dir: Path,
+    names: Sequence[str],
+    rendered: dict[str, _Rendered],
+    *,
+    fmt: Format,
+    check: bool,
+    started: float,
+    metadata_reads: int,
+) -> LockResult:
     out: list[PlatformResult] = []
     pending: list[tuple[Path, str]] = []
-    for t in targets:
-        pl = locks[t.name]
-        text = render_requirements(pl)
-        req_path = out_dir / requirements_filename(t.name)
+    for name in names:
+        r = rendered[name]
+        text = r.text
+        req_path = out_dir / requirements_filename(name)
         files = [(req_path, text)]
         py_path: Path | None = None
         if fmt == "pylock":
-            py_path = out_dir / pylock_filename(t.name)
-            files.append((py_path, render_pylock(pl)))
+            py_path = out_dir / pylock_filename(name)
+            files.append((py_path, r.pylock or ""))
         diffs = []
         missing = False
         for fpath, content in files:
@@ -369,13 +559,13 @@ def lock_manifest(
             status = "written" if diffs else "unchanged"
         out.append(
             PlatformResult(
-                platform=t.name,
-                summary=pl.summary,
+                platform=name,
+                summary=r.summary,
                 requirements_path=req_path,
                 pylock_path=py_path,
                 status=status,
-                pins=len(pl.packages),
-                hash_lines=sum(len(p.hashes) for p in pl.packages),
+                pins=r.pins,
+                hash_lines=r.hash_lines,
                 text=text,
                 diff="".join(diffs) if check else "",
             )

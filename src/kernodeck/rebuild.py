@@ -839,14 +839,12 @@ def run_rebuild(
                 Step.skipped(LAYER, "verify", "verify is not available in this installation of kernodeck")
             )
             return report
-        code_steps = bundle_code_steps(plan)
         try:
             result = verify_fn(
                 plan.manifest_path,
                 python=str(py),
                 platform=plan.platform.name,
                 compute=compute,
-                skip=("code",) if code_steps is not None else (),
             )
         except Exception as e:  # a crash in verify is a failed stage, reported like the others
             report.add(
@@ -858,85 +856,10 @@ def run_rebuild(
                 )
             )
             return report
-    report.add(*(code_steps or []), *result.steps)
+    report.add(*result.steps)
     report.inventory = result.inventory
     report.settings["verify"] = {"seconds": round(time.monotonic() - t0, 3), **result.settings}
     return report
-
-
-def _in_git_checkout(folder: Path) -> bool:
-    return any((p / ".git").exists() for p in (folder.resolve(), *folder.resolve().parents))
-
-
-def bundle_code_steps(plan: RebuildPlan) -> list[Step] | None:
-    """The code layer for a bundle that carries its code outside any git checkout: the bundle
-    recorded the revision (and whether the tree had local changes) when it copied the code, and
-    BUNDLE.sha256 proves the files are unchanged since. None when verify's git check applies."""
-    code = plan.manifest.code
-    folder = plan.manifest_path.parent
-    if code is None or plan.bundle_sums is None or _in_git_checkout(folder):
-        return None
-    try:
-        refs = json.loads((folder / "references.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    entry = next((r for r in refs if isinstance(r, dict) and r.get("kind") == "code"), None)
-    if entry is None or entry.get("included") is not True:
-        return None
-    steps: list[Step] = []
-    recorded = entry.get("revision")
-    details = {"source": "bundle", "files": entry.get("files")}
-    if recorded == code.revision:
-        steps.append(
-            Step.passed("code", "revision", expected=code.revision, observed=recorded, details=details)
-        )
-    else:
-        steps.append(
-            Step.failed(
-                "code",
-                "revision",
-                "the bundle's code was copied outside a git checkout, so it is not tied to any revision"
-                if recorded is None
-                else f"the bundle's code is from {str(recorded)[:12]}, the manifest pins {code.revision[:12]}",
-                expected=code.revision,
-                observed=recorded,
-                hint="write the bundle from the project's git checkout at the pinned revision"
-                " (kernodeck capture records it)",
-                details=details,
-            )
-        )
-    if entry.get("dirty"):
-        msg = "the code had local changes when the bundle was written"
-        if code.allow_dirty:
-            steps.append(Step.warning("code", "clean-tree", msg, expected="allow-dirty", required=False))
-        else:
-            steps.append(
-                Step.failed(
-                    "code",
-                    "clean-tree",
-                    msg,
-                    expected="no local changes",
-                    hint="commit the changes, capture, and write the bundle again",
-                )
-            )
-    elif recorded is not None:
-        steps.append(Step.passed("code", "clean-tree", expected="no local changes", observed="clean"))
-    for cfg in code.config:
-        p = folder / cfg.path
-        got = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
-        if got == cfg.sha256:
-            steps.append(Step.passed("code", f"config:{cfg.path}", expected=cfg.sha256, observed=got))
-        else:
-            steps.append(
-                Step.failed(
-                    "code",
-                    f"config:{cfg.path}",
-                    "missing" if got is None else "sha256 differs",
-                    expected=cfg.sha256,
-                    observed=got,
-                )
-            )
-    return steps
 
 
 def _install_hint(output: str, plan: RebuildPlan) -> str:

@@ -12,7 +12,6 @@ from pathlib import Path
 import click
 
 from kernodeck.errors import EXIT_FAILED, EXIT_OK
-from kernodeck.report import Report, Status, Step
 
 RESUME = "resume"
 
@@ -66,6 +65,7 @@ def check(
     """Run the application checks and the resume check (NAME: only these checks; `resume`: the resume check)."""
     from kernodeck import checks
     from kernodeck.manifest import load_manifest
+    from kernodeck.report import Report, render
 
     path = manifest_path / "repro.toml" if manifest_path.is_dir() else manifest_path
     manifest = load_manifest(path)
@@ -97,7 +97,9 @@ def check(
         report.settings["determinism"] = det
 
     to_stdout = json_out == "-"
-    _render(report, err=to_stdout)
+    # The shared report renderer (tables per layer, colours only on a terminal, NO_COLOR honoured);
+    # with `--json -` stdout carries the JSON, so the tables go to stderr.
+    render(report, sys.stderr if to_stdout else sys.stdout)
     if record and report.ok:
         click.echo(
             f"recorded {len(written)} file(s): {', '.join(written) or 'none'}; "
@@ -110,26 +112,3 @@ def check(
         else:
             report.write_json(json_out)
     click.get_current_context().exit(EXIT_OK if report.ok else EXIT_FAILED)
-
-
-_MARK = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.SKIPPED: "SKIP", Status.WARNING: "WARN"}
-
-
-def _render(report: Report, *, err: bool) -> None:
-    for s in report.steps:
-        click.echo(_line(s), err=err)
-    click.echo(report.summary(), err=err)
-
-
-def _line(s: Step) -> str:
-    head = f"{_MARK[s.status]}  {s.layer:<11}  {s.name}"
-    if s.status is Status.PASSED:
-        if s.observed is not None:
-            head += f": {s.observed}"
-        if s.seconds is not None:
-            head += f" ({s.seconds:.1f} s)"
-        return head
-    head += f"\n      {s.error}" if s.error else ""
-    if s.hint:
-        head += f"\n      hint: {s.hint}"
-    return head

@@ -2,37 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from kernodeck.errors import EXIT_FAILED, EXIT_OK
-from kernodeck.report import Report, Status, Step
-
-_MARK = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.SKIPPED: "SKIP", Status.WARNING: "WARN"}
-
-
-def _line(s: Step) -> str:
-    head = f"{_MARK[s.status]}  {s.layer:<11}  {s.name}"
-    if s.status is Status.PASSED:
-        if s.observed is not None and not isinstance(s.observed, (dict, list)):
-            head += f": {s.observed}"
-        elif isinstance(s.observed, dict) and s.layer == "rebuild" and s.name == "inventory":
-            head += f": {len(s.observed)} distributions"
-        if s.seconds is not None:
-            head += f" ({s.seconds:.1f} s)"
-        return head
-    if s.error:
-        head += f"\n      {s.error}"
-    if s.hint and s.status is not Status.SKIPPED:
-        head += f"\n      hint: {s.hint}"
-    return head
-
-
-def render_report(report: Report, *, err: bool = False) -> None:
-    for s in report.steps:
-        click.echo(_line(s), err=err)
-    click.echo(report.summary(), err=err)
 
 
 @click.command()
@@ -77,6 +52,7 @@ def rebuild(
     the dependency contract, write installed-after.txt, and verify (application checks included).
     """
     from kernodeck.rebuild import plan_rebuild, run_rebuild
+    from kernodeck.report import Status, render, write_json_report
 
     to_stdout = json_out == "-"
     plan = plan_rebuild(
@@ -96,12 +72,9 @@ def rebuild(
     pip_step = next((s for s in report.steps if s.layer == "rebuild" and s.name == "pip-version"), None)
     if pip_step is not None and pip_step.status is Status.PASSED:
         click.echo(f"pip --version: {pip_step.observed}", err=to_stdout)
-    render_report(report, err=to_stdout)
     if json_out is not None:
-        if to_stdout:
-            click.echo(report.to_json(), nl=False)
-        else:
-            report.write_json(json_out)
+        write_json_report(report, json_out)
+    render(report, sys.stderr if to_stdout else sys.stdout)
     click.get_current_context().exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 

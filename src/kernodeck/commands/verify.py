@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import click
 
 from kernodeck.errors import EXIT_FAILED, EXIT_OK
+
+
+def _preload_renderer() -> None:
+    """Import rich in a background thread: it loads while the main thread waits for the probes,
+    instead of after them."""
+
+    def load() -> None:
+        try:
+            import rich.box
+            import rich.console
+            import rich.table
+            import rich.text  # noqa: F401
+        except Exception:  # the renderer imports it again and reports any error then
+            pass
+
+    threading.Thread(target=load, name="kernodeck-preload", daemon=True).start()
 
 
 @click.command()
@@ -55,6 +72,7 @@ def verify(
     Layers: code, data, interpreter, packages, contract, system, backend, device, application,
     resume. Exit 0 when everything required passed, 1 when a check failed, 2 for bad input.
     """
+    _preload_renderer()
     from kernodeck.api import verify as run
     from kernodeck.report import render, write_json_report
 

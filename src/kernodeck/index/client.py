@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -35,7 +36,13 @@ from packaging.utils import canonicalize_name
 
 from kernodeck import __version__
 from kernodeck.errors import IndexError_
-from kernodeck.index.cache import CachedPage, IndexCache, default_cache_dir
+from kernodeck.index.cache import (
+    DEFAULT_PAGE_TTL,
+    CachedPage,
+    IndexCache,
+    default_cache_dir,
+    page_is_fresh,
+)
 from kernodeck.index.metadata import (
     RangeUnsupported,
     build_sdist_metadata,
@@ -110,7 +117,7 @@ class IndexClient:
         exclude_newer: datetime | None = None,
         transport: httpx.BaseTransport | None = None,
         concurrency: int = 16,
-        page_ttl: float = 600,
+        page_ttl: float = DEFAULT_PAGE_TTL,
         disk_cache: bool = True,
         timeout: float = 60,
     ) -> None:
@@ -130,6 +137,8 @@ class IndexClient:
         self._resolved: dict[str, ResolvedUrl] = {}
         self._auth: dict[str, tuple[str, str]] = {}
         self._local_hashes: dict[tuple[str, int, int], str] = {}
+        self._used_pages: dict[str, tuple[tuple[int, int], CachedPage]] = {}
+        self.replayable = True
         limits = httpx.Limits(
             max_connections=max(16, self.concurrency * 2), max_keepalive_connections=self.concurrency
         )
@@ -240,6 +249,11 @@ class IndexClient:
             hit = self._pages.get(key)
         if hit is not None:
             return hit
+        quick = self._parsed_page(source, canon)
+        if quick is not None:
+            with self._lock:
+                self._pages[key] = quick
+            return quick
         with self.cache.lock(f"page:{source.url}:{canon}"):
             with self._lock:
                 hit = self._pages.get(key)
@@ -267,11 +281,45 @@ class IndexClient:
             list(pool.map(one, todo))
 
     def _fresh(self, cached: CachedPage) -> bool:
-        if self.exclude_newer is not None and cached.fetched_at > self.exclude_newer.timestamp():
-            return True
-        if cached.etag or cached.last_modified:
-            return False  # revalidate
-        return (time.time() - cached.fetched_at) < self.page_ttl
+        return page_is_fresh(
+            cached.fetched_at,
+            cached.etag,
+            cached.last_modified,
+            exclude_newer=self.exclude_newer,
+            ttl=self.page_ttl,
+        )
+
+    # -- what a lock read, for replaying it ------------------------------------------------------------
+
+    def _note_page(self, url: str, fp: tuple[int, int] | None, head: CachedPage) -> None:
+        with self._lock:
+            if fp is None:
+                self.replayable = False
+            else:
+                self._used_pages[url] = (fp, head)
+
+    def not_replayable(self) -> None:
+        """Something was read that the page cache does not describe (a local folder, a download)."""
+        with self._lock:
+            self.replayable = False
+
+    def used_pages(self) -> list[dict[str, Any]] | None:
+        """The cached pages this client answered from, with what decides whether they still may
+        answer (see `IndexCache.fingerprint`, `page_is_fresh`); None when that does not cover
+        everything read."""
+        with self._lock:
+            if not self.replayable or not self.cache.enabled:
+                return None
+            return [
+                {
+                    "url": url,
+                    "fingerprint": list(fp),
+                    "fetched_at": head.fetched_at,
+                    "etag": head.etag,
+                    "last_modified": head.last_modified,
+                }
+                for url, (fp, head) in sorted(self._used_pages.items())
+            ]
 
     def _load_page(
         self, url: str, *, source: IndexSource, what: str, variables: tuple[str, ...]
@@ -351,16 +399,53 @@ class IndexClient:
         if urlsplit(base).scheme == "file":
             return self._file_page(source, base, canon)
         url = f"{base}/{canon}/"
+        quick = self._parsed_page(source, canon)
+        if quick is not None:
+            return quick
         cached = self._load_page(
             url, source=source, what=f"the page of {canon!r}", variables=resolved.variables
         )
         if cached.not_found:
+            self._note_page(url, self.cache.put_parsed(cached, [], []), cached)
             return NotFound(
                 canon, source.name, f"index {source.name!r} has no project {canon!r} ({redact(url)})"
             )
-        return self._parse(cached, project=canon, index=source.name)
+        page = self._parse(cached, project=canon, index=source.name)
+        if page.entries is not None:
+            self._note_page(url, self.cache.put_parsed(cached, page.entries, page.rejected), cached)
+        else:
+            self.not_replayable()
+        return page
+
+    def _parsed_page(self, source: IndexSource, canon: str) -> ProjectPage | NotFound | None:
+        """The page from its parsed form in the cache, when the cache may answer (no decoding, no
+        validation, no lock: cache files are replaced atomically); None otherwise."""
+        if self.refresh or source.format != "simple":
+            return None
+        base = self.resolve_source(source).url.rstrip("/")
+        if urlsplit(base).scheme == "file":
+            return None
+        url = f"{base}/{canon}/"
+        parsed = self.cache.get_parsed(url)
+        if parsed is None or not (self.offline or self._fresh(parsed.head)):
+            return None
+        self._bump(pages_from_cache=1)
+        head = parsed.head
+        self._note_page(url, parsed.fingerprint, head)
+        if head.not_found:
+            return NotFound(
+                canon, source.name, f"index {source.name!r} has no project {canon!r} ({redact(url)})"
+            )
+        return ProjectPage(
+            canon,
+            source.name,
+            rejected=tuple(parsed.rejected),
+            url=head.base or head.url,
+            entries=parsed.entries,
+        )
 
     def _file_page(self, source: IndexSource, base: str, canon: str) -> ProjectPage | NotFound:
+        self.not_replayable()
         root = _local_path(base)
         folder = root / canon
         if not folder.is_dir():
@@ -385,6 +470,7 @@ class IndexClient:
         return self._with_local_hashes(parsed)
 
     def _find_links_page(self, source: IndexSource, canon: str) -> ProjectPage | NotFound:
+        self.not_replayable()
         resolved = self.resolve_source(source)
         with self._lock:
             files = self._flinks.get((source.name, source.url))
@@ -500,6 +586,7 @@ class IndexClient:
         """The file's sha256: from the index when published, else computed from a download."""
         if file.sha256:
             return file.sha256
+        self.not_replayable()
         if urlsplit(file.url).scheme == "file":
             return self._local_sha256(_local_path(file.url))
         return hashlib.sha256(self.fetch_file(file)).hexdigest()
@@ -521,6 +608,11 @@ class IndexClient:
             return hit
         if err is not None:
             raise err
+        meta = self._cached_metadata(file)  # no lock: cache files are replaced atomically
+        if meta is not None:
+            with self._lock:
+                self._meta[key] = meta
+            return meta
         try:
             with self.cache.lock(f"meta:{key}"):
                 with self._lock:
@@ -553,16 +645,21 @@ class IndexClient:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
             list(pool.map(one, todo))
 
-    def _metadata_uncached(self, file: IndexFile) -> CoreMetadata:
+    def _cached_metadata(self, file: IndexFile) -> CoreMetadata | None:
         data = self.cache.get_metadata(file.sha256, file.url)
-        if data is not None:
-            try:
-                meta = self._checked(parse_core_metadata(data, source=file.filename), file)
-            except MetadataError:
-                data = None  # a damaged cache entry is fetched again
-            else:
-                self._bump(metadata_from_cache=1)
-                return meta
+        if data is None:
+            return None
+        try:
+            meta = self._checked(parse_core_metadata(data, source=file.filename), file)
+        except MetadataError:
+            return None  # a damaged cache entry is fetched again
+        self._bump(metadata_from_cache=1)
+        return meta
+
+    def _metadata_uncached(self, file: IndexFile) -> CoreMetadata:
+        meta = self._cached_metadata(file)
+        if meta is not None:
+            return meta
         if self.offline:
             raise MetadataError(
                 f"offline: the metadata of {file.filename} (index {file.index!r}) is not in the cache",

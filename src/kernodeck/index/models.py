@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -51,11 +52,92 @@ _HASH_LENGTHS = {
 SDIST_SUFFIXES = (".tar.gz", ".zip")
 
 
-@functools.lru_cache(maxsize=65536)
-def _parse_filename(
-    filename: str,
-) -> tuple[NormalizedName, Version, frozenset[Tag] | None]:
-    """(project, version, tags or None for an sdist); raises ValueError for an unusable name."""
+# Filename parsing is the hot spot of reading a project page (tens of thousands of files): a
+# filename is split by the wheel/sdist rules and each part (name, version, build, tag set) is
+# validated once per distinct text by packaging itself, on a filename made of that part and
+# known-good others. The verdict is packaging's; a failure is re-raised by packaging on the real
+# filename, so the message is packaging's too.
+_GOOD_WHEEL = ("x", "0", "py3-none-any")
+_part_cache: dict[tuple[str, str], Any] = {}
+_part_lock = threading.Lock()
+_FAILED = object()
+
+
+def _wheel_part(kind: str, text: str) -> Any:
+    key = (kind, text)
+    hit = _part_cache.get(key)
+    if hit is not None:
+        return hit
+    name, version, tag = _GOOD_WHEEL
+    build = ""
+    if kind == "name":
+        name = text
+    elif kind == "version":
+        version = text
+    elif kind == "build":
+        build = f"-{text}"
+    else:
+        tag = text
+    try:
+        n, v, b, t = parse_wheel_filename(f"{name}-{version}{build}-{tag}.whl")
+        value: Any = {"name": n, "version": v, "build": b, "tag": t}[kind]
+    except (InvalidWheelFilename, InvalidVersion):
+        value = _FAILED
+    with _part_lock:
+        if len(_part_cache) > 200_000:
+            _part_cache.clear()
+        _part_cache[key] = value
+    return value
+
+
+def _sdist_part(kind: str, text: str) -> Any:
+    key = ("sdist-" + kind, text)
+    hit = _part_cache.get(key)
+    if hit is not None:
+        return hit
+    try:
+        n, v = parse_sdist_filename(f"{text}-0.tar.gz" if kind == "name" else f"x-{text}.tar.gz")
+        value: Any = n if kind == "name" else v
+    except (InvalidSdistFilename, InvalidVersion):
+        value = _FAILED
+    with _part_lock:
+        _part_cache[key] = value
+    return value
+
+
+def _parse_filename_fast(filename: str) -> tuple[NormalizedName, Version, frozenset[Tag] | None] | None:
+    """packaging's verdict on `filename` from cached verdicts on its parts; None when invalid."""
+    if filename.endswith(".whl"):
+        stem = filename[:-4]
+        dashes = stem.count("-")
+        if dashes not in (4, 5):
+            return None
+        parts = stem.split("-", dashes - 2)
+        name = _wheel_part("name", parts[0])
+        version = _wheel_part("version", parts[1])
+        tags = _wheel_part("tag", parts[-1])
+        if name is _FAILED or version is _FAILED or tags is _FAILED:
+            return None
+        if dashes == 5 and _wheel_part("build", parts[2]) is _FAILED:
+            return None
+        return name, version, tags
+    if filename.endswith(".tar.gz"):
+        stem = filename[:-7]
+    elif filename.endswith(".zip"):
+        stem = filename[:-4]
+    else:
+        return None
+    name_part, sep, version_part = stem.rpartition("-")
+    if not sep or not name_part:
+        return None
+    name = _sdist_part("name", name_part)
+    version = _sdist_part("version", version_part)
+    if name is _FAILED or version is _FAILED:
+        return None
+    return name, version, None
+
+
+def _parse_filename_slow(filename: str) -> tuple[NormalizedName, Version, frozenset[Tag] | None]:
     if filename.endswith(".whl"):
         name, version, _build, tags = parse_wheel_filename(filename)
         return name, version, tags
@@ -63,6 +145,17 @@ def _parse_filename(
         name, version = parse_sdist_filename(filename)
         return name, version, None
     raise ValueError(f"not a wheel or sdist: {filename!r}")
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_filename(
+    filename: str,
+) -> tuple[NormalizedName, Version, frozenset[Tag] | None]:
+    """(project, version, tags or None for an sdist); raises ValueError for an unusable name."""
+    fast = _parse_filename_fast(filename)
+    if fast is not None:
+        return fast
+    return _parse_filename_slow(filename)  # raises packaging's error for this filename
 
 
 def parse_filename(filename: str) -> tuple[NormalizedName, Version, frozenset[Tag] | None]:
@@ -137,15 +230,143 @@ class IndexFile:
         return None
 
 
-@dataclass(frozen=True)
-class ProjectPage:
-    """The files of one project on one index, in page order; `rejected` lists malformed entries."""
+# One validated file of a page, in a compact form that marshal can store (see cache.py):
+# (filename, absolute url without credentials, hashes, requires-python, yanked, upload-time text,
+#  size, core-metadata, version text). `IndexFile`s are built from it only when asked for.
+Entry = tuple[str, str, dict[str, str], "str | None", "str | None", "str | None", "int | None", Any, str]
 
-    name: str
-    index: str
-    files: tuple[IndexFile, ...]
-    rejected: tuple[tuple[str, str], ...] = ()  # (filename or entry number, reason)
-    url: str = ""  # the page URL (no credentials)
+
+def file_from_entry(e: Entry, index: str) -> IndexFile:
+    cm = e[7]
+    return IndexFile(
+        filename=e[0],
+        url=e[1],
+        hashes=e[2],
+        requires_python=e[3],
+        yanked=e[4],
+        upload_time=_parse_time(e[5]) if e[5] is not None else None,
+        size=e[6],
+        core_metadata=cm,
+        index=index,
+    )
+
+
+def _version_of(text: str, filename: str) -> Version:
+    v = _wheel_part("version", text)
+    if v is _FAILED:  # cannot happen for a validated entry; packaging decides
+        return _parse_filename(filename)[1]
+    assert isinstance(v, Version)
+    return v
+
+
+class ProjectPage:
+    """The files of one project on one index, in page order; `rejected` lists malformed entries.
+
+    A page parsed from an index keeps its files as compact entries and builds `IndexFile`s lazily:
+    `versions()` groups the entries by version without building any, `files_of(version)` builds
+    one version's files. `files` builds them all (page order)."""
+
+    __slots__ = ("_built", "_entries", "_files", "_groups", "index", "name", "rejected", "url")
+
+    def __init__(
+        self,
+        name: str,
+        index: str,
+        files: tuple[IndexFile, ...] = (),
+        rejected: tuple[tuple[str, str], ...] = (),
+        url: str = "",
+        *,
+        entries: list[Entry] | tuple[Entry, ...] | None = None,
+    ) -> None:
+        self.name = name
+        self.index = index
+        self.rejected = tuple((a, b) for a, b in rejected)  # (filename or entry number, reason)
+        self.url = url  # the page URL (no credentials)
+        self._entries = entries
+        self._files: tuple[IndexFile, ...] | None = tuple(files) if entries is None else None
+        self._built: dict[int, IndexFile] = {}
+        self._groups: dict[Version, tuple[int, ...]] | None = None
+
+    @property
+    def entries(self) -> tuple[Entry, ...] | list[Entry] | None:
+        """The compact entries (None for a page built from `IndexFile`s)."""
+        return self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries) if self._entries is not None else len(self._files or ())
+
+    def _file(self, i: int) -> IndexFile:
+        if self._files is not None:
+            return self._files[i]
+        hit = self._built.get(i)
+        if hit is None:
+            assert self._entries is not None
+            hit = file_from_entry(self._entries[i], self.index)
+            self._built[i] = hit  # a race builds an equal file twice: harmless
+        return hit
+
+    @property
+    def files(self) -> tuple[IndexFile, ...]:
+        if self._files is None:
+            self._files = tuple(self._file(i) for i in range(len(self)))
+        return self._files
+
+    def versions(self) -> dict[Version, tuple[int, ...]]:
+        """Positions of the files of each version, in page order (equal versions share one key:
+        the first spelling on the page)."""
+        if self._groups is not None:
+            return self._groups
+        groups: dict[Version, list[int]] = {}
+        if self._entries is not None:
+            by_text: dict[str, Version] = {}
+            for i, e in enumerate(self._entries):
+                v = by_text.get(e[8])
+                if v is None:
+                    v = by_text[e[8]] = _version_of(e[8], e[0])
+                groups.setdefault(v, []).append(i)
+        else:
+            for i, f in enumerate(self._files or ()):
+                groups.setdefault(f.version, []).append(i)
+        self._groups = {v: tuple(ix) for v, ix in groups.items()}
+        return self._groups
+
+    def uploaded_after(self, version: Version, cutoff: datetime) -> bool:
+        """Whether every file of `version` has an upload time later than `cutoff` (False when
+        one has none), judged from the entries without building files where the text allows."""
+        positions = self.versions().get(version, ())
+        if not positions:
+            return False
+        if self._entries is None:
+            return all((t := self._file(i).upload_time) is not None and t > cutoff for i in positions)
+        cut = cutoff.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        for i in positions:
+            text = self._entries[i][5]
+            if text is None:
+                return False
+            if len(text) >= 20 and text[-1] == "Z" and _PLAIN_TIME.match(text) and text[:19] > cut:
+                continue  # later by whole seconds, whatever the fractions
+            if not _parse_time(text) > cutoff:
+                return False
+        return True
+
+    def files_of(self, version: Version) -> tuple[IndexFile, ...]:
+        return tuple(self._file(i) for i in self.versions().get(version, ()))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProjectPage):
+            return NotImplemented
+        return (self.name, self.index, self.files, self.rejected, self.url) == (
+            other.name,
+            other.index,
+            other.files,
+            other.rejected,
+            other.url,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ProjectPage(name={self.name!r}, index={self.index!r}, files={len(self)}, url={self.url!r})"
 
 
 @dataclass(frozen=True)
@@ -261,6 +482,15 @@ def _check_hashes(value: Any) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _valid_specifier(text: str) -> bool:
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        return False
+    return True
+
+
 def _check_requires_python(value: Any) -> str | None:
     if value is None:
         return None
@@ -269,10 +499,8 @@ def _check_requires_python(value: Any) -> str | None:
     text = value.strip()
     if not text:
         return None
-    try:
-        SpecifierSet(text)
-    except InvalidSpecifier:
-        raise ValueError(f"requires-python {value!r} is not a valid specifier") from None
+    if not _valid_specifier(text):
+        raise ValueError(f"requires-python {value!r} is not a valid specifier")
     return text
 
 
@@ -303,9 +531,23 @@ def _strip_credentials(url: str) -> str:
     return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
 
 
-def _make_file(
-    project: str,
-    index: str,
+# An absolute http(s) URL that urljoin/urldefrag leave as it is: no fragment, query, params,
+# user-info or whitespace (the usual case on an index page; anything else takes the long way).
+_PLAIN_URL = re.compile(r"^https?://[^/?#;@\s]+/[^?#;\s]*\Z")
+# Upload times as indexes write them ("2025-05-31T12:34:56.123456Z"), checked without the regex.
+_PLAIN_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z\Z")
+
+
+def _version_text(filename: str) -> str:
+    """The version part of a valid distribution filename, as written."""
+    if filename.endswith(".whl"):
+        return filename.split("-", 2)[1]
+    stem = filename[: -len(".tar.gz")] if filename.endswith(".tar.gz") else filename[: -len(".zip")]
+    return stem.rpartition("-")[2]
+
+
+def _entry(
+    canon_project: str,
     page_url: str,
     *,
     filename: Any,
@@ -316,35 +558,45 @@ def _make_file(
     upload_time: Any = None,
     size: Any = None,
     core_metadata: Any = None,
-) -> IndexFile:
+) -> Entry:
+    """One page entry, validated; raises ValueError naming the first bad field."""
     if not isinstance(filename, str) or not filename:
         raise ValueError(f"filename {filename!r} is not text")
     if "/" in filename or "\\" in filename:
         raise ValueError(f"filename {filename!r} contains a path separator")
     name, _version, _tags = parse_filename(filename)
-    if name != canonicalize_name(project):
-        raise ValueError(f"file {filename!r} belongs to {name!r}, not {canonicalize_name(project)!r}")
+    if name != canon_project:
+        raise ValueError(f"file {filename!r} belongs to {name!r}, not {canon_project!r}")
     if not isinstance(url, str) or not url:
         raise ValueError(f"url {url!r} is not text")
-    absolute, fragment = urldefrag(urljoin(page_url, url))
-    if urlsplit(absolute).scheme not in ("http", "https", "file"):
-        raise ValueError(f"url {url!r} has an unsupported scheme")
+    if _PLAIN_URL.match(url):
+        absolute, fragment = url, ""
+    else:
+        absolute, fragment = urldefrag(urljoin(page_url, url))
+        if urlsplit(absolute).scheme not in ("http", "https", "file"):
+            raise ValueError(f"url {url!r} has an unsupported scheme")
+        absolute = _strip_credentials(absolute)
     hashes = _check_hashes(hashes)
-    algo, _, digest = fragment.partition("=")
-    if algo.lower() in _HASH_LENGTHS and not hashes:
-        hashes = _check_hashes({algo: digest})
+    if fragment:
+        algo, _, digest = fragment.partition("=")
+        if algo.lower() in _HASH_LENGTHS and not hashes:
+            hashes = _check_hashes({algo: digest})
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise ValueError(f"size {size!r} is not a non-negative integer")
-    return IndexFile(
-        filename=filename,
-        url=_strip_credentials(absolute),
-        hashes=hashes,
-        requires_python=_check_requires_python(requires_python),
-        yanked=_check_yanked(yanked),
-        upload_time=_parse_time(upload_time) if upload_time is not None else None,
-        size=size,
-        core_metadata=_check_core_metadata(core_metadata),
-        index=index,
+    rp = _check_requires_python(requires_python)
+    yk = _check_yanked(yanked)
+    if upload_time is not None and not (isinstance(upload_time, str) and _PLAIN_TIME.match(upload_time)):
+        _parse_time(upload_time)  # raises ValueError when unusable
+    return (
+        filename,
+        absolute,
+        hashes,
+        rp,
+        yk,
+        upload_time,
+        size,
+        _check_core_metadata(core_metadata),
+        _version_text(filename),
     )
 
 
@@ -365,8 +617,9 @@ def parse_json_page(body: bytes, *, project: str, index: str, page_url: str) -> 
             f"index {index!r} speaks simple API version {api}, which kernodeck does not know",
             hint="only version 1.x of the simple repository API (PEP 691) is supported",
         )
-    files: list[IndexFile] = []
+    entries: list[Entry] = []
     rejected: list[tuple[str, str]] = []
+    canon = str(canonicalize_name(project))
     for i, entry in enumerate(doc["files"]):
         label = (
             str(entry.get("filename")) if isinstance(entry, dict) and entry.get("filename") else f"entry {i}"
@@ -375,10 +628,9 @@ def parse_json_page(body: bytes, *, project: str, index: str, page_url: str) -> 
             rejected.append((label, "entry is not an object"))
             continue
         try:
-            files.append(
-                _make_file(
-                    project,
-                    index,
+            entries.append(
+                _entry(
+                    canon,
                     page_url,
                     filename=entry.get("filename"),
                     url=entry.get("url"),
@@ -392,13 +644,7 @@ def parse_json_page(body: bytes, *, project: str, index: str, page_url: str) -> 
             )
         except ValueError as e:
             rejected.append((label, str(e)))
-    return ProjectPage(
-        name=str(canonicalize_name(project)),
-        index=index,
-        files=tuple(files),
-        rejected=tuple(rejected),
-        url=page_url,
-    )
+    return ProjectPage(name=canon, index=index, rejected=tuple(rejected), url=page_url, entries=entries)
 
 
 class _Anchors(HTMLParser):
@@ -433,7 +679,7 @@ def parse_html_page(body: bytes, *, project: str | None, index: str, page_url: s
     parser = _Anchors()
     parser.feed(body.decode("utf-8", errors="replace"))
     base = urljoin(page_url, parser.base) if parser.base else page_url
-    files: list[IndexFile] = []
+    entries: list[Entry] = []
     rejected: list[tuple[str, str]] = []
     for i, a in enumerate(parser.anchors):
         href = a.get("href")
@@ -450,10 +696,9 @@ def parse_html_page(body: bytes, *, project: str | None, index: str, page_url: s
                 except ValueError:
                     continue  # find-links pages list anything; only distributions count
             cm = a.get("data-core-metadata", a.get("data-dist-info-metadata"))
-            files.append(
-                _make_file(
-                    proj,
-                    index,
+            entries.append(
+                _entry(
+                    str(canonicalize_name(proj)),
                     base,
                     filename=filename,
                     url=href,
@@ -466,4 +711,4 @@ def parse_html_page(body: bytes, *, project: str | None, index: str, page_url: s
         except ValueError as e:
             rejected.append((label, str(e)))
     name = str(canonicalize_name(project)) if project else ""
-    return ProjectPage(name=name, index=index, files=tuple(files), rejected=tuple(rejected), url=page_url)
+    return ProjectPage(name=name, index=index, rejected=tuple(rejected), url=page_url, entries=entries)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as _dt
 import platform as _platform
 import re
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
@@ -20,14 +19,9 @@ import tomlkit
 from packaging.requirements import InvalidRequirement, Requirement
 
 from kernodeck.errors import UsageError
+from kernodeck.gitstate import GitState, git_state
 from kernodeck.manifest.load import loads_manifest, parse_toml
 from kernodeck.report import atomic_write_text
-
-
-@dataclass
-class GitState:
-    revision: str
-    dirty: bool
 
 
 @dataclass
@@ -40,22 +34,6 @@ class HostFacts:
     macos: str | None = None
     backend: str | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def git_state(directory: Path) -> GitState | None:
-    """HEAD's full sha and whether the tree has uncommitted changes; None outside a git checkout."""
-    try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=30
-        )
-        if rev.returncode != 0:
-            return None
-        status = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=directory, capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return GitState(revision=rev.stdout.strip(), dirty=bool(status.stdout.strip()))
 
 
 def torch_backend(os_name: str, dist_version: str | None) -> tuple[str | None, str | None]:
@@ -251,7 +229,10 @@ def write_starter(directory: Path, *, force: bool = False, name: str | None = No
     path = directory / "repro.toml"
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
-    text = tomlkit.dumps(starter_document(directory, name=name, git=git_state(directory)))
+    state = git_state(directory)
+    text = tomlkit.dumps(
+        starter_document(directory, name=name, git=state if isinstance(state, GitState) else None)
+    )
     loads_manifest(text, str(path))  # the starter must validate; a failure here is a bug, not bad input
     atomic_write_text(path, text)
     return path

@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
-from kernodeck.probe.facts import Facts
-from kernodeck.probe.runner import FakeProbe, Probe, ProbeFailed, ProbeRequest, RealProbe
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kernodeck.probe.facts import Facts
+    from kernodeck.probe.runner import FakeProbe, Probe, ProbeFailed, ProbeRequest, RealProbe
 
 __all__ = ["Facts", "FakeProbe", "Probe", "ProbeFailed", "ProbeRequest", "RealProbe"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported lazily: kernodeck.probe.launch starts the probe before pydantic is imported.
+    if name == "Facts":
+        from kernodeck.probe.facts import Facts
+
+        return Facts
+    if name in __all__:
+        from kernodeck.probe import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'kernodeck.probe' has no attribute {name!r}")

@@ -85,6 +85,7 @@ class Records(_M):
     hashed: int = 0
     bytes_hashed: int = 0
     cache_hits: int = 0
+    #: written by probes before the records cache (kept so that their recorded facts still load)
     new_hashes: dict[str, list[Any]] = {}
 
 
@@ -92,6 +93,8 @@ class TorchFiles(_M):
     """torch/version.py, read without importing torch."""
 
     installed: bool = False
+    #: whether `import torch` would find a module (importlib.util.find_spec), without importing it
+    importable: bool | None = None
     distribution_version: str | None = None
     version: str | None = None
     cuda: str | None = None

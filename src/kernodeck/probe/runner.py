@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,10 +19,21 @@ from pydantic import ValidationError
 
 from kernodeck.errors import EXIT_FAILED, KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
+from kernodeck.probe import launch
 from kernodeck.probe.facts import Facts, TorchCompute, TorchFacts
+from kernodeck.probe.launch import PROBE_DIR, SCRIPT, resolve_python
 
-PROBE_DIR = Path(__file__).resolve().parent
-SCRIPT = PROBE_DIR / "script.py"
+__all__ = [
+    "SCRIPT",
+    "FakeProbe",
+    "Probe",
+    "ProbeFailed",
+    "ProbeRequest",
+    "RealProbe",
+    "parse_torch_output",
+    "resolve_python",
+]
+
 TORCH_SCRIPT = PROBE_DIR / "torch_probe.py"
 
 DEFAULT_TIMEOUT = 600.0
@@ -99,35 +108,6 @@ class FakeProbe:
         return torch
 
 
-def resolve_python(python: str | os.PathLike[str] | None) -> str:
-    """The target interpreter as an absolute path; UsageError when it is not there."""
-    if python is None:
-        return sys.executable
-    p = str(python)
-    if os.sep not in p and not os.path.exists(p):
-        found = shutil.which(p)
-        if found is None:
-            raise UsageError(
-                f"no interpreter {p!r} on PATH", hint="pass --python with a path, e.g. .venv/bin/python"
-            )
-        p = found
-    path = Path(p)
-    if path.is_dir():
-        for cand in (path / "bin" / "python", path / "Scripts" / "python.exe"):
-            if cand.exists():
-                path = cand
-                break
-    if not path.exists():
-        raise UsageError(
-            f"no interpreter at {p}",
-            hint="pass --python with the environment's interpreter, e.g. .venv-rebuild/bin/python",
-        )
-    if not os.access(path, os.X_OK) or path.is_dir():
-        raise UsageError(f"{p} is not an executable interpreter")
-    # Keep the venv's own path: resolving the symlink would leave the environment.
-    return str(path.absolute())
-
-
 class RealProbe:
     """Runs the probes as subprocesses of the target interpreter."""
 
@@ -145,64 +125,78 @@ class RealProbe:
         self.rehash = rehash
         self.timeout = timeout
         self.torch_timeout = torch_timeout
+        self._torch_absent = False
 
     @property
     def python(self) -> str:
         return self._python
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env["PYTHONIOENCODING"] = "utf-8"
-        env.pop("PYTHONPATH", None)
-        return env
+        return launch.probe_env()
 
     def collect(self, request: ProbeRequest) -> Facts:
         return self._run_script(request)
 
     def collect_torch(self, request: ProbeRequest) -> TorchFacts:
+        if self._torch_absent:
+            # The environment probe found no torch to import (no distribution, no module).
+            return TorchFacts(status="not-installed", error="ModuleNotFoundError: No module named 'torch'")
         proc = self._start_torch(request)
         return self._finish_torch(proc, self.torch_timeout, request)
 
+    @property
+    def records_cache(self) -> Path | None:
+        """Where the probe keeps what it proved about installed files (None: no cache)."""
+        if self.cache is None or self.cache.path is None:
+            return None
+        return launch.records_cache_dir(self.cache.path.parent)
+
+    def script_command(self, request: ProbeRequest) -> list[str]:
+        return launch.script_command(
+            self._python,
+            records=request.records,
+            rehash=self.rehash,
+            records_cache=self.records_cache,
+            smi=request.smi,
+        )
+
+    def prestart(self, request: ProbeRequest) -> None:
+        """Start the environment probe for `request` now (its locate/env parts come later)."""
+        launch.prestart(self.script_command(request))
+
     def _run_script(self, request: ProbeRequest) -> Facts:
-        cmd = [self._python, "-I", str(SCRIPT)]
-        if request.records:
-            cmd.append("--records")
-            if self.rehash:
-                cmd.append("--rehash")
-            elif self.cache is not None and self.cache.path is not None and self.cache.path.exists():
-                cmd += ["--hash-cache", str(self.cache.path)]
-        for item in request.locate:
-            cmd += ["--locate", item]
-        for name in request.env:
-            cmd += ["--env", name]
-        for name in request.env_present:
-            cmd += ["--env-present", name]
-        if not request.smi:
-            cmd.append("--no-smi")
+        cmd = self.script_command(request)
+        rest = {
+            "locate": list(request.locate),
+            "env": list(request.env),
+            "env_present": list(request.env_present),
+        }
         try:
-            p = subprocess.run(cmd, capture_output=True, timeout=self.timeout, env=self._env())
+            proc = launch.take(cmd) or launch.spawn(cmd)
+        except OSError as e:
+            raise UsageError(f"cannot run {self._python}: {e.strerror or e}") from None
+        try:
+            out, err = proc.communicate((json.dumps(rest) + "\n").encode("utf-8"), timeout=self.timeout)
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
             raise ProbeFailed(
                 f"the environment probe under {self._python} timed out after {self.timeout:g}s"
             ) from None
-        except OSError as e:
-            raise UsageError(f"cannot run {self._python}: {e.strerror or e}") from None
-        if p.returncode != 0:
-            err = _first_error(p.stderr.decode("utf-8", "replace"))
+        if proc.returncode != 0:
+            first = _first_error(err.decode("utf-8", "replace"))
             raise ProbeFailed(
-                f"the environment probe failed under {self._python}: {err or f'exit status {p.returncode}'}",
+                f"the environment probe failed under {self._python}: {first or f'exit status {proc.returncode}'}",
                 hint="the probe needs Python >= 3.8; check that the interpreter starts: PYTHON -c 'import sys'",
             )
         try:
-            facts = Facts.model_validate_json(p.stdout)
+            facts = Facts.model_validate_json(out)
         except ValidationError as e:
             raise ProbeFailed(
                 f"the environment probe under {self._python} printed unreadable facts: {e}"
             ) from None
-        if self.cache is not None and facts.records.new_hashes:
-            self.cache.merge(facts.records.new_hashes)
-            self.cache.save()
-        facts.records.new_hashes = {}
+        tf = facts.torch_files
+        self._torch_absent = not tf.installed and tf.importable is False
         return facts
 
     def _start_torch(self, request: ProbeRequest) -> subprocess.Popen[bytes]:

@@ -4,31 +4,31 @@ Standard library only, Python >= 3.8: it must run in any environment Kernodeck i
 without Kernodeck installed there. It reports raw observations (file contents, command output);
 parsing and judging happen in Kernodeck (kernodeck.probe.facts, kernodeck.verify).
 
-    python -I script.py [--records] [--hash-cache FILE] [--rehash] [--locate PKG:PATH]...
-                        [--env NAME]... [--env-present NAME]... [--no-smi]
+    python -I script.py [--records] [--records-cache DIR] [--rehash] [--locate PKG:PATH]...
+                        [--env NAME]... [--env-present NAME]... [--no-smi] [--request-stdin]
+
+With --request-stdin the caller may start the probe before it has read the manifest: the probe
+checks the installed files first, then reads the manifest-dependent part of the request
+(locate, env, env_present) as one JSON line from stdin.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import base64
-import contextlib
-import csv
-import glob
 import hashlib
 import io
 import json
 import os
 import platform
 import re
-import shutil
-import subprocess
 import sys
 import sysconfig
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+# Imported where needed (start-up time counts): ast, contextlib, csv, glob, shutil, subprocess,
+# concurrent.futures.
 
 PROBE_VERSION = 1
 
@@ -76,6 +76,8 @@ def _read(path: str, limit: int = 65536) -> str | None:
 
 
 def _run(cmd: list[str], timeout: float) -> dict[str, Any]:
+    import subprocess
+
     try:
         p = subprocess.run(cmd, capture_output=True, timeout=timeout, text=True, errors="replace")
     except subprocess.TimeoutExpired:
@@ -137,6 +139,8 @@ def interpreter() -> dict[str, Any]:
 
 
 def _musl_version() -> str | None:
+    import glob
+
     for loader in sorted(glob.glob("/lib/ld-musl-*.so.1")):
         r = _run([loader], 5)
         m = re.search(r"Version\s+(\d+\.\d+(?:\.\d+)?)", (r.get("stdout") or "") + (r.get("error") or ""))
@@ -323,119 +327,298 @@ def _hash_file(path: str, size: int) -> str:
     return h.hexdigest()
 
 
+def _record_rows(path: str) -> list[list[str]]:
+    """The rows of a RECORD file. Lines without quotes (nearly all) are split from the right:
+    the hash and size fields never hold a comma; files with a quoted path go through csv."""
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8")
+    if '"' in text:
+        import csv
+
+        return list(csv.reader(io.StringIO(text, newline="")))
+    return [line.rsplit(",", 2) for line in text.splitlines() if line]
+
+
+#: A file changed this recently may change again within the same timestamp tick; its digest is
+#: not cached ("racily clean", as git calls it).
+RACY_NS = 2_000_000_000
+
+
+class RecordsCache:
+    """What the last runs proved about each distribution's installed files.
+
+    DIR/env-<id>.json (one per environment, small): metadata dir -> [RECORD stat key, summary]
+    for distributions whose every file matched RECORD; the summary is a digest of all their
+    files' (size, mtime_ns, inode, ctime_ns). When the RECORD and the summary are unchanged, no
+    file has been written, replaced or removed since it was hashed, so no file is read again.
+    DIR/dist-<id>.json (one per distribution, read only when its summary changed): every file's
+    stat key and sha256, so that only the files that changed are hashed again.
+    """
+
+    def __init__(self, directory: str | None, env_id: str, read: bool) -> None:
+        self.dir = directory
+        self.read = read and directory is not None
+        self.index_path = os.path.join(directory, f"env-{env_id}.json") if directory else None
+        self.index: dict[str, Any] = self._load(self.index_path) if self.read else {}
+        self.new_index: dict[str, Any] = {}
+        self.details: dict[str, dict[str, Any]] = {}
+
+    @staticmethod
+    def _load(path: str | None) -> dict[str, Any]:
+        if path is None:
+            return {}
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _detail_path(self, meta_dir: str) -> str | None:
+        if self.dir is None:
+            return None
+        digest = hashlib.sha256(os.path.realpath(meta_dir).encode("utf-8", "surrogateescape")).hexdigest()
+        return os.path.join(self.dir, f"dist-{digest[:32]}.json")
+
+    def proven(self, meta_dir: str, record_key: list[int], summary: str) -> bool:
+        e = self.index.get(meta_dir)
+        return isinstance(e, list) and len(e) == 2 and e[0] == record_key and e[1] == summary
+
+    def files(self, meta_dir: str, base: str) -> dict[str, Any]:
+        if not self.read:
+            return {}
+        d = self._load(self._detail_path(meta_dir))
+        files = d.get("files") if d.get("base") == base else None
+        return files if isinstance(files, dict) else {}
+
+    def save(self) -> None:
+        if self.dir is None or self.index_path is None:
+            return
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+            for meta_dir, detail in self.details.items():
+                _atomic_write(self._detail_path(meta_dir), detail)
+            if self.new_index != self.index:
+                _atomic_write(self.index_path, self.new_index)
+        except OSError:
+            pass  # a cache that cannot be written costs time, never correctness
+
+
+def _atomic_write(path: str | None, data: Any) -> None:
+    if path is None:
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, separators=(",", ":"))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+_MISSING = (-1, -1, -1, -1)
+_ROOTS = ("/", "\\")
+
+
+def _stat_summary(record_key: list[int], fulls: list[str]) -> str | None:
+    """One digest of the RECORD's and every file's (size, mtime_ns, inode, ctime_ns), in RECORD
+    order (a missing file counts as -1s). The fast path: no list of keys is built."""
+    from array import array
+
+    a = array("q", record_key)
+    extend = a.extend
+    stat = os.stat
+    try:
+        for full in fulls:
+            try:
+                st = stat(full)
+            except OSError:
+                extend(_MISSING)
+                continue
+            extend((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
+    except OverflowError:  # an inode number above 2**63: _summary's slower form
+        return None
+    return hashlib.blake2b(a.tobytes(), digest_size=20).hexdigest()
+
+
+def _summary(record_key: list[int], keys: list[Any]) -> str:
+    """_stat_summary from stat keys already taken (None: missing)."""
+    from array import array
+
+    a = array("q", record_key)
+    try:
+        for k in keys:
+            a.extend(k if k is not None else _MISSING)
+        data = a.tobytes()
+    except OverflowError:
+        data = repr([record_key, *keys]).encode("ascii")
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
 def check_records(
-    dists: list[dict[str, Any]], cache: dict[str, Any], rehash: bool, threads: int
+    dists: list[dict[str, Any]], cache: RecordsCache, rehash: bool, threads: int
 ) -> dict[str, Any]:
     """Compare every installed file with its distribution's RECORD (sha256 and size).
 
-    Digests of files whose (size, mtime_ns, inode, ctime_ns) match the cache are taken from it; new
-    digests are returned in `new_hashes` for the caller to store.
+    A distribution whose RECORD and files' stat keys are what the cache proved last time is not
+    read again; otherwise only files whose (size, mtime_ns, inode, ctime_ns) changed are hashed.
     """
-    jobs: list[tuple[int, str, str, str, tuple[int, int, int, int]]] = []
     stats = {"files": 0, "hashed": 0, "bytes_hashed": 0, "cache_hits": 0}
-    new_hashes: dict[str, list[Any]] = {}
+    racy = time.time_ns() - RACY_NS
+    stat = os.stat
+    # distributions checked file by file:
+    # (index, record key, entries, stat keys, the cache's digests, digests kept from them)
+    pending: list[
+        tuple[int, list[int], list[tuple[str, str, str]], list[Any], dict[str, Any], dict[str, Any]]
+    ] = []
+    jobs: list[tuple[int, str, str, str, tuple[int, int, int, int]]] = []
     for i, d in enumerate(dists):
         d["record_problems"] = []
         d["record_files"] = 0
         if d["record"] is None or d.get("shadowed"):
             continue
         try:
-            with open(d["record"], encoding="utf-8", newline="") as f:
-                rows = list(csv.reader(f))
-        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            rst = stat(d["record"])
+            rows = _record_rows(d["record"])
+        except (OSError, UnicodeDecodeError, ValueError) as e:
             d["record_problems"].append(
                 {"path": "RECORD", "problem": "unreadable", "expected": None, "observed": str(e)}
             )
             continue
+        record_key = [rst.st_size, rst.st_mtime_ns, rst.st_ino, rst.st_ctime_ns]
         base = d["location"]
-        for row in rows:
-            if len(row) < 2 or not row[1]:
+        prefix = base + os.sep
+        # (relative path, expected urlsafe-b64 sha256, expected size)
+        entries = [
+            (row[0], row[1][7:], row[2] if len(row) > 2 else "")
+            for row in rows
+            if len(row) > 1 and row[1][:7] == "sha256="
+        ]
+        fulls = [
+            prefix + rel
+            if ".." not in rel and ":" not in rel and not rel.startswith(_ROOTS)
+            else os.path.normpath(os.path.join(base, rel))
+            for rel, _, _ in entries
+        ]
+        n = len(entries)
+        d["record_files"] = n
+        stats["files"] += n
+        meta_dir = d["metadata_dir"]
+        if not rehash and meta_dir in cache.index:
+            summary = _stat_summary(record_key, fulls)
+            if summary is not None and cache.proven(meta_dir, record_key, summary):
+                stats["cache_hits"] += n
+                cache.new_index[meta_dir] = [record_key, summary]
                 continue
-            rel, hash_field = row[0], row[1]
-            algo, _, expected = hash_field.partition("=")
-            if algo != "sha256":
-                continue
-            expected_size = int(row[2]) if len(row) > 2 and row[2].isdigit() else None
-            full = os.path.normpath(os.path.join(base, rel))
-            d["record_files"] += 1
-            stats["files"] += 1
+        keys: list[Any] = []
+        for full in fulls:
             try:
-                st = os.stat(full)
+                st = stat(full)
+                keys.append((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
             except OSError:
+                keys.append(None)
+        known = {} if rehash else cache.files(meta_dir, base)
+        kept: dict[str, Any] = {}
+        for j, (rel, expected, size) in enumerate(entries):
+            full, key = fulls[j], keys[j]
+            if key is None:
                 d["record_problems"].append(
-                    {"path": rel, "problem": "missing", "expected": hash_field, "observed": None}
+                    {"path": rel, "problem": "missing", "expected": "sha256=" + expected, "observed": None}
                 )
                 continue
-            if expected_size is not None and st.st_size != expected_size:
+            if size.isdigit() and key[0] != int(size):
                 d["record_problems"].append(
-                    {"path": rel, "problem": "size", "expected": expected_size, "observed": st.st_size}
+                    {"path": rel, "problem": "size", "expected": int(size), "observed": key[0]}
                 )
                 continue
-            key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-            cached = None if rehash else cache.get(full)
+            cached = known.get(rel)
             if isinstance(cached, list) and len(cached) == 5 and tuple(cached[:4]) == key:
                 stats["cache_hits"] += 1
-                if _b64(bytes.fromhex(cached[4])) != expected:
-                    d["record_problems"].append(
-                        {
-                            "path": rel,
-                            "problem": "hash",
-                            "expected": hash_field,
-                            "observed": "sha256=" + _b64(bytes.fromhex(cached[4])),
-                        }
-                    )
+                kept[rel] = cached
+                _compare(d, rel, expected, cached[4])
                 continue
             jobs.append((i, rel, full, expected, key))
+        pending.append((i, record_key, entries, keys, known, kept))
 
     def work(
         job: tuple[int, str, str, str, tuple[int, int, int, int]],
-    ) -> tuple[int, str, str, str, Any, str | None]:
+    ) -> tuple[int, str, str, Any, str | None]:
         i, rel, full, expected, key = job
         try:
-            return (i, rel, full, expected, key, _hash_file(full, key[0]))
+            return (i, rel, expected, key, _hash_file(full, key[0]))
         except OSError:
-            return (i, rel, full, expected, key, None)
+            return (i, rel, expected, key, None)
 
+    results: list[tuple[int, str, str, Any, str | None]] = []
     if jobs:
         # Large files first, so the pool does not end on one big file alone.
         jobs.sort(key=lambda j: -j[4][0])
-        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-            results = list(pool.map(work, jobs, chunksize=16))
-        for i, rel, full, expected, key, digest in results:
-            d = dists[i]
-            if digest is None:
-                d["record_problems"].append(
-                    {"path": rel, "problem": "unreadable", "expected": None, "observed": None}
-                )
-                continue
-            stats["hashed"] += 1
-            stats["bytes_hashed"] += key[0]
-            new_hashes[full] = [*key, digest]
-            observed = _b64(bytes.fromhex(digest))
-            if observed != expected:
-                d["record_problems"].append(
-                    {
-                        "path": rel,
-                        "problem": "hash",
-                        "expected": "sha256=" + expected,
-                        "observed": "sha256=" + observed,
-                    }
-                )
+        if threads > 1 and len(jobs) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                results = list(pool.map(work, jobs, chunksize=16))
+        else:
+            results = [work(j) for j in jobs]
+    digests: dict[int, dict[str, Any]] = {p[0]: p[5] for p in pending}
+    for i, rel, expected, key, digest in results:
+        d = dists[i]
+        if digest is None:
+            d["record_problems"].append(
+                {"path": rel, "problem": "unreadable", "expected": None, "observed": None}
+            )
+            continue
+        stats["hashed"] += 1
+        stats["bytes_hashed"] += key[0]
+        digests[i][rel] = [*key, digest]
+        _compare(d, rel, expected, digest)
+    for i, record_key, entries, keys, known, _ in pending:
+        d = dists[i]
+        meta_dir = d["metadata_dir"]
+        # A file changed in the last moments may change again unseen within one timestamp tick.
+        keep = {rel: e for rel, e in digests[i].items() if e[3] < racy}
+        if keep != known:
+            cache.details[meta_dir] = {"base": d["location"], "files": keep}
+        if not d["record_problems"] and record_key[3] < racy and len(keep) == len(entries):
+            cache.new_index[meta_dir] = [record_key, _summary(record_key, keys)]
     for d in dists:
         d["record_problems"].sort(key=lambda p: p["path"])
-    return {"checked": True, **stats, "new_hashes": new_hashes}
+    return {"checked": True, **stats}
+
+
+def _compare(d: dict[str, Any], rel: str, expected: str, digest: str) -> None:
+    observed = _b64(bytes.fromhex(digest))
+    if observed != expected:
+        d["record_problems"].append(
+            {
+                "path": rel,
+                "problem": "hash",
+                "expected": "sha256=" + expected,
+                "observed": "sha256=" + observed,
+            }
+        )
 
 
 def torch_files(dists: list[dict[str, Any]]) -> dict[str, Any]:
     """What torch says about its build in torch/version.py, read without importing torch."""
+    import importlib.util
+
+    try:
+        importable = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        importable = True  # a finder failed: let the torch probe find out
     d = next((d for d in dists if _canon(d["name"]) == "torch" and not d.get("shadowed")), None)
     if d is None:
-        return {"installed": False}
-    out: dict[str, Any] = {"installed": True, "distribution_version": d["version"]}
+        return {"installed": False, "importable": importable}
+    out: dict[str, Any] = {"installed": True, "importable": importable, "distribution_version": d["version"]}
     text = _read(os.path.join(d["location"], "torch", "version.py"))
     if text is None:
         out["error"] = "torch/version.py not found"
         return out
+    import ast
+    import contextlib
+
     try:
         tree = ast.parse(text)
     except SyntaxError as e:
@@ -498,6 +681,8 @@ def nvidia(use_smi: bool) -> dict[str, Any]:
         "smi": None,
         "nvml": None,
     }
+    import shutil
+
     smi = shutil.which("nvidia-smi") if use_smi else None
     if smi:
         fields = list(SMI_FIELDS)
@@ -548,6 +733,8 @@ def _nvml() -> dict[str, Any] | None:
     except Exception as e:
         return {"ok": False, "error": f"NVML: {e}"}
     finally:
+        import contextlib
+
         with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
 
@@ -572,49 +759,66 @@ def hf_hub_cache() -> str:
     return os.path.join(xdg, "huggingface", "hub")
 
 
+def environment_id() -> str:
+    """Names this environment's records cache: the interpreter, its prefix and its sys.path."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    text = "\0".join([sys.executable, sys.prefix, *(p for p in sys.path if p != here)])
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
 def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     ap = argparse.ArgumentParser(prog="kernodeck-probe")
     ap.add_argument("--records", action="store_true", help="check installed files against RECORD")
-    ap.add_argument("--hash-cache", default=None, help="JSON digest cache to read")
-    ap.add_argument("--rehash", action="store_true")
+    ap.add_argument("--records-cache", default=None, help="directory of the RECORD verification cache")
+    ap.add_argument("--rehash", action="store_true", help="hash every file (the cache is written, not read)")
     ap.add_argument("--threads", type=int, default=min(8, (os.cpu_count() or 2) * 2))
     ap.add_argument("--locate", action="append", default=[])
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--env-present", action="append", default=[])
     ap.add_argument("--no-smi", action="store_true")
+    ap.add_argument(
+        "--request-stdin",
+        action="store_true",
+        help="read one JSON line {locate, env, env_present} from stdin once the environment is probed",
+    )
     args = ap.parse_args(argv)
 
     dists = distributions()
     if args.records:
-        cache: dict[str, Any] = {}
-        if args.hash_cache and not args.rehash:
-            try:
-                with open(args.hash_cache, encoding="utf-8") as f:
-                    loaded = json.load(f)
-                cache = loaded if isinstance(loaded, dict) else {}
-            except (OSError, ValueError):
-                cache = {}
+        cache = RecordsCache(args.records_cache, environment_id(), read=not args.rehash)
         records = check_records(dists, cache, args.rehash, args.threads)
+        cache.save()
     else:
         records = {"checked": False}
-    names = sorted(set(ENV_VARS) | set(args.env))
-    facts = {
+    facts: dict[str, Any] = {
         "probe_version": PROBE_VERSION,
         "interpreter": interpreter(),
         "platform": platform_facts(),
         "markers": marker_environment(),
-        "env": {k: os.environ.get(k) for k in names},
-        "env_present": {k: k in os.environ for k in sorted(set(args.env_present))},
         "distributions": dists,
         "records": records,
         "torch_files": torch_files(dists),
-        "located": locate(dists, args.locate),
         "nvidia": nvidia(not args.no_smi),
         "rocm": rocm(),
         "hf_hub_cache": hf_hub_cache(),
-        "seconds": round(time.perf_counter() - t0, 4),
     }
+    if args.request_stdin:
+        # Started before the caller knew the manifest: the rest of the request comes now.
+        line = sys.stdin.readline()
+        try:
+            more = json.loads(line) if line.strip() else {}
+        except ValueError:
+            more = {}
+        if isinstance(more, dict):
+            args.locate += [str(x) for x in more.get("locate") or []]
+            args.env += [str(x) for x in more.get("env") or []]
+            args.env_present += [str(x) for x in more.get("env_present") or []]
+    names = sorted(set(ENV_VARS) | set(args.env))
+    facts["env"] = {k: os.environ.get(k) for k in names}
+    facts["env_present"] = {k: k in os.environ for k in sorted(set(args.env_present))}
+    facts["located"] = locate(dists, args.locate)
+    facts["seconds"] = round(time.perf_counter() - t0, 4)
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
     json.dump(facts, out, separators=(",", ":"))
     out.write("\n")

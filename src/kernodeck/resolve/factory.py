@@ -232,11 +232,27 @@ class Session:
 # --- one target --------------------------------------------------------------------------------
 
 
-@dataclass
 class _Verdicts:
-    accepted: list[Accepted]
-    yanked_ok: list[Accepted]  # usable only when pinned exactly
-    rejected: list[Rejected]
+    """The verdicts on one version's files. `rejected` may be judged only when asked for (it
+    serves messages): for a version whose files were all uploaded after exclude-newer."""
+
+    __slots__ = ("_later", "accepted", "yanked_ok")
+
+    def __init__(
+        self,
+        accepted: list[Accepted],
+        yanked_ok: list[Accepted],  # usable only when pinned exactly
+        rejected: list[Rejected] | Callable[[], list[Rejected]],
+    ) -> None:
+        self.accepted = accepted
+        self.yanked_ok = yanked_ok
+        self._later = rejected
+
+    @property
+    def rejected(self) -> list[Rejected]:
+        if callable(self._later):
+            self._later = self._later()
+        return self._later
 
 
 class ProjectFiles:
@@ -250,40 +266,53 @@ class ProjectFiles:
         source: IndexSource | None,
         asked: tuple[IndexSource, ...],
         not_found: tuple[NotFound, ...] = (),
-        files: tuple[IndexFile, ...] = (),
+        page: ProjectPage | None = None,
         judge: Callable[[IndexFile, bool], Accepted | Rejected] | None = None,
+        exclude_newer: datetime | None = None,
     ) -> None:
         self.name = name
+        self._exclude_newer = exclude_newer
         self.source = source
         self.asked = asked
         self.not_found = not_found
         self._judge = judge
-        by_version: dict[Version, list[IndexFile]] = {}
-        for f in files:
-            by_version.setdefault(f.version, []).append(f)
-        self._by_version = by_version
-        self.all_versions: list[Version] = sorted(by_version, reverse=True)
+        self._page = page
+        # version -> positions on the page; files are built only for the versions judged
+        self._by_version: Mapping[Version, tuple[int, ...]] = page.versions() if page is not None else {}
+        self.all_versions: list[Version] = sorted(self._by_version, reverse=True)
         self._verdicts: dict[Version, _Verdicts] = {}
 
     def verdicts(self, version: Version) -> _Verdicts:
         hit = self._verdicts.get(version)
         if hit is not None:
             return hit
-        v = _Verdicts([], [], [])
+        cutoff = self._exclude_newer
+        if cutoff is not None and self._page is not None and self._page.uploaded_after(version, cutoff):
+            # every file is too new, pinned or not: nothing to judge unless a message asks
+            v = _Verdicts([], [], lambda: self._judge_files(version).rejected)
+        else:
+            v = self._judge_files(version)
+        self._verdicts[version] = v  # a race computes the same value twice: harmless
+        return v
+
+    def _judge_files(self, version: Version) -> _Verdicts:
+        accepted: list[Accepted] = []
+        yanked_ok: list[Accepted] = []
+        rejected: list[Rejected] = []
         assert self._judge is not None
-        for f in self._by_version.get(version, []):
+        files = self._page.files_of(version) if self._page is not None else ()
+        for f in files:
             res = self._judge(f, False)
             if isinstance(res, Accepted):
-                v.accepted.append(res)
+                accepted.append(res)
                 continue
             if f.yanked is not None:
                 again = self._judge(f, True)
                 if isinstance(again, Accepted):
-                    v.yanked_ok.append(again)
+                    yanked_ok.append(again)
                     continue
-            v.rejected.append(res)
-        self._verdicts[version] = v  # a race computes the same value twice: harmless
-        return v
+            rejected.append(res)
+        return _Verdicts(accepted, yanked_ok, rejected)
 
     def usable(self, version: Version, pinned_exactly: bool) -> bool:
         v = self.verdicts(version)
@@ -388,7 +417,15 @@ class Factory:
             if isinstance(page, NotFound):
                 not_found.append(page)
                 continue
-            return ProjectFiles(name, src, sources, tuple(not_found), page.files, self._judge_for(name))
+            return ProjectFiles(
+                name,
+                src,
+                sources,
+                tuple(not_found),
+                page,
+                self._judge_for(name),
+                exclude_newer=self.settings.exclude_newer,
+            )
         return ProjectFiles(name, None, sources, tuple(not_found))
 
     def _judge_for(self, name: NormalizedName) -> Callable[[IndexFile, bool], Accepted | Rejected]:

@@ -1,23 +1,54 @@
-"""Layer `code`: git HEAD against `[code] revision`, a clean tree, config files by sha256."""
+"""Layer `code`: the code against `[code] revision`, a clean tree, config files by sha256.
+
+In a git checkout: HEAD against the revision and `git status` for local changes. In a folder
+written by `kernodeck bundle` outside any checkout (references.json and BUNDLE.sha256 beside the
+manifest): the revision and the dirty state the bundle recorded when it copied the code, and the
+bundled code files against BUNDLE.sha256. Anywhere else the layer fails: there is nothing that
+ties the code to a revision.
+"""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+from pathlib import Path, PurePosixPath
+from typing import Any
 
-from kernodeck.manifest.schema import Manifest
+from kernodeck.gitstate import GitState, git_state, later_commits_touch_only_kernodeck_files, run_git
+from kernodeck.manifest.schema import Code, Manifest
 from kernodeck.probe.facts import Facts
-from kernodeck.report import Step
+from kernodeck.report import Status, Step
 from kernodeck.verify.context import Context, short
 from kernodeck.verify.data import file_step
 
 LAYER = "code"
 
+#: What `kernodeck bundle` writes beside the manifest (see kernodeck.bundle).
+BUNDLE_SUMS = "BUNDLE.sha256"
+REFERENCES = "references.json"
+#: Files a bundle generates that are not the project's code; any depth for the prefixed names.
+_GENERATED = frozenset(
+    {
+        "repro.toml",
+        REFERENCES,
+        "REBUILD.md",
+        "observed/installed-after.txt",
+        "observed/verify-report.json",
+        "observed/verify-report.md",
+    }
+)
+_GENERATED_NAMES = ("requirements-rebuild-", "pylock.")
+_GENERATED_BASENAMES = frozenset({"installed-after.txt", BUNDLE_SUMS})
 
-def _git(ctx: Context, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", str(ctx.root), *args], capture_output=True, text=True, timeout=60, check=False
-    )
+
+def _git(ctx: Context, *args: str) -> subprocess.CompletedProcess[str] | None:
+    return run_git(ctx.root, *args)
+
+
+def is_bundle(folder: Path) -> bool:
+    """Whether `folder` is a hand-over folder written by `kernodeck bundle`."""
+    return (folder / BUNDLE_SUMS).is_file() and (folder / REFERENCES).is_file()
 
 
 def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
@@ -25,75 +56,322 @@ def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
     if code is None:
         return []
     steps: list[Step] = []
-    if shutil.which("git") is None:
+    git = shutil.which("git") is not None
+    head = _git(ctx, "rev-parse", "HEAD") if git else None
+    not_a_repository = head is not None and head.returncode != 0 and "not a git repository" in head.stderr
+    if head is not None and head.returncode == 0:
+        steps += _git_steps(code, head.stdout.strip(), ctx)
+    elif (head is None or not_a_repository) and is_bundle(ctx.root):
+        steps += bundle_steps(manifest, code, ctx)
+    elif head is None:
         steps.append(
             Step.failed(
                 LAYER,
                 "revision",
-                "git is not installed",
+                "git is not installed, and this folder is not a kernodeck bundle",
                 expected=code.revision,
                 hint="install git",
                 details={"cause": "no-git"},
             )
         )
-    else:
-        head = _git(ctx, "rev-parse", "HEAD")
-        if head.returncode != 0:
-            first = (head.stderr.strip().splitlines() or ["not a git repository"])[0]
-            steps.append(
-                Step.failed(
-                    LAYER,
-                    "revision",
-                    f"{ctx.root.name or ctx.root}: {first}",
-                    expected=code.revision,
-                    hint="run verify in the project's git checkout",
-                    details={"cause": "not-a-repository"},
-                )
+    elif not_a_repository:
+        steps.append(
+            Step.failed(
+                LAYER,
+                "revision",
+                f"{ctx.root.name or ctx.root}: not a git checkout and not a kernodeck bundle",
+                expected=code.revision,
+                hint=f"run verify in the project's git checkout at {code.revision[:12]}, or in a folder "
+                f"written by `kernodeck bundle` (it holds {BUNDLE_SUMS} and {REFERENCES})",
+                details={"cause": "not-a-repository"},
             )
-        else:
-            sha = head.stdout.strip()
-            if sha == code.revision:
-                steps.append(Step.passed(LAYER, "revision", expected=code.revision, observed=sha))
-            else:
-                steps.append(
-                    Step.failed(
-                        LAYER,
-                        "revision",
-                        f"HEAD is {sha[:12]}, the manifest pins {code.revision[:12]}",
-                        expected=code.revision,
-                        observed=sha,
-                        hint=f"git checkout {code.revision}, or give the reference a new identity",
-                        details={"cause": "wrong-revision"},
-                    )
-                )
-            status = _git(ctx, "status", "--porcelain", "--untracked-files=no")
-            changed = sorted(line[3:] for line in status.stdout.splitlines() if line.strip())
-            if not changed:
-                steps.append(Step.passed(LAYER, "clean-tree", expected="no local changes", observed="clean"))
-            else:
-                msg = (
-                    f"{len(changed)} tracked file{'s' if len(changed) != 1 else ''} changed: {short(changed)}"
-                )
-                if code.allow_dirty:
-                    steps.append(
-                        Step.warning(
-                            LAYER, "clean-tree", msg, expected="allow-dirty", observed=changed, required=False
-                        )
-                    )
-                else:
-                    steps.append(
-                        Step.failed(
-                            LAYER,
-                            "clean-tree",
-                            msg,
-                            expected="no local changes",
-                            observed=changed,
-                            hint="commit or stash the changes, or set [code] allow-dirty = true",
-                            details={"cause": "dirty"},
-                        )
-                    )
+        )
+    else:
+        first = (head.stderr.strip().splitlines() or ["git rev-parse HEAD failed"])[0]
+        steps.append(
+            Step.failed(
+                LAYER,
+                "revision",
+                f"{ctx.root.name or ctx.root}: {first}",
+                expected=code.revision,
+                hint="run verify in the project's git checkout",
+                details={"cause": "not-a-repository"},
+            )
+        )
     for cf in code.config:
         steps.append(
             file_step(LAYER, f"config:{cf.path}", ctx.root / cf.path, cf.sha256, None, ctx, hint=None)
         )
     return steps
+
+
+def _git_steps(code: Code, sha: str, ctx: Context) -> list[Step]:
+    steps: list[Step] = []
+    later = (
+        None
+        if sha == code.revision
+        else later_commits_touch_only_kernodeck_files(ctx.root, code.revision, sha)
+    )
+    if sha == code.revision:
+        steps.append(Step.passed(LAYER, "revision", expected=code.revision, observed=sha))
+    elif later is not None:
+        steps.append(
+            Step.passed(
+                LAYER,
+                "revision",
+                expected=code.revision,
+                observed=f"{sha} (later commits change only {short(sorted(set(later)))})",
+                details={"head": sha, "kernodeck-files-changed-since": sorted(set(later))},
+            )
+        )
+    else:
+        steps.append(
+            Step.failed(
+                LAYER,
+                "revision",
+                f"HEAD is {sha[:12]}, the manifest pins {code.revision[:12]}",
+                expected=code.revision,
+                observed=sha,
+                hint=f"git checkout {code.revision}, or record this code with `kernodeck capture` "
+                "(it gives the reference a new identity)",
+                details={"cause": "wrong-revision"},
+            )
+        )
+    state = git_state(ctx.root)
+    changed = list(state.changed) if isinstance(state, GitState) else []
+    own = list(state.own_changed) if isinstance(state, GitState) else []
+    if not changed:
+        observed = "clean" + (f" (only {short(own)} changed)" if own else "")
+        steps.append(Step.passed(LAYER, "clean-tree", expected="no local changes", observed=observed))
+    else:
+        msg = f"{len(changed)} tracked file{'s' if len(changed) != 1 else ''} changed: {short(changed)}"
+        if code.allow_dirty:
+            steps.append(
+                Step.warning(
+                    LAYER, "clean-tree", msg, expected="allow-dirty", observed=changed, required=False
+                )
+            )
+        else:
+            steps.append(
+                Step.failed(
+                    LAYER,
+                    "clean-tree",
+                    msg,
+                    expected="no local changes",
+                    observed=changed,
+                    hint="commit or stash the changes, or set [code] allow-dirty = true",
+                    details={"cause": "dirty"},
+                )
+            )
+    return steps
+
+
+# --- a bundle outside git ---------------------------------------------------------------------
+
+
+def read_sums(path: Path) -> dict[str, str]:
+    """BUNDLE.sha256 as {relative path: sha256} (the `sha256sum` format)."""
+    out: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        digest, _, name = line.partition("  ")
+        out[name.lstrip("*")] = digest.strip()
+    return out
+
+
+def _not_code(manifest: Manifest) -> set[str]:
+    """Bundle files that are not the project's code: what the manifest names as config, data,
+    weights, checkpoint or reference output (each checked by its own step or layer)."""
+    paths = {cf.path for cf in (manifest.code.config if manifest.code else [])}
+    paths |= {d.path for d in manifest.data}
+    paths |= {w.path for w in manifest.weights if w.path and not w.package and not w.hub}
+    paths |= {o.reference for c in manifest.check for o in c.output if o.reference}
+    if manifest.resume is not None:
+        paths.add(manifest.resume.checkpoint.path)
+        if manifest.resume.trajectory is not None:
+            paths.add(manifest.resume.trajectory.reference)
+    return {str(PurePosixPath(p.replace("\\", "/"))) for p in paths}
+
+
+def _is_code(rel: str, not_code: set[str]) -> bool:
+    base = PurePosixPath(rel).name
+    return not (
+        rel in _GENERATED
+        or rel in not_code
+        or base in _GENERATED_BASENAMES
+        or base.startswith(_GENERATED_NAMES)
+    )
+
+
+def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
+    """revision, clean-tree and files for a bundle folder outside any git checkout."""
+    folder = ctx.root
+    hint_intact = "the bundle was modified after it was written; get an intact copy or write it again"
+    try:
+        sums = read_sums(folder / BUNDLE_SUMS)
+    except (OSError, UnicodeDecodeError) as e:
+        return [
+            Step.failed(
+                LAYER,
+                "revision",
+                f"{BUNDLE_SUMS} is unreadable: {e}",
+                expected=code.revision,
+                hint=hint_intact,
+                details={"cause": "bundle-unreadable", "source": "bundle"},
+            )
+        ]
+    # The recorded revision counts only if references.json is the file the bundle wrote.
+    refs_digest = sums.get(REFERENCES)
+    refs_ok = refs_digest is not None and _sha256(ctx, folder / REFERENCES) == refs_digest
+    entry: dict[str, Any] | None = None
+    if refs_ok:
+        try:
+            refs = json.loads((folder / REFERENCES).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            refs = None
+        if isinstance(refs, list):
+            entry = next((r for r in refs if isinstance(r, dict) and r.get("kind") == "code"), None)
+    details: dict[str, Any] = {"source": "bundle"}
+    steps: list[Step] = []
+    if not refs_ok:
+        steps.append(
+            Step.failed(
+                LAYER,
+                "revision",
+                f"{REFERENCES} "
+                + ("is not listed in" if refs_digest is None else "does not match")
+                + f" {BUNDLE_SUMS}: the revision it records cannot be trusted",
+                expected=code.revision,
+                hint=hint_intact,
+                details={**details, "cause": "bundle-modified"},
+            )
+        )
+    elif entry is None:
+        steps.append(
+            Step.failed(
+                LAYER,
+                "revision",
+                f"the bundle's {REFERENCES} records no code",
+                expected=code.revision,
+                hint="write the bundle again from the project's git checkout",
+                details={**details, "cause": "no-code-reference"},
+            )
+        )
+    elif entry.get("included") is not True:
+        steps.append(
+            Step.failed(
+                LAYER,
+                "revision",
+                "the bundle does not carry the code (written with --no-code) and this folder is not a git checkout",
+                expected=code.revision,
+                observed=entry.get("revision"),
+                hint=f"check out revision {code.revision} and copy this folder's files into it (see REBUILD.md)",
+                details={**details, "cause": "code-not-included"},
+            )
+        )
+    else:
+        recorded = entry.get("revision")
+        details["files"] = entry.get("files")
+        if recorded == code.revision:
+            steps.append(
+                Step.passed(LAYER, "revision", expected=code.revision, observed=recorded, details=details)
+            )
+        else:
+            steps.append(
+                Step.failed(
+                    LAYER,
+                    "revision",
+                    "the bundle's code was copied outside a git checkout, so it is not tied to any revision"
+                    if recorded is None
+                    else f"the bundle's code is from {str(recorded)[:12]}, the manifest pins {code.revision[:12]}",
+                    expected=code.revision,
+                    observed=recorded,
+                    hint="write the bundle from the project's git checkout at the pinned revision"
+                    " (kernodeck capture records it)",
+                    details={**details, "cause": "wrong-revision"},
+                )
+            )
+        if entry.get("dirty"):
+            msg = "the code had local changes when the bundle was written"
+            if code.allow_dirty:
+                steps.append(
+                    Step.warning(
+                        LAYER, "clean-tree", msg, expected="allow-dirty", required=False, details=details
+                    )
+                )
+            else:
+                steps.append(
+                    Step.failed(
+                        LAYER,
+                        "clean-tree",
+                        msg,
+                        expected="no local changes",
+                        observed="dirty",
+                        hint="commit the changes, capture, and write the bundle again",
+                        details={**details, "cause": "dirty"},
+                    )
+                )
+        elif recorded is not None:
+            steps.append(
+                Step.passed(
+                    LAYER, "clean-tree", expected="no local changes", observed="clean", details=details
+                )
+            )
+    steps.append(_files_step(manifest, sums, entry, ctx))
+    if steps[0].status is Status.FAILED and not any(s.name == "clean-tree" for s in steps):
+        steps.insert(
+            1,
+            Step.skipped(
+                LAYER,
+                "clean-tree",
+                "no trustworthy record of the code's state",
+                details={"cause": "earlier-failure"},
+            ),
+        )
+    return steps
+
+
+def _sha256(ctx: Context, path: Path) -> str | None:
+    try:
+        return ctx.cache.file_sha256(path)
+    except OSError:
+        return None
+
+
+def _files_step(manifest: Manifest, sums: dict[str, str], entry: dict[str, Any] | None, ctx: Context) -> Step:
+    not_code = _not_code(manifest)
+    names = sorted(n for n in sums if _is_code(n, not_code))
+    bad: list[str] = []
+    for name in names:
+        path = ctx.root / name
+        if not path.is_file():
+            bad.append(f"{name} (missing)")
+        elif _sha256(ctx, path) != sums[name]:
+            bad.append(f"{name} (changed)")
+    recorded = entry.get("files") if entry is not None else None
+    expected = f"{len(names)} code files as in {BUNDLE_SUMS}"
+    details: dict[str, Any] = {"source": "bundle", "files": len(names), "recorded_files": recorded}
+    if bad:
+        return Step.failed(
+            LAYER,
+            "files",
+            f"{len(bad)} bundled code file{'s' if len(bad) != 1 else ''} differ from {BUNDLE_SUMS}: {short(bad, 3)}",
+            expected=expected,
+            observed=bad,
+            hint="the code was modified after the bundle was written; get an intact copy or write it again",
+            details={**details, "cause": "bundle-modified"},
+        )
+    if isinstance(recorded, int) and recorded != len(names):
+        return Step.failed(
+            LAYER,
+            "files",
+            f"{BUNDLE_SUMS} lists {len(names)} code files, the bundle recorded {recorded}",
+            expected=f"{recorded} code files",
+            observed=len(names),
+            hint="the bundle was modified after it was written; get an intact copy or write it again",
+            details={**details, "cause": "bundle-modified"},
+        )
+    return Step.passed(
+        LAYER, "files", expected=expected, observed=f"{len(names)} files match", details=details
+    )

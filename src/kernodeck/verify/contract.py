@@ -3,6 +3,12 @@ marker environment. Requirements of requested extras (`foo[bar]`) are followed t
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import packaging
 from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
@@ -14,6 +20,54 @@ from kernodeck.report import Step
 from kernodeck.verify.context import Context
 
 LAYER = "contract"
+
+
+#: Bump when broken_requirements' logic or output changes: old verdicts are then not reused.
+VERDICT_VERSION = 1
+
+
+def _verdict_key(facts: Facts) -> str:
+    """A digest of everything broken_requirements reads: the marker environment and each
+    distribution's name, version, requirements and extras (the first copy on sys.path)."""
+    data = [
+        VERDICT_VERSION,
+        packaging.__version__,
+        sorted(facts.markers.items()),
+        [(d.name, d.version, d.requires, d.extras) for _, d in sorted(facts.dists().items())],
+    ]
+    return hashlib.sha256(json.dumps(data, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def _verdict_file(cache_dir: Path, facts: Facts) -> Path:
+    where = f"{facts.interpreter.executable}\0{facts.interpreter.prefix}"
+    return (
+        cache_dir
+        / "contract-v1"
+        / f"{hashlib.sha256(where.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.json"
+    )
+
+
+def cached_broken_requirements(facts: Facts, cache_dir: Path | None) -> tuple[list[dict[str, str]], int]:
+    """broken_requirements, remembered per environment: the answer is a function of the installed
+    metadata and the marker environment only, so an unchanged environment is not parsed again."""
+    if cache_dir is None:
+        return broken_requirements(facts)
+    key = _verdict_key(facts)
+    file = _verdict_file(cache_dir, facts)
+    try:
+        saved: Any = json.loads(file.read_text("utf-8"))
+        if isinstance(saved, dict) and saved.get("key") == key:
+            return list(saved["broken"]), int(saved["checked"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    broken, checked = broken_requirements(facts)
+    try:
+        from kernodeck.report import atomic_write_text
+
+        atomic_write_text(file, json.dumps({"key": key, "broken": broken, "checked": checked}))
+    except OSError:
+        pass  # a cache that cannot be written costs time, never correctness
+    return broken, checked
 
 
 def broken_requirements(facts: Facts) -> tuple[list[dict[str, str]], int]:
@@ -82,7 +136,8 @@ def _item(
 
 
 def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
-    broken, checked = broken_requirements(facts)
+    path = ctx.cache.path
+    broken, checked = cached_broken_requirements(facts, path.parent if path is not None else None)
     if not broken:
         n = len(facts.dists())
         return [
