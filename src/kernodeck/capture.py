@@ -13,7 +13,6 @@ recorded, with its own identity.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from kernodeck.fingerprint import sha256_file
 from kernodeck.gitstate import git_state
 from kernodeck.manifest.edit import dumps_document, get_value, load_document, set_value
 from kernodeck.manifest.load import loads_manifest
@@ -93,14 +93,6 @@ SystemProbe = Callable[[str], SystemObservation | None]
 
 
 # --- observations --------------------------------------------------------------------------------
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def git_revision(folder: Path) -> tuple[str | None, bool, str | None]:

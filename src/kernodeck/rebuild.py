@@ -42,6 +42,7 @@ from kernodeck.lockfile.write import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.report import Report, Status, Step, atomic_write_text
+from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
 LAYER = "rebuild"
 BUNDLE_SUMS = "BUNDLE.sha256"
@@ -116,28 +117,13 @@ def describe_interpreter(path: str) -> Interpreter | str:
         path=path,
         version=str(raw["version"]),
         implementation=str(raw["implementation"]),
-        os=_os_name(str(raw["platform"])),
-        arch=_arch_name(str(raw["machine"])),
+        os=os_of_sys_platform(str(raw["platform"])),
+        arch=norm_arch(str(raw["machine"])),
     )
 
 
-def _os_name(sys_platform: str) -> str:
-    if sys_platform.startswith("linux"):
-        return "linux"
-    if sys_platform == "darwin":
-        return "macos"
-    if sys_platform in ("win32", "cygwin"):
-        return "windows"
-    return sys_platform
-
-
-def _arch_name(machine: str) -> str:
-    m = machine.lower()
-    return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "i386": "i686", "x86": "i686"}.get(m, m)
-
-
 def _same_arch(declared: str, observed: str) -> bool:
-    return _arch_name(declared) == _arch_name(observed)
+    return norm_arch(declared) == norm_arch(observed)
 
 
 def version_matches(required: str, actual: str) -> bool:
@@ -343,8 +329,8 @@ def choose_platform(manifest: Manifest, folder: Path, name: str | None) -> Platf
             f"no {REQUIREMENTS_PREFIX}<platform>.txt next to {folder / 'repro.toml'}",
             hint="run `kernodeck lock` first (or rebuild from a bundle, which carries them)",
         )
-    host_os = _os_name(sys.platform)
-    host_arch = _arch_name(_platform.machine())
+    host_os = os_of_sys_platform(sys.platform)
+    host_arch = norm_arch(_platform.machine())
     fits = [p for p in locked if p.os == host_os and _same_arch(p.arch, host_arch)]
     if len(fits) > 1:
         kinds = _host_backend_kinds()

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from kernodeck.checks.readers import Loaded, Unreadable, dtype_name, lookup, read_output, sha256_file
+from kernodeck.checks.readers import Loaded, Unreadable, dtype_name, lookup, read_output
+from kernodeck.fingerprint import sha256_file
 from kernodeck.manifest.schema import CheckOutput
 from kernodeck.report import Step
 

@@ -15,7 +15,6 @@ NumPy, safetensors and torch are imported only when a file needs them.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,14 +38,6 @@ class Unreadable:
 
 
 Result = Loaded | Unreadable
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def is_numeric_format(path: str) -> bool:

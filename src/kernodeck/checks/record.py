@@ -17,11 +17,12 @@ from pathlib import Path
 
 from kernodeck.checks import run_check, select_checks
 from kernodeck.checks.criteria import LAYER, evaluate, has_tolerance, output_label
-from kernodeck.checks.readers import Loaded, is_numeric_format, read_output, sha256_file
+from kernodeck.checks.readers import Loaded, is_numeric_format, read_output
 from kernodeck.checks.resume import LAYER as RESUME_LAYER
 from kernodeck.checks.resume import resume_out, resume_steps
 from kernodeck.checks.runner import make_base
 from kernodeck.errors import UsageError
+from kernodeck.fingerprint import sha256_file
 from kernodeck.manifest.edit import load_document, save_document, set_value
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Check, CheckOutput, Manifest

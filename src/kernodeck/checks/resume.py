@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kernodeck.checks.readers import sha256_file
 from kernodeck.checks.runner import expand_argv, fresh_out, make_base, resolve_python, run_command, target_env
+from kernodeck.fingerprint import sha256_file
 from kernodeck.manifest.schema import Manifest, Resume, Trajectory
 from kernodeck.report import Step
 
