@@ -72,6 +72,19 @@ _SKIP_DIRS = {
     "outputs",
 }
 _SKIP_SUFFIXES = (".pyc", ".pyo", ".swp", ".tmp", "~")
+#: Files that hold credentials by convention: never part of the code, whatever they contain.
+CREDENTIAL_FILES = {
+    ".netrc",
+    "_netrc",
+    ".pypirc",
+    ".git-credentials",
+    ".env",
+    ".envrc",
+    ".npmrc",
+    "pip.conf",
+    "pip.ini",
+    "uv.toml",
+}
 _MAX_CODE_FILE = 10 * 1024 * 1024
 
 
@@ -180,6 +193,14 @@ def code_files(folder: Path, exclude: set[str]) -> tuple[list[str], list[str]]:
         ):
             continue
         if base in ("repro.toml",) and len(parts) == 1:
+            continue
+        if base in CREDENTIAL_FILES or (
+            base.startswith(".env.") and base not in (".env.example", ".env.sample", ".env.template")
+        ):
+            warnings.append(
+                f"{name} was left out of the code: such files hold credentials or the author's installer"
+                " settings; REBUILD.md names the variables to set instead"
+            )
             continue
         size = (folder / name).stat().st_size
         if size > _MAX_CODE_FILE:
@@ -402,7 +423,7 @@ def rebuild_markdown(
         "the credentials above), does what these commands do:",
         "",
         "```sh",
-        f"python{py} -m venv .venv-rebuild",
+        f"python{'.'.join(py.split('.')[:2])} -m venv .venv-rebuild",
         ".venv-rebuild/bin/python -m pip --version",
         f"PIP_CONFIG_FILE=/dev/null .venv-rebuild/bin/python -m pip install --isolated --require-hashes --no-deps{only_binary} \\",
         f"    -r {requirements_filename(plat_default)}",

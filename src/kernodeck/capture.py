@@ -435,6 +435,15 @@ def capture(
             notes.append(f"nothing differs from the reference; variant {variant!r} was not written")
         return result
 
+    if variant:
+        same = _unchanged_variant(doc, variant, changes, note)
+        if same is not None:
+            # the variant already records exactly these differences: keep its identity, write nothing
+            result.changes = []
+            notes.append(
+                f"variant {variant!r} already records these differences (id {same}); nothing written"
+            )
+            return result
     taken = {v.id for v in manifest.variant}
     new_id = next_reference_id(old_id, today or _dt.date.today(), taken)
     result.new_id = new_id
@@ -450,6 +459,21 @@ def capture(
         atomic_write_text(path, text)
         result.written = True
     return result
+
+
+def _unchanged_variant(doc: Any, name: str, changes: list[Change], note: str | None) -> str | None:
+    """The id of the variant `name` when it already records exactly `changes` (and `note`, if given)."""
+    for existing in doc.get("variant") or []:
+        if existing.get("name") != name:
+            continue
+        recorded = existing.get("changes")
+        recorded_plain = recorded.unwrap() if hasattr(recorded, "unwrap") else recorded
+        wanted = {c.key: str(c.new) for c in changes}
+        old_note = existing.get("note")
+        if recorded_plain == wanted and (note is None or str(old_note) == note):
+            return str(existing.get("id"))
+        return None
+    return None
 
 
 def _write_variant(

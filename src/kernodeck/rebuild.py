@@ -466,6 +466,22 @@ def select_interpreter(
     expected = {"python": required, "implementation": impl, "os": plat.os, "arch": plat.arch}
     tried: list[str] = []
     chosen: Interpreter | None = None
+    if (
+        request is not None
+        and _VERSION_ARG.match(request)
+        and not (version_matches(required, request) or version_matches(request, required))
+    ):
+        return (
+            Step.failed(
+                LAYER,
+                "interpreter",
+                f"--python {request} does not satisfy [python] version = {required!r}",
+                expected=expected,
+                hint=f"pass --python {required} (or a path to such an interpreter), or change [python]"
+                " and give the reference a new identity",
+            ),
+            None,
+        )
     if request is None or _VERSION_ARG.match(request):
         want = request or required
         for cand in find_interpreters(want, environ):

@@ -139,7 +139,8 @@ def render(
 
     out = file if file is not None else sys.stdout
     is_tty = bool(getattr(out, "isatty", lambda: False)())
-    no_color = color is False or "NO_COLOR" in os.environ or (color is None and not is_tty)
+    # https://no-color.org: NO_COLOR counts when it is set to a non-empty value
+    no_color = color is False or bool(os.environ.get("NO_COLOR")) or (color is None and not is_tty)
     console = Console(
         file=out,
         no_color=no_color,

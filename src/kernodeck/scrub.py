@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,10 @@ _AUTH_HEADER = re.compile(
 _TOKEN_FORMATS = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|hf_[A-Za-z0-9]{30,}"
     r"|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{32,}|xox[abpr]-[A-Za-z0-9-]{20,}|glpat-[A-Za-z0-9_-]{20,})\b"
+)
+#: A password in netrc format (`machine HOST login USER password VALUE`), whatever the file is called.
+_NETRC_PASSWORD = re.compile(
+    r"\b(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+)*\s+password[ \t]+(?![<$])\S+"
 )
 _PATH_END = r"(?=[/\\\s\"'`:;,)\]}>|]|\.(?:\s|$)|$)"
 
@@ -93,6 +98,11 @@ class Scrubber:
         for name, value in env.items():
             if (is_secret_name(name) and len(value) >= 4) or (name in named and len(value) >= 8):
                 s.add_secret(value, name)
+        home_dir = Path(home) if home is not None else Path.home()
+        netrc_files = [env.get("NETRC", ""), str(home_dir / ".netrc"), str(home_dir / "_netrc")]
+        for netrc_file in dict.fromkeys(netrc_files):
+            for value in netrc_passwords(netrc_file):
+                s.add_secret(value, "netrc")
         pairs: list[tuple[str | Path, str]] = list(extra_paths)
         if project_dir is not None:
             proj = Path(project_dir).absolute()
@@ -104,19 +114,23 @@ class Scrubber:
         pairs.append((sys.base_prefix, "<python>"))
         pairs.append((sys.exec_prefix, "<prefix>"))
         pairs.append((tempfile.gettempdir(), "<tmp>"))
-        pairs.append((home if home is not None else Path.home(), "<home>"))
+        pairs.append((home_dir, "<home>"))
         for path, placeholder in pairs:
             s.add_path(path, placeholder)
         return s
 
     def add_secret(self, value: str, name: str) -> None:
-        if value and value not in self.secrets:
-            self.secrets[value] = name
+        # the value as written, and as it appears inside a URL (percent-encoded user-info)
+        for form in dict.fromkeys((value, urllib.parse.quote(value, safe=""))):
+            if form and form not in self.secrets:
+                self.secrets[form] = name
 
     def add_path(self, path: str | Path, placeholder: str) -> None:
         forms = {str(path)}
         with contextlib.suppress(OSError):
             forms.add(str(Path(path).resolve()))
+        # as written in file:// URLs (pip freeze of a local wheel in a folder with spaces or unicode)
+        forms |= {urllib.parse.quote(f, safe="/\\:~") for f in forms}
         for form in forms:
             form = form.rstrip("/\\") or form
             if len(form) < 2 or form in _SYSTEM_DIRS or any(p == form for p, _ in self.paths):
@@ -144,7 +158,12 @@ class Scrubber:
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, dict):
-            return {self.text(k) if isinstance(k, str) else k: self.data(v) for k, v in obj.items()}
+            return {
+                self.text(k) if isinstance(k, str) else k: _REDACTED
+                if isinstance(k, str) and is_secret_name(k) and isinstance(v, str) and _is_value(v)
+                else self.data(v)
+                for k, v in obj.items()
+            }
         if isinstance(obj, (list, tuple)):
             return [self.data(v) for v in obj]
         return obj
@@ -169,7 +188,14 @@ class Scrubber:
             found.append("a credential assignment")
         if _TOKEN_FORMATS.search(text):
             found.append("a token")
+        if _NETRC_PASSWORD.search(text):
+            found.append("a netrc password")
         return list(dict.fromkeys(found))
+
+
+def _is_value(v: str) -> bool:
+    """A string that holds a credential's value, not a placeholder for one (`${VAR}`, `<redacted>`)."""
+    return bool(v.strip()) and not _PLACEHOLDER.match(v.strip())
 
 
 def _userinfo(m: re.Match[str]) -> str:
@@ -177,6 +203,22 @@ def _userinfo(m: re.Match[str]) -> str:
     if _PLACEHOLDER.match(info):
         return m[0]
     return f"{m['scheme']}{_REDACTED}@"
+
+
+def netrc_passwords(path: str | Path) -> list[str]:
+    """The passwords (and accounts) in a netrc file; empty when there is none or it cannot be read."""
+    import netrc
+
+    if not str(path) or not Path(path).is_file():
+        return []
+    try:
+        parsed = netrc.netrc(str(path))
+    except (OSError, netrc.NetrcParseError, UnicodeDecodeError):
+        return []
+    out: list[str] = []
+    for _login, account, password in parsed.hosts.values():
+        out += [v for v in (password, account) if v and len(v) >= 4]
+    return out
 
 
 def _git_toplevel(path: Path) -> Path | None:

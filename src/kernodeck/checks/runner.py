@@ -33,6 +33,9 @@ _PYTHON_NAMES = ("python", "python3")
 _ERROR_LINE = re.compile(
     r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault)(?::.*)?$"
 )
+_GROUP_HEADER = re.compile(r"^[|+\s]*Exception Group Traceback \(most recent call last\)")
+_GROUP_DECORATION = re.compile(r"^[\s|+]*")
+_GROUP_SUMMARY = re.compile(r"\(\d+ sub-exceptions?\)$")
 _ERROR_PREFIXES = ("error:", "error ", "fatal python error", "fatal:", "segmentation fault", "killed")
 
 
@@ -207,6 +210,8 @@ def first_error_line(text: str) -> str | None:
         line = raw.strip()
         if not line:
             continue
+        if _GROUP_HEADER.match(line):
+            return _first_group_error(lines[i + 1 :]) or line
         if line.startswith("Traceback (most recent call last)"):
             for later in lines[i + 1 :]:
                 if later.strip() and not later[:1].isspace() and not later.startswith("Traceback"):
@@ -215,6 +220,19 @@ def first_error_line(text: str) -> str | None:
         if _ERROR_LINE.match(line) or line.lower().startswith(_ERROR_PREFIXES):
             return line
     return None
+
+
+def _first_group_error(lines: Sequence[str]) -> str | None:
+    """The first leaf exception of an exception group's traceback (its lines are drawn with `|` and
+    `+`), or the group's own line when no leaf names an error."""
+    group: str | None = None
+    for raw in lines:
+        line = _GROUP_DECORATION.sub("", raw).strip()
+        if _GROUP_SUMMARY.search(line) and ":" in line:
+            group = group or line
+        elif _ERROR_LINE.match(line):
+            return line
+    return group
 
 
 def _last_line(text: str) -> str | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kernodeck.errors import EXIT_FAILED, EXIT_OK
+from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
 @click.command()
@@ -75,6 +75,10 @@ def rebuild(
     if json_out is not None:
         write_json_report(report, json_out)
     render(report, sys.stderr if to_stdout else sys.stdout)
+    interp = next((s for s in report.steps if s.layer == "rebuild" and s.name == "interpreter"), None)
+    if interp is not None and interp.status is Status.FAILED:
+        # the chosen interpreter does not satisfy [python]: refused before anything was created
+        click.get_current_context().exit(EXIT_USAGE)
     click.get_current_context().exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 

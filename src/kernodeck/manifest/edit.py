@@ -54,11 +54,16 @@ def load_document(path: str | Path) -> TOMLDocument:
     """Parse a TOML file for editing; a syntax error is a located ManifestError."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise UsageError(f"no manifest at {p}") from None
     except OSError as e:
         raise UsageError(f"cannot read {p}: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark is dropped, as on load
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ManifestError([Issue(str(p), "", "file is not valid UTF-8", line=line)]) from None
     return loads_document(text, str(p))
 
 

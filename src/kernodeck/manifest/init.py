@@ -90,14 +90,21 @@ def host_facts() -> HostFacts:
     return facts
 
 
-def project_requirements(directory: Path) -> tuple[list[str], str | None]:
-    """Requirements from pyproject.toml [project.dependencies], else requirements.txt."""
+def project_requirements(directory: Path, skipped: list[str] | None = None) -> tuple[list[str], str | None]:
+    """Requirements from pyproject.toml [project.dependencies], else requirements.txt. Entries
+    that are not valid requirements are left out and appended to `skipped`."""
+    skipped = [] if skipped is None else skipped
     pyproject = directory / "pyproject.toml"
     if pyproject.is_file():
         data = parse_toml(pyproject.read_text(encoding="utf-8"), str(pyproject))
-        deps = data.get("project", {}).get("dependencies")
-        if isinstance(deps, list) and all(isinstance(d, str) for d in deps):
-            return [d for d in deps if _valid(d)], "pyproject.toml [project.dependencies]"
+        project = data.get("project")
+        deps = project.get("dependencies") if isinstance(project, dict) else None
+        if isinstance(deps, list):
+            keep = [d for d in deps if isinstance(d, str) and _valid(d)]
+            skipped.extend(
+                d if isinstance(d, str) else repr(d) for d in deps if not isinstance(d, str) or not _valid(d)
+            )
+            return keep, "pyproject.toml [project.dependencies]"
     reqs = directory / "requirements.txt"
     if reqs.is_file():
         out = []
@@ -108,6 +115,8 @@ def project_requirements(directory: Path) -> tuple[list[str], str | None]:
             line = line.split(" \\", 1)[0].split(" --hash", 1)[0].strip()
             if _valid(line):
                 out.append(line)
+            else:
+                skipped.append(line)
         return out, "requirements.txt"
     return [], None
 
@@ -177,10 +186,13 @@ def starter_document(
     py.add("implementation", facts.implementation)
     doc.add("python", py)
 
-    reqs, source = project_requirements(directory)
+    skipped: list[str] = []
+    reqs, source = project_requirements(directory, skipped)
     pk = tomlkit.table()
     if source:
         pk.add(tomlkit.comment(f"from {source}"))
+    for bad in skipped:
+        pk.add(tomlkit.comment(f"left out, not a valid requirement: {' '.join(bad.split())[:200]}"))
     arr = tomlkit.array()
     for r in reqs:
         arr.append(r)

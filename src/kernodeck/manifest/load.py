@@ -26,6 +26,10 @@ else:  # pragma: no cover
 Loc = tuple[str | int, ...]
 
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
+#: A UTF-8 byte-order mark, which some editors write at the start of a file; TOML readers reject it.
+BOM = "\ufeff"
+_LONG_QUOTED = re.compile(r"'([^'\n]{100,})'")
+_EXCERPT_WIDTH = 120
 
 
 def load_manifest(path: str | Path = "repro.toml") -> Manifest:
@@ -42,7 +46,7 @@ def load_manifest(path: str | Path = "repro.toml") -> Manifest:
     except OSError as e:
         raise UsageError(f"cannot read manifest {p}: {e.strerror or e}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise ManifestError([Issue(str(p), "", "file is not valid UTF-8", line=line)]) from None
@@ -62,8 +66,8 @@ def parse_toml(text: str, filename: str = "repro.toml") -> dict[str, Any]:
             line, col = int(m.group(1)), int(m.group(2))
             lines = text.splitlines()
             if 1 <= line <= len(lines):
-                src = lines[line - 1]
-                excerpt = [f"  {line:>4} | {src}", "       | " + " " * max(col - 1, 0) + "^"]
+                src, caret = _window(lines[line - 1], col - 1)
+                excerpt = [f"  {line:>4} | {src}", "       | " + " " * caret + "^"]
             msg = _TOML_POS.sub("", msg).strip()
         raise ManifestError(
             [Issue(filename, "", f"TOML syntax error: {msg}", line=line, col=col, excerpt=excerpt)]
@@ -97,8 +101,25 @@ def format_loc(loc: Loc) -> str:
     return out
 
 
+def _window(src: str, col: int) -> tuple[str, int]:
+    """A long source line cut to the part around `col` (0-based), and the caret's new column."""
+    col = max(col, 0)
+    if len(src) <= _EXCERPT_WIDTH:
+        return src, col
+    start = max(0, min(col - _EXCERPT_WIDTH // 2, len(src) - _EXCERPT_WIDTH))
+    end = start + _EXCERPT_WIDTH
+    head = "..." if start > 0 else ""
+    tail = "..." if end < len(src) else ""
+    return head + src[start:end] + tail, col - start + len(head)
+
+
+def _shorten_quoted(message: str) -> str:
+    """Very long quoted values in a message, cut in the middle so the message stays readable."""
+    return _LONG_QUOTED.sub(lambda m: f"'{m[1][:60]}...{m[1][-20:]}' ({len(m[1])} characters)", message)
+
+
 def _issue(filename: str, locator: _Locator, loc: Loc, message: str, hint: str | None = None) -> Issue:
-    return Issue(filename, format_loc(loc), message, line=locator.line_of(loc), hint=hint)
+    return Issue(filename, format_loc(loc), _shorten_quoted(message), line=locator.line_of(loc), hint=hint)
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> Loc:
@@ -131,6 +152,9 @@ def _issue_from_error(err: Any, filename: str, locator: _Locator, data: dict[str
     elif kind.endswith("_type") or kind in ("model_type", "list_type", "dict_type"):
         got = _value_at(data, loc)
         msg = f"{msg}, got {type(got).__name__} {_short(got)}"
+        if kind == "list_type" and isinstance(got, dict) and loc and isinstance(loc[-1], str):
+            dotted = format_loc(loc)
+            hint = f"write [[{dotted}]] (double brackets: a list of tables), not [{dotted}]"
     elif kind == "literal_error":
         got = _value_at(data, loc)
         msg = f"{msg}, got {_short(got)}"

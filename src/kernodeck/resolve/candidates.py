@@ -73,7 +73,7 @@ class BaseCandidate:
 class Candidate(BaseCandidate):
     """One version of a project on one index, with its installable files for one target."""
 
-    __slots__ = ("_name", "_version", "files", "source", "yanked")
+    __slots__ = ("_name", "_version", "allow_yanked", "files", "source", "yanked")
 
     def __init__(
         self,
@@ -83,6 +83,7 @@ class Candidate(BaseCandidate):
         files: tuple[IndexFile, ...],
         *,
         yanked: bool = False,
+        allow_yanked: bool = False,
     ) -> None:
         if not files:
             raise ValueError(f"a candidate needs at least one file ({name} {version})")
@@ -91,6 +92,7 @@ class Candidate(BaseCandidate):
         self.source = source
         self.files = files  # best first: wheels by tag rank, then the sdist
         self.yanked = yanked
+        self.allow_yanked = allow_yanked  # built for an exact pin: yanked files may be among `files`
 
     @property
     def identifier(self) -> str:

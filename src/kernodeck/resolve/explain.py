@@ -20,6 +20,7 @@ from kernodeck.resolve.requirements import BaseRequirement, RequiresPythonRequir
 if TYPE_CHECKING:
     from resolvelib.structs import RequirementInformation
 
+    from kernodeck.index.evaluate import Rejected
     from kernodeck.resolve.factory import Factory, ProjectFiles
 
     Info = RequirementInformation[BaseRequirement, BaseCandidate]
@@ -38,11 +39,11 @@ def _where(pf: ProjectFiles) -> str:
     return ", ".join(f"{s.name} ({strip_credentials(s.url)})" for s in srcs)
 
 
-def _file_tags(pf: ProjectFiles) -> tuple[list[str], list[str]]:
+def _file_tags(pf: ProjectFiles, rejected: Sequence[Rejected] | None = None) -> tuple[list[str], list[str]]:
     """(distinct wheel tags, sdist filenames) among the files the platform rejected."""
     tags: set[str] = set()
     sdists: set[str] = set()
-    for r in pf.rejected:
+    for r in pf.rejected if rejected is None else rejected:
         fn = r.file.filename
         if r.file.is_wheel:
             try:
@@ -68,7 +69,7 @@ def _origin(factory: Factory, parent: BaseCandidate, manifest: str) -> str | Non
 
 
 def why_no_candidates(
-    factory: Factory, name: NormalizedName, manifest: str
+    factory: Factory, name: NormalizedName, manifest: str, requirements: Sequence[BaseRequirement] = ()
 ) -> tuple[str | None, list[str], str | None]:
     """(message override, context lines, hint) for a project with no usable version."""
     pf = factory.project(name)
@@ -101,7 +102,35 @@ def why_no_candidates(
         return (f"no file of {name} can be installed on {platform}", context, hint)
     versions = pf.versions(True)
     shown = [str(v) for v in versions]
-    return (None, [f"versions of {name} usable on {target.name} ({_where(pf)}): {_short_list(shown)}"], None)
+    usable_line = f"versions of {name} usable on {target.name} ({_where(pf)}): {_short_list(shown)}"
+    # The versions asked for exist, but none has a file for this platform: say which tags they have.
+    constraints = factory.constraints.get(name, [])
+    wanted = [
+        v
+        for v in pf.all_versions
+        if all(r.allows(v) for r in requirements)
+        and all(c.specifier.contains(v, prereleases=True) for c in constraints)
+    ]
+    if requirements and wanted and not any(pf.usable(v, True) for v in wanted):
+        blocked = wanted[:3]
+        rejected = [r for v in blocked for r in pf.verdicts(v).rejected]
+        tags, sdists = _file_tags(pf, rejected)
+        context = []
+        if tags:
+            context.append(f"its wheels are tagged: {_short_list(tags)}")
+        if sdists:
+            context.append(f"its source distributions: {_short_list(sdists, 4)}")
+        other = sorted({r.reason for r in rejected if not _is_tag_reason(r.reason)})
+        context.extend(f"rejected: {r}" for r in other[:5])
+        context.append(usable_line)
+        hint = None
+        if sdists and name not in factory.settings.allow_sdist:
+            hint = f"add {name!r} to [packages] allow-sdist to build it from source, or pick a version with a wheel"
+        what = ", ".join(str(v) for v in blocked) + (
+            f" (and {len(wanted) - 3} more)" if len(wanted) > 3 else ""
+        )
+        return (f"no file of {name} {what} can be installed on {platform}", context, hint)
+    return (None, [usable_line], None)
 
 
 def _is_tag_reason(reason: str) -> bool:
@@ -147,7 +176,9 @@ def explain_impossible(
         for c in factory.constraints.get(pname, []):
             copy = str(c).split(";")[0].strip()
             parts.append(f"the manifest constrains {copy}")
-        override, more, hint = why_no_candidates(factory, pname, manifest)
+        override, more, hint = why_no_candidates(
+            factory, pname, manifest, [i.requirement for i in infos if i.requirement.name == pname]
+        )
         context.extend(more)
     summary = "; ".join(parts)
     for other in sorted(groups)[1:]:

@@ -56,6 +56,7 @@ from kernodeck.resolve.requirements import (
     ExactBaseRequirement,
     RequiresPythonRequirement,
     SpecifierRequirement,
+    pins_exactly,
     strip_marker,
 )
 
@@ -281,6 +282,7 @@ class ProjectFiles:
         self._by_version: Mapping[Version, tuple[int, ...]] = page.versions() if page is not None else {}
         self.all_versions: list[Version] = sorted(self._by_version, reverse=True)
         self._verdicts: dict[Version, _Verdicts] = {}
+        self._only_pre: bool | None = None
 
     def verdicts(self, version: Version) -> _Verdicts:
         hit = self._verdicts.get(version)
@@ -313,6 +315,21 @@ class ProjectFiles:
                     continue
             rejected.append(res)
         return _Verdicts(accepted, yanked_ok, rejected)
+
+    def too_new(self, version: Version) -> bool:
+        """Whether every file of `version` was uploaded after exclude-newer (it does not exist yet)."""
+        cutoff = self._exclude_newer
+        return cutoff is not None and self._page is not None and self._page.uploaded_after(version, cutoff)
+
+    @property
+    def only_prereleases(self) -> bool:
+        """Whether every version that existed at exclude-newer is a prerelease (then prereleases
+        are allowed without asking, as pip and uv do)."""
+        hit = self._only_pre
+        if hit is None:
+            existing = [v for v in self.all_versions if not v.is_prerelease and not self.too_new(v)]
+            hit = self._only_pre = bool(self.all_versions) and not existing
+        return hit
 
     def usable(self, version: Version, pinned_exactly: bool) -> bool:
         v = self.verdicts(version)
@@ -470,7 +487,7 @@ class Factory:
             order.remove(pref)
             order.insert(0, pref)
         for v in order:
-            if v.is_prerelease and not self.settings.prereleases and v != pref:
+            if v.is_prerelease and not self.settings.prereleases and v != pref and not pf.only_prereleases:
                 continue
             if requirement is not None and not requirement.allows(v):
                 continue
@@ -498,14 +515,17 @@ class Factory:
         name = requirements[0].name
         extras = requirements[0].extras
         pf = self.project(name)
-        pinned = any(r.pinned_exactly for r in requirements)
-        bad = {c.version for c in incompatibilities}
         constraints = self.constraints.get(name, [])
+        # Yanked files only for an exact pin, in a requirement or a constraint (as pip and uv).
+        pinned = any(r.permits_yanked for r in requirements) or any(
+            pins_exactly(c.specifier) for c in constraints
+        )
+        bad = {c.version for c in incompatibilities}
         allow_pre = (
             self.settings.prereleases
             or any(_names_prerelease(r.specifier) for r in requirements)
             or any(_names_prerelease(c.specifier) for c in constraints)
-            or (bool(pf.all_versions) and all(v.is_prerelease for v in pf.all_versions))
+            or pf.only_prereleases
         )
         versions = [
             v
@@ -544,6 +564,7 @@ class Factory:
                 pf.source,
                 pf.files(version, pinned),
                 yanked=pf.all_yanked(version),
+                allow_yanked=pinned,
             )
             self._candidates[key] = cand
         return cand

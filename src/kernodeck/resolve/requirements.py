@@ -31,6 +31,13 @@ if TYPE_CHECKING:
 MANIFEST_ORIGIN = "the manifest"
 
 
+def pins_exactly(specifier: SpecifierSet) -> bool:
+    """`==1.2.3` or `===1.2.3` (no wildcard) among the specifiers."""
+    return any(
+        (s.operator == "==" and not s.version.endswith(".*")) or s.operator == "===" for s in specifier
+    )
+
+
 class BaseRequirement:
     __slots__ = ()
 
@@ -54,6 +61,11 @@ class BaseRequirement:
     def pinned_exactly(self) -> bool:
         """`==1.2.3` or `===1.2.3` (no wildcard): the only case where yanked files may be used."""
         return False
+
+    @property
+    def permits_yanked(self) -> bool:
+        """Whether this requirement lets yanked files in (PEP 592: an exact pin)."""
+        return self.pinned_exactly
 
     def allows(self, version: Version) -> bool:
         return self.specifier.contains(version, prereleases=True)
@@ -94,10 +106,7 @@ class SpecifierRequirement(BaseRequirement):
 
     @property
     def pinned_exactly(self) -> bool:
-        specs = list(self.req.specifier)
-        return any(
-            (s.operator == "==" and not s.version.endswith(".*")) or s.operator == "===" for s in specs
-        )
+        return pins_exactly(self.req.specifier)
 
     def describe(self) -> str:
         extras = f"[{','.join(sorted(self._extras))}]" if self._extras else ""
@@ -127,6 +136,12 @@ class ExactBaseRequirement(BaseRequirement):
     @property
     def pinned_exactly(self) -> bool:
         return True
+
+    @property
+    def permits_yanked(self) -> bool:
+        # As exact as the extras candidate it comes from: `lib[x]>=1` never lets a yanked file of
+        # lib in through the base, `lib[x]==1.0` does.
+        return self.candidate.allow_yanked
 
     def allows(self, version: Version) -> bool:
         return version == self.candidate.version

@@ -65,10 +65,17 @@ def diagnose(kind: str, manifest: Manifest, facts: Facts, ctx: Context) -> tuple
     t = facts.torch
     build = facts.torch_build_kind()
     if kind in ("cuda", "rocm", "any") and build == "cpu":
+        # both links can be broken at once: say so, or fixing torch alone looks like the cure
+        no_driver = ""
+        if kind in ("cuda", "any") and facts.nvidia.driver() is None and not facts.rocm.driver_present:
+            no_driver = "; the machine has no NVIDIA driver either"
+        elif kind == "rocm" and not facts.rocm.driver_present:
+            no_driver = "; the machine has no AMD GPU driver (/dev/kfd) either"
         return (
             "cpu-only-build",
-            f"torch {t.version} is a CPU-only build: it cannot use any GPU",
-            f"install the locked GPU build of torch{f' ({ctx.backend.name})' if ctx.backend else ''}",
+            f"torch {t.version} is a CPU-only build: it cannot use any GPU{no_driver}",
+            f"install the locked GPU build of torch{f' ({ctx.backend.name})' if ctx.backend else ''}"
+            + (" and the GPU driver on the host" if no_driver else ""),
         )
     if kind == "any" and build is not None:
         kind = build
