@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from kernodeck.commands.options import manifest_option
 from kernodeck.errors import EXIT_FAILED, EXIT_OK
 
 RESUME = "resume"
@@ -28,14 +29,7 @@ def default_python() -> str:
 
 @click.command()
 @click.argument("names", nargs=-1)
-@click.option(
-    "--manifest",
-    "manifest_path",
-    default="repro.toml",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="The manifest (or its folder).",
-)
+@manifest_option("manifest_path")
 @click.option(
     "--python", "python", default=None, help="Target interpreter (default: the active venv's, else this one)."
 )

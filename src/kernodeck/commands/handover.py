@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from kernodeck.commands.options import manifest_option
 from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
@@ -84,14 +85,7 @@ def rebuild(
 
 @click.command()
 @click.argument("out", type=click.Path(path_type=Path, file_okay=False))
-@click.option(
-    "--manifest",
-    "manifest",
-    default="repro.toml",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="The manifest (or its folder).",
-)
+@manifest_option()
 @click.option(
     "--include-data",
     is_flag=True,
@@ -120,14 +114,7 @@ def bundle(out: Path, manifest: Path, include_data: bool, no_code: bool, report:
 
 
 @click.command()
-@click.option(
-    "--manifest",
-    "manifest",
-    default="repro.toml",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="The manifest (or its folder).",
-)
+@manifest_option()
 @click.option(
     "--variant", default=None, help="Record the differences as a [[variant]] NAME beside the reference."
 )

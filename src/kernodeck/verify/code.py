@@ -145,25 +145,32 @@ def _git_steps(code: Code, sha: str, ctx: Context) -> list[Step]:
         steps.append(Step.passed(LAYER, "clean-tree", expected="no local changes", observed=observed))
     else:
         msg = f"{len(changed)} tracked file{'s' if len(changed) != 1 else ''} changed: {short(changed)}"
-        if code.allow_dirty:
-            steps.append(
-                Step.warning(
-                    LAYER, "clean-tree", msg, expected="allow-dirty", observed=changed, required=False
-                )
-            )
-        else:
-            steps.append(
-                Step.failed(
-                    LAYER,
-                    "clean-tree",
-                    msg,
-                    expected="no local changes",
-                    observed=changed,
-                    hint="commit or stash the changes, or set [code] allow-dirty = true",
-                    details={"cause": "dirty"},
-                )
-            )
+        hint = "commit or stash the changes, or set [code] allow-dirty = true"
+        steps.append(_dirty_step(code, msg, changed, hint, {}))
     return steps
+
+
+def _dirty_step(code: Code, msg: str, observed: Any, hint: str, details: dict[str, Any]) -> Step:
+    """Local changes: a warning under allow-dirty, else a failure."""
+    if code.allow_dirty:
+        return Step.warning(
+            LAYER,
+            "clean-tree",
+            msg,
+            expected="allow-dirty",
+            observed=observed,
+            required=False,
+            details=details,
+        )
+    return Step.failed(
+        LAYER,
+        "clean-tree",
+        msg,
+        expected="no local changes",
+        observed=observed,
+        hint=hint,
+        details={**details, "cause": "dirty"},
+    )
 
 
 # --- a bundle outside git ---------------------------------------------------------------------
@@ -294,24 +301,8 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
             )
         if entry.get("dirty"):
             msg = "the code had local changes when the bundle was written"
-            if code.allow_dirty:
-                steps.append(
-                    Step.warning(
-                        LAYER, "clean-tree", msg, expected="allow-dirty", required=False, details=details
-                    )
-                )
-            else:
-                steps.append(
-                    Step.failed(
-                        LAYER,
-                        "clean-tree",
-                        msg,
-                        expected="no local changes",
-                        observed="dirty",
-                        hint="commit the changes, capture, and write the bundle again",
-                        details={**details, "cause": "dirty"},
-                    )
-                )
+            hint = "commit the changes, capture, and write the bundle again"
+            steps.append(_dirty_step(code, msg, "dirty", hint, details))
         elif recorded is not None:
             steps.append(
                 Step.passed(
