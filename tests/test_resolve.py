@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import tomlkit
 
-from kernodeck.errors import ResolutionError
+from kernodeck.errors import ResolutionError, UsageError
 from kernodeck.lock import LockResult, lock_manifest
 from kernodeck.lockfile.write import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
@@ -489,6 +489,13 @@ def test_existing_pins_are_kept_unless_upgrading(
     assert pins(read_lock(path)) == {"app": "1.0", "dep": "2.0", "other": "1.0"}
     lock(path, cache, refresh=True, upgrade=True)
     assert pins(read_lock(path)) == {"app": "1.0", "dep": "2.0", "other": "2.0"}
+    # with a specifier, as in pip-compile and uv: upgrade (here: move) only within it
+    lock(path, cache, refresh=True, upgrade_packages=["other<2"])
+    assert pins(read_lock(path)) == {"app": "1.0", "dep": "2.0", "other": "1.0"}
+    with pytest.raises(UsageError):
+        lock(path, cache, upgrade_packages=["other @ https://example.invalid/x.whl"])
+    with pytest.raises(UsageError):
+        lock(path, cache, upgrade_packages=["not a name!"])
 
 
 def test_same_inputs_same_bytes(index_factory: IndexFactory, served_index: Server, tmp_path: Path) -> None:

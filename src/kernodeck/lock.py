@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -261,6 +262,22 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def _upgrade_requirement(text: str) -> Requirement:
+    """`NAME` or `NAME<specifier>` given to --upgrade-package."""
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as e:
+        raise UsageError(
+            f"--upgrade-package {text!r} is not a package name or requirement: {str(e).splitlines()[0]}",
+            hint="e.g. --upgrade-package numpy or --upgrade-package 'numpy<2.3'",
+        ) from None
+    if req.url or req.marker or req.extras:
+        raise UsageError(
+            f"--upgrade-package {text!r}: give a name and optionally a version specifier, nothing else"
+        )
+    return req
+
+
 def lock_manifest(
     manifest_path: str | os.PathLike[str] = "repro.toml",
     platforms: Sequence[str] | None = None,
@@ -287,14 +304,22 @@ def lock_manifest(
     manifest_sha256 = hashlib.sha256(raw).hexdigest()
     names = _select(manifest, platforms)
     out_dir = Path(output_dir) if output_dir is not None else path.parent
-    skip_pref = {canonicalize_name(n) for n in upgrade_packages}
+    upgrades = [_upgrade_requirement(u) for u in upgrade_packages]
+    skip_pref = {canonicalize_name(r.name) for r in upgrades}
+    # `--upgrade-package NAME<SPEC>` (as in pip-compile and uv) also constrains NAME for this lock.
+    extra_constraints = [str(r) for r in upgrades if r.specifier]
+    if extra_constraints:
+        packages = manifest.packages.model_copy(
+            update={"constraints": [*manifest.packages.constraints, *extra_constraints]}
+        )
+        manifest = manifest.model_copy(update={"packages": packages})
     prefs: dict[str, dict[str, Version]] = {}
     for n in names:
         pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
         prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
 
     cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
-    key = _replay_key(manifest, raw, path.name, names, fmt, prefs)
+    key = None if extra_constraints else _replay_key(manifest, raw, path.name, names, fmt, prefs)
     record = None if (key is None or refresh) else _replayable(cache, key, manifest, offline)
     if record is not None:
         if progress is None and not quiet and sys.stderr.isatty():

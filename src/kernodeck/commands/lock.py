@@ -25,8 +25,9 @@ from kernodeck.errors import EXIT_FAILED
     "-P",
     "upgrade_packages",
     multiple=True,
-    metavar="NAME",
-    help="Ignore the existing pin of this package only (repeatable).",
+    metavar="NAME[SPEC]",
+    help="Ignore the existing pin of this package only; with a specifier (numpy<2.3) also constrain it "
+    "(repeatable).",
 )
 @click.option("--offline", is_flag=True, help="Use only the cache; never touch the network.")
 @click.option("--refresh", is_flag=True, help="Re-fetch every project page instead of trusting the cache.")
