@@ -8,6 +8,8 @@ the computation is skipped: there is never a fallback to the CPU.
 
 from __future__ import annotations
 
+from typing import Any
+
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -281,49 +283,26 @@ def _gpu_expectations(manifest: Manifest, devices: list[TorchDevice]) -> list[St
     if g.name:
         names = [d.name or "" for d in devices]
         bad = [n for n in names if g.name.lower() not in n.lower()]
-        steps.append(
-            Step.passed(LAYER, "gpu-name", expected=g.name, observed=names)
-            if not bad
-            else Step.failed(
-                LAYER,
-                "gpu-name",
-                f"{bad[0]} is not a {g.name}",
-                expected=g.name,
-                observed=names,
-                details={"cause": "gpu-name"},
-            )
-        )
+        msg = f"{bad[0]} is not a {g.name}" if bad else ""
+        steps.append(_expectation("gpu-name", g.name, names, msg, "gpu-name"))
     if g.compute_capability:
         caps = [d.capability_str for d in devices if d.capability_str]
         bad = [c for c in caps if not SpecifierSet(g.compute_capability).contains(c, prereleases=True)]
-        steps.append(
-            Step.passed(LAYER, "compute-capability", expected=g.compute_capability, observed=caps)
-            if not bad
-            else Step.failed(
-                LAYER,
-                "compute-capability",
-                f"capability {bad[0]} does not satisfy {g.compute_capability}",
-                expected=g.compute_capability,
-                observed=caps,
-                details={"cause": "capability"},
-            )
-        )
+        msg = f"capability {bad[0]} does not satisfy {g.compute_capability}" if bad else ""
+        steps.append(_expectation("compute-capability", g.compute_capability, caps, msg, "capability"))
     if g.memory_gib:
         mems = [round((d.total_memory or 0) / 2**30, 1) for d in devices]
         bad_m = [m for m in mems if not SpecifierSet(g.memory_gib).contains(str(m), prereleases=True)]
-        steps.append(
-            Step.passed(LAYER, "gpu-memory", expected=g.memory_gib, observed=mems)
-            if not bad_m
-            else Step.failed(
-                LAYER,
-                "gpu-memory",
-                f"{bad_m[0]} GiB does not satisfy {g.memory_gib}",
-                expected=g.memory_gib,
-                observed=mems,
-                details={"cause": "memory"},
-            )
-        )
+        msg = f"{bad_m[0]} GiB does not satisfy {g.memory_gib}" if bad_m else ""
+        steps.append(_expectation("gpu-memory", g.memory_gib, mems, msg, "memory"))
     return steps
+
+
+def _expectation(name: str, expected: str, observed: list[Any], error: str, cause: str) -> Step:
+    """A `[system] gpu` expectation: passed, or failed with `error` (empty when it holds)."""
+    if not error:
+        return Step.passed(LAYER, name, expected=expected, observed=observed)
+    return Step.failed(LAYER, name, error, expected=expected, observed=observed, details={"cause": cause})
 
 
 def _compute(kind: str | None, usable: bool, facts: Facts, ctx: Context, steps: list[Step]) -> Step:
