@@ -34,11 +34,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kernodeck.errors import KernodeckError, UsageError
+from kernodeck.fsio import atomic_write_bytes
 from kernodeck.lockfile.write import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
 from kernodeck.rebuild import BUNDLE_SUMS, INVENTORY_FILE, credential_names
-from kernodeck.report import Report, Status, atomic_write_bytes
+from kernodeck.report import Report, Status
 from kernodeck.scrub import Scrubber
 
 OBSERVED_DIR = "observed"

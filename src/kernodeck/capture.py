@@ -27,11 +27,11 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.fingerprint import sha256_file
+from kernodeck.fsio import atomic_write_text
 from kernodeck.gitstate import git_state
 from kernodeck.manifest.edit import dumps_document, get_value, load_document, set_value
 from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.schema import Manifest
-from kernodeck.report import atomic_write_text
 
 _DATED_ID = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(\d+)$")
 

@@ -186,7 +186,7 @@ class FingerprintCache:
             with FileLock(str(self.path) + ".lock", timeout=10):
                 current = _read_entries(self.path)
                 current.update(self._dirty)
-                from kernodeck.report import atomic_write_text
+                from kernodeck.fsio import atomic_write_text
 
                 atomic_write_text(self.path, json.dumps(current, separators=(",", ":")))
                 self._entries = current

@@ -45,6 +45,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.errors import KernodeckError, ResolutionError, UsageError
+from kernodeck.fsio import atomic_write_text
 from kernodeck.index.cache import DEFAULT_PAGE_TTL, IndexCache, default_cache_dir, page_is_fresh
 from kernodeck.lockfile.write import (
     IndexLine,
@@ -57,7 +58,6 @@ from kernodeck.lockfile.write import (
     requirements_filename,
 )
 from kernodeck.manifest.load import load_manifest
-from kernodeck.report import atomic_write_text
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource

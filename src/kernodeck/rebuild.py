@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from kernodeck.errors import UsageError
+from kernodeck.fsio import atomic_write_text
 from kernodeck.lockfile.write import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
-from kernodeck.report import Report, Status, Step, atomic_write_text
+from kernodeck.report import Report, Status, Step
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
 LAYER = "rebuild"

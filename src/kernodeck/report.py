@@ -16,6 +16,9 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernodeck.fsio import atomic_write_text
+from kernodeck.layers import Layer
+
 REPORT_SCHEMA = "kernodeck-report/1"
 
 
@@ -29,7 +32,7 @@ class Status(str, Enum):
 class Step(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    layer: str
+    layer: Layer
     name: str
     status: Status
     expected: Any = None
@@ -41,19 +44,19 @@ class Step(BaseModel):
     seconds: float | None = None
 
     @classmethod
-    def passed(cls, layer: str, name: str, **kw: Any) -> Step:
+    def passed(cls, layer: Layer | str, name: str, **kw: Any) -> Step:
         return cls(layer=layer, name=name, status=Status.PASSED, **kw)
 
     @classmethod
-    def failed(cls, layer: str, name: str, error: str, **kw: Any) -> Step:
+    def failed(cls, layer: Layer | str, name: str, error: str, **kw: Any) -> Step:
         return cls(layer=layer, name=name, status=Status.FAILED, error=error, **kw)
 
     @classmethod
-    def skipped(cls, layer: str, name: str, why: str, **kw: Any) -> Step:
+    def skipped(cls, layer: Layer | str, name: str, why: str, **kw: Any) -> Step:
         return cls(layer=layer, name=name, status=Status.SKIPPED, error=why, **kw)
 
     @classmethod
-    def warning(cls, layer: str, name: str, error: str, **kw: Any) -> Step:
+    def warning(cls, layer: Layer | str, name: str, error: str, **kw: Any) -> Step:
         return cls(layer=layer, name=name, status=Status.WARNING, error=error, **kw)
 
 
@@ -194,22 +197,3 @@ def write_json_report(report: Report, target: str) -> None:
         sys.stdout.flush()
     else:
         report.write_json(target)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernodeck.urls import URL_USERINFO
+
 #: Environment variable names whose values are credentials.
 SECRET_NAME = re.compile(
     r"^(?:[A-Za-z0-9]+_)*(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)$|_(?:KEY|PAT|AUTH)$",
@@ -40,7 +42,6 @@ _PLACEHOLDER = re.compile(
     r"^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>)(?::(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>))?$"
 )
 
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/@'\"<>]+)@")
 _SECRET_WORD = (
     r"\b(?i:(?:[A-Za-z0-9]+_)*(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)"
     r"|[A-Za-z0-9_]*(?:api|access|secret|private)_?key)\b"
@@ -145,7 +146,7 @@ class Scrubber:
         """The text with every secret and host path replaced."""
         for value in sorted(self.secrets, key=len, reverse=True):
             text = text.replace(value, f"<redacted:{self.secrets[value]}>")
-        text = _URL_USERINFO.sub(_userinfo, text)
+        text = URL_USERINFO.sub(_userinfo, text)
         text = _ASSIGNMENT.sub(lambda m: f"{m['name']}{m['sep']}{_REDACTED}", text)
         text = _AUTH_HEADER.sub(lambda m: f"{m['head']}{_REDACTED}", text)
         text = _TOKEN_FORMATS.sub(_REDACTED, text)
@@ -182,7 +183,7 @@ class Scrubber:
         for path, placeholder in self.paths:
             if re.search(re.escape(path) + _PATH_END, text):
                 found.append(f"a host path ({placeholder})")
-        if any(not _PLACEHOLDER.match(m["userinfo"]) for m in _URL_USERINFO.finditer(text)):
+        if any(not _PLACEHOLDER.match(m["userinfo"]) for m in URL_USERINFO.finditer(text)):
             found.append("credentials in a URL")
         if _ASSIGNMENT.search(text):
             found.append("a credential assignment")

@@ -17,7 +17,8 @@ from kernodeck.index.models import (
     NotFound,
     ProjectPage,
 )
-from kernodeck.index.sources import MissingCredential, default_index_url, redact
+from kernodeck.index.sources import MissingCredential, default_index_url
+from kernodeck.urls import redact
 
 if TYPE_CHECKING:
     from kernodeck.index.client import ClientStats, IndexClient

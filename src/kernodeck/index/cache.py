@@ -24,7 +24,6 @@ import json
 import marshal
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +34,8 @@ from typing import Any
 
 import filelock
 import platformdirs
+
+from kernodeck.fsio import atomic_write_bytes
 
 _LAYOUT = "index-v1"
 DEFAULT_PAGE_TTL = 600.0  # seconds a cached page without validators answers without the network
@@ -47,20 +48,6 @@ def default_cache_dir() -> Path:
     if env:
         return Path(env)
     return Path(platformdirs.user_cache_dir("kernodeck"))
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` beside `path` under a unique name, then rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def page_is_fresh(
@@ -167,7 +154,7 @@ class IndexCache:
     def put_page(self, page: CachedPage) -> None:
         path = self.page_path(page.url)
         if path is not None:
-            write_atomic(path, page.to_json())
+            atomic_write_bytes(path, page.to_json(), fsync=False)
 
     def fingerprint(self, url: str) -> tuple[int, int] | None:
         """(size, mtime) of the cached page of `url`; None when there is none."""
@@ -232,7 +219,7 @@ class IndexCache:
             data = marshal.dumps((_PARSED_FORMAT, fp, head, list(entries), [tuple(r) for r in rejected]))
         except ValueError:
             return fp  # something marshal cannot store: the .json alone serves
-        write_atomic(path.with_name(path.stem + _PARSED_SUFFIX), data)
+        atomic_write_bytes(path.with_name(path.stem + _PARSED_SUFFIX), data, fsync=False)
         return fp
 
     # -- finished locks ------------------------------------------------------------------------------
@@ -253,7 +240,7 @@ class IndexCache:
     def put_lock_record(self, key: str, record: dict[str, Any]) -> None:
         path = self._lock_path(key)
         if path is not None:
-            write_atomic(path, json.dumps(record, sort_keys=True).encode("utf-8"))
+            atomic_write_bytes(path, json.dumps(record, sort_keys=True).encode("utf-8"), fsync=False)
 
     # -- metadata ------------------------------------------------------------------------------------
 
@@ -277,7 +264,7 @@ class IndexCache:
     def put_metadata(self, sha256: str | None, url: str, data: bytes) -> None:
         path = self.metadata_path(sha256, url)
         if path is not None and not path.exists():
-            write_atomic(path, data)
+            atomic_write_bytes(path, data, fsync=False)
 
     # -- locking ---------------------------------------------------------------------------------------
 

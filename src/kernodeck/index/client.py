@@ -64,7 +64,8 @@ from kernodeck.index.models import (
     parse_html_page,
     parse_json_page,
 )
-from kernodeck.index.sources import ResolvedUrl, default_index_url, expand, netrc_auth, redact
+from kernodeck.index.sources import ResolvedUrl, default_index_url, expand, netrc_auth
+from kernodeck.urls import redact
 
 __all__ = ["ClientStats", "IndexClient", "default_index_url"]
 

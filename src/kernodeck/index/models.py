@@ -34,6 +34,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.errors import IndexError_
+from kernodeck.urls import strip_userinfo
 
 JSON_CONTENT_TYPE = "application/vnd.pypi.simple.v1+json"
 HTML_CONTENT_TYPE = "application/vnd.pypi.simple.v1+html"
@@ -524,13 +525,6 @@ def _check_core_metadata(value: Any) -> Mapping[str, str] | bool | None:
     raise ValueError(f"core-metadata {value!r} is neither a boolean nor hashes")
 
 
-def _strip_credentials(url: str) -> str:
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
-
-
 # An absolute http(s) URL that urljoin/urldefrag leave as it is: no fragment, query, params,
 # user-info or whitespace (the usual case on an index page; anything else takes the long way).
 _PLAIN_URL = re.compile(r"^https?://[^/?#;@\s]+/[^?#;\s]*\Z")
@@ -575,7 +569,7 @@ def _entry(
         absolute, fragment = urldefrag(urljoin(page_url, url))
         if urlsplit(absolute).scheme not in ("http", "https", "file"):
             raise ValueError(f"url {url!r} has an unsupported scheme")
-        absolute = _strip_credentials(absolute)
+        absolute = strip_userinfo(absolute)
     hashes = _check_hashes(hashes)
     if fragment:
         algo, _, digest = fragment.partition("=")

@@ -18,18 +18,13 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from kernodeck.errors import IndexError_, UsageError
+from kernodeck.urls import redact
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]*)@")
 
 
 class MissingCredential(UsageError):
     """An index URL names an environment variable that is not set."""
-
-
-def redact(text: str) -> str:
-    """Replace the user-info of every URL in `text` with '***'."""
-    return _USERINFO.sub(lambda m: f"{m.group('scheme')}***@", text)
 
 
 @dataclass(frozen=True)

@@ -8,21 +8,19 @@ carries literal credentials (from pip's configuration) is written without them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from urllib.parse import urlsplit, urlunsplit
 
 import tomlkit
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
+from kernodeck.urls import strip_userinfo
+
 REQUIREMENTS_PREFIX = "requirements-rebuild-"
 PYLOCK_PREFIX = "pylock."
 MANIFEST_PARENT = "-r {manifest}"
-
-_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def requirements_filename(platform: str) -> str:
@@ -98,14 +96,7 @@ def format_time(dt: datetime | None) -> str:
 
 def strip_credentials(url: str) -> str:
     """Keep `${VAR}` placeholders (pip expands them); drop literal user:password."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    pieces = [p for p in userinfo.split(":") if p]
-    if pieces and all(_PLACEHOLDER.fullmatch(p) for p in pieces):
-        return url
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return strip_userinfo(url, keep_placeholders=True)
 
 
 def _via_lines(via: Sequence[str]) -> list[str]:
@@ -173,7 +164,7 @@ def render_pylock(lock: PlatformLock) -> str:
         t["version"] = str(pkg.version)
         if pkg.requires_python:
             t["requires-python"] = pkg.requires_python
-        t["index"] = strip_credentials(_no_placeholders(pkg.index))
+        t["index"] = strip_userinfo(pkg.index)
         sdists = [f for f in pkg.files if not f.is_wheel]
         wheels = sorted((f for f in pkg.files if f.is_wheel), key=lambda f: f.filename)
         if sdists:
@@ -203,21 +194,12 @@ def render_pylock(lock: PlatformLock) -> str:
     return tomlkit.dumps(doc)
 
 
-def _no_placeholders(url: str) -> str:
-    """pylock has no variable expansion: userinfo made of placeholders is dropped too."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-
-
 def _file_table(f: LockedFile) -> tomlkit.items.InlineTable:
     t = tomlkit.inline_table()
     t["name"] = f.filename
     if f.upload_time is not None:
         t["upload-time"] = f.upload_time.astimezone(timezone.utc).replace(tzinfo=timezone.utc)
-    t["url"] = _no_placeholders(f.url)
+    t["url"] = strip_userinfo(f.url)
     if f.size is not None:
         t["size"] = f.size
     hashes = tomlkit.inline_table()

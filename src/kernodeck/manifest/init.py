@@ -19,9 +19,9 @@ import tomlkit
 from packaging.requirements import InvalidRequirement, Requirement
 
 from kernodeck.errors import UsageError
+from kernodeck.fsio import atomic_write_text
 from kernodeck.gitstate import GitState, git_state
 from kernodeck.manifest.load import loads_manifest, parse_toml
-from kernodeck.report import atomic_write_text
 
 
 @dataclass

@@ -20,17 +20,13 @@ import sys
 from pathlib import Path
 
 from kernodeck.errors import UsageError
+from kernodeck.layers import FACT_LAYERS, Layer, selected
 
 PROBE_DIR = Path(__file__).resolve().parent
 SCRIPT = PROBE_DIR / "script.py"
 
 #: Sub-directory of the cache directory holding the RECORD verification cache (see script.py).
 RECORDS_CACHE = "records-v1"
-
-#: Layers whose checks need facts from the environment probe.
-FACT_LAYERS = frozenset(
-    {"interpreter", "packages", "contract", "system", "backend", "device", "application", "resume"}
-)
 
 _started: dict[tuple[str, ...], subprocess.Popen[bytes]] = {}
 
@@ -136,5 +132,5 @@ def records_cache_dir(cache_dir: Path | None) -> Path | None:
 
 def wants_facts(only: tuple[str, ...] | list[str], skip: tuple[str, ...] | list[str]) -> tuple[bool, bool]:
     """(whether the selected layers need the environment probe, whether they check RECORD)."""
-    selected = [x for x in (only or FACT_LAYERS) if x not in skip]
-    return bool(FACT_LAYERS & set(selected)), "packages" in selected
+    chosen = selected(only, skip)
+    return bool(FACT_LAYERS & set(chosen)), Layer.PACKAGES in chosen

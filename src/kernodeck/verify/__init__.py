@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from kernodeck.verify.run import LAYERS, run_verify, select_platform
+from kernodeck.layers import VERIFY_LAYERS as LAYERS
+from kernodeck.verify.run import run_verify, select_platform
 
 __all__ = ["LAYERS", "run_verify", "select_platform"]

@@ -62,7 +62,7 @@ def cached_broken_requirements(facts: Facts, cache_dir: Path | None) -> tuple[li
         pass
     broken, checked = broken_requirements(facts)
     try:
-        from kernodeck.report import atomic_write_text
+        from kernodeck.fsio import atomic_write_text
 
         atomic_write_text(file, json.dumps({"key": key, "broken": broken, "checked": checked}))
     except OSError:

@@ -17,6 +17,7 @@ from typing import Any
 from kernodeck.backends import parse_backend
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
+from kernodeck.layers import Layer, selected
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.probe.facts import Facts
 from kernodeck.probe.runner import Probe, ProbeRequest
@@ -25,37 +26,16 @@ from kernodeck.verify import backend, code, contract, data, device, interpreter,
 from kernodeck.verify.context import Context
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
-LAYERS: tuple[str, ...] = (
-    "code",
-    "data",
-    "interpreter",
-    "packages",
-    "contract",
-    "system",
-    "backend",
-    "device",
-    "application",
-    "resume",
-)
-
 FactLayer = Callable[[Manifest, Facts, Context], list[Step]]
 
-_FACT_LAYERS: dict[str, FactLayer] = {
-    "interpreter": interpreter.check,
-    "packages": packages.check,
-    "contract": contract.check,
-    "system": system.check,
-    "backend": backend.check,
-    "device": device.check,
+_FACT_LAYERS: dict[Layer, FactLayer] = {
+    Layer.INTERPRETER: interpreter.check,
+    Layer.PACKAGES: packages.check,
+    Layer.CONTRACT: contract.check,
+    Layer.SYSTEM: system.check,
+    Layer.BACKEND: backend.check,
+    Layer.DEVICE: device.check,
 }
-
-
-def selected_layers(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[str]:
-    only, skip = list(only), list(skip)
-    for name in [*only, *skip]:
-        if name not in LAYERS:
-            raise UsageError(f"unknown layer {name!r}", hint="layers: " + ", ".join(LAYERS))
-    return [layer for layer in LAYERS if (not only or layer in only) and layer not in skip]
 
 
 def _live_kind(facts: Facts) -> str:
@@ -127,7 +107,7 @@ def select_platform(manifest: Manifest, facts: Facts | None, name: str | None) -
     )
 
 
-def _probe_request(manifest: Manifest, layers: list[str], compute: bool, device_kind: str) -> ProbeRequest:
+def _probe_request(manifest: Manifest, layers: list[Layer], compute: bool, device_kind: str) -> ProbeRequest:
     locate = tuple(f"{w.package}:{w.path}" for w in manifest.weights if w.package and w.path)
     env = tuple(sorted((manifest.determinism.env if manifest.determinism else {}).keys()))
     access = tuple(
@@ -163,7 +143,7 @@ def run_verify(
     compute: bool = True,
     cache: FingerprintCache | None = None,
 ) -> Report:
-    layers = selected_layers(only, skip)
+    layers = selected(only, skip)
     ctx = Context(
         root=manifest_file.parent,
         manifest_file=manifest_file,
