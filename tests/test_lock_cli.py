@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.cli import main
-from kernodeck.lockfile.write import requirements_filename
+from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.test_resolve import LINUX, WINDOWS, pins, write_manifest
 

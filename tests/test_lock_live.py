@@ -14,7 +14,8 @@ import pytest
 
 from kernodeck.index import default_index_url
 from kernodeck.lock import lock_manifest
-from kernodeck.lockfile.write import requirements_filename, strip_credentials
+from kernodeck.lockfile.names import requirements_filename
+from kernodeck.lockfile.write import strip_credentials
 
 pytestmark = pytest.mark.live
 

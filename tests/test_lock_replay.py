@@ -12,7 +12,7 @@ import pytest
 import kernodeck.lock as lockmod
 from kernodeck.index.cache import IndexCache
 from kernodeck.lock import lock_manifest
-from kernodeck.lockfile.write import requirements_filename
+from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.test_resolve import LINUX, WINDOWS, write_manifest
 

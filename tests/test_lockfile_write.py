@@ -8,16 +8,15 @@ from datetime import datetime, timezone
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from kernodeck.lockfile.names import pylock_filename, requirements_filename
 from kernodeck.lockfile.write import (
     IndexLine,
     LockedFile,
     LockedPackage,
     PlatformLock,
     format_time,
-    pylock_filename,
     render_pylock,
     render_requirements,
-    requirements_filename,
     strip_credentials,
 )
 

@@ -17,7 +17,7 @@ import tomlkit
 
 from kernodeck.errors import ResolutionError, UsageError
 from kernodeck.lock import LockResult, lock_manifest
-from kernodeck.lockfile.write import requirements_filename
+from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]

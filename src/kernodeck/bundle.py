@@ -35,7 +35,7 @@ from typing import Any
 
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fsio import atomic_write_bytes
-from kernodeck.lockfile.write import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.lockfile.names import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
 from kernodeck.rebuild import BUNDLE_SUMS, INVENTORY_FILE, credential_names

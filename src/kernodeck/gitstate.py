@@ -10,17 +10,9 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-
-def is_kernodeck_file(path: str) -> bool:
-    """Whether a repository path is one of the files Kernodeck writes beside the code."""
-    name = PurePosixPath(path.replace("\\", "/")).name
-    return (
-        name == "repro.toml"
-        or (name.startswith("requirements-rebuild-") and name.endswith(".txt"))
-        or (name.startswith("pylock.") and name.endswith(".toml"))
-    )
+from kernodeck.lockfile.names import is_kernodeck_file
 
 
 @dataclass(frozen=True)

@@ -47,15 +47,14 @@ from packaging.version import InvalidVersion, Version
 from kernodeck.errors import KernodeckError, ResolutionError, UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.index.cache import DEFAULT_PAGE_TTL, IndexCache, default_cache_dir, page_is_fresh
+from kernodeck.lockfile.names import pylock_filename, requirements_filename
 from kernodeck.lockfile.write import (
     IndexLine,
     LockedFile,
     LockedPackage,
     PlatformLock,
-    pylock_filename,
     render_pylock,
     render_requirements,
-    requirements_filename,
 )
 from kernodeck.manifest.load import load_manifest
 

@@ -39,7 +39,7 @@ from typing import Any, Literal, Protocol
 
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
-from kernodeck.lockfile.write import REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.report import Report, Status, Step

@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
+from kernodeck.lockfile.names import pylock_filename, requirements_filename
 from kernodeck.lockfile.write import (
     IndexLine,
     LockedFile,
     LockedPackage,
     PlatformLock,
-    pylock_filename,
     render_pylock,
     render_requirements,
-    requirements_filename,
 )
 
 __all__ = [

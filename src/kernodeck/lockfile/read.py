@@ -18,6 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
 from kernodeck.errors import KernodeckError
+from kernodeck.lockfile.names import requirements_path
 
 
 class LockfileError(KernodeckError):
@@ -78,7 +79,7 @@ _OPTION_SPLIT = re.compile(r"\s+(?=--)")
 
 
 def lockfile_path(manifest_dir: Path, platform: str) -> Path:
-    return manifest_dir / f"requirements-rebuild-{platform}.txt"
+    return requirements_path(manifest_dir, platform)
 
 
 def read_lockfile(path: str | Path) -> LockFile:

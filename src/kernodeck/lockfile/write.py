@@ -18,18 +18,6 @@ from packaging.version import Version
 
 from kernodeck.urls import strip_userinfo
 
-REQUIREMENTS_PREFIX = "requirements-rebuild-"
-PYLOCK_PREFIX = "pylock."
-MANIFEST_PARENT = "-r {manifest}"
-
-
-def requirements_filename(platform: str) -> str:
-    return f"{REQUIREMENTS_PREFIX}{platform}.txt"
-
-
-def pylock_filename(platform: str) -> str:
-    return f"{PYLOCK_PREFIX}{platform}.toml"
-
 
 @dataclass(frozen=True)
 class LockedFile:
