@@ -39,7 +39,7 @@ def _install(site: Path, name: str, version: str, files: dict[str, bytes]) -> di
         (site / rel).write_bytes(data)
         quoted = f'"{rel}"' if "," in rel else rel
         lines.append(f"{quoted},sha256={_b64(data)},{len(data)}")
-    lines.append(f"{meta.name}/METADATA,,")
+    # METADATA is not listed: an unhashed row is a problem (only RECORD and .pyc may be)
     lines.append(f"{meta.name}/RECORD,,")
     (meta / "RECORD").write_text("\n".join(lines) + "\n")
     return {

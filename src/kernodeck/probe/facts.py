@@ -49,7 +49,7 @@ class PlatformFacts(_M):
 
 class RecordProblem(_M):
     path: str
-    problem: Literal["missing", "size", "hash", "unreadable"]
+    problem: Literal["missing", "size", "hash", "unreadable", "unhashed", "not-a-file"]
     expected: Any = None
     observed: Any = None
 
@@ -79,8 +79,18 @@ class Distribution(_M):
         return bool(((self.direct_url or {}).get("dir_info") or {}).get("editable"))
 
 
+class UnlistedFile(_M):
+    """A file no RECORD lists, where RECORD-installed code lives (probe/script.py unlisted_files)."""
+
+    location: str
+    path: str
+    kind: Literal["pth", "module", "package-file"]
+
+
 class Records(_M):
     checked: bool = False
+    unlisted: list[UnlistedFile] = []
+    unlisted_more: int = 0
     files: int = 0
     hashed: int = 0
     bytes_hashed: int = 0

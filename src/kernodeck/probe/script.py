@@ -25,6 +25,7 @@ import re
 import sys
 import sysconfig
 import time
+from stat import S_ISREG
 from typing import Any
 
 # Imported where needed (start-up time counts): ast, contextlib, csv, glob, shutil, subprocess,
@@ -327,16 +328,41 @@ def _hash_file(path: str, size: int) -> str:
     return h.hexdigest()
 
 
+class RecordError(ValueError):
+    """A RECORD that cannot be read as rows of (path, hash, size)."""
+
+
 def _record_rows(path: str) -> list[list[str]]:
     """The rows of a RECORD file. Lines without quotes (nearly all) are split from the right:
-    the hash and size fields never hold a comma; files with a quoted path go through csv."""
+    the hash and size fields never hold a comma; files with a quoted path go through csv (strict:
+    an unterminated quote is an error, never a file that swallows the rest). RecordError when a
+    row has no path or more than three fields, or when there are no rows at all."""
     with open(path, "rb") as f:
         text = f.read().decode("utf-8")
     if '"' in text:
         import csv
 
-        return list(csv.reader(io.StringIO(text, newline="")))
-    return [line.rsplit(",", 2) for line in text.splitlines() if line]
+        try:
+            rows = [r for r in csv.reader(io.StringIO(text, newline=""), strict=True) if r]
+        except csv.Error as e:
+            raise RecordError(f"RECORD is not valid CSV: {e}") from None
+    else:
+        rows = [line.rsplit(",", 2) for line in text.splitlines() if line]
+    if not rows:
+        raise RecordError("RECORD lists no file")
+    for n, row in enumerate(rows, 1):
+        if not row[0] or len(row) > 3:
+            raise RecordError(f"RECORD row {n} is not `path,hash,size`")
+    return rows
+
+
+#: Rows that may carry no hash (the wheel spec: RECORD itself and its signatures; compiled
+#: bytecode an installer writes after the fact). Every other row without a hash is a problem.
+_UNHASHED_OK = ("/RECORD", "/RECORD.jws", "/RECORD.p7s")
+
+
+def _may_be_unhashed(rel: str) -> bool:
+    return rel.endswith(".pyc") or rel.endswith(_UNHASHED_OK) or rel in ("RECORD",)
 
 
 #: A file changed this recently may change again within the same timestamp tick; its digest is
@@ -472,22 +498,43 @@ def check_records(
     pending: list[
         tuple[int, list[int], list[tuple[str, str, str]], list[Any], dict[str, Any], dict[str, Any]]
     ] = []
+    # (location, RECORD rows) of every distribution whose RECORD was read
+    claimed: list[tuple[str, list[list[str]]]] = []
     jobs: list[tuple[int, str, str, str, tuple[int, int, int, int]]] = []
     for i, d in enumerate(dists):
         d["record_problems"] = []
         d["record_files"] = 0
-        if d["record"] is None or d.get("shadowed"):
+        if d["record"] is None:
+            continue
+        if d.get("shadowed"):
+            # not checked (import never reaches it), but the files it lists are not strangers
+            try:
+                claimed.append((d["location"], _record_rows(d["record"])))
+            except (OSError, UnicodeDecodeError, ValueError):
+                pass
             continue
         try:
             rst = stat(d["record"])
+            if not S_ISREG(rst.st_mode):
+                raise RecordError("RECORD is not a regular file")
             rows = _record_rows(d["record"])
         except (OSError, UnicodeDecodeError, ValueError) as e:
             d["record_problems"].append(
                 {"path": "RECORD", "problem": "unreadable", "expected": None, "observed": str(e)}
             )
             continue
+        for row in rows:
+            if (len(row) < 2 or not row[1]) and not _may_be_unhashed(row[0]):
+                d["record_problems"].append(
+                    {"path": row[0], "problem": "unhashed", "expected": "sha256=…", "observed": None}
+                )
+            elif len(row) > 1 and row[1] and row[1][:7] != "sha256=":
+                d["record_problems"].append(
+                    {"path": row[0], "problem": "unhashed", "expected": "sha256=…", "observed": row[1][:40]}
+                )
         record_key = [rst.st_size, rst.st_mtime_ns, rst.st_ino, rst.st_ctime_ns]
         base = d["location"]
+        claimed.append((base, rows))
         prefix = base + os.sep
         # (relative path, expected urlsafe-b64 sha256, expected size)
         entries = [
@@ -505,7 +552,7 @@ def check_records(
         d["record_files"] = n
         stats["files"] += n
         meta_dir = d["metadata_dir"]
-        if not rehash and meta_dir in cache.index:
+        if not rehash and meta_dir in cache.index and not d["record_problems"]:
             summary = _stat_summary(record_key, fulls)
             if summary is not None and cache.proven(meta_dir, record_key, summary):
                 stats["cache_hits"] += n
@@ -515,7 +562,7 @@ def check_records(
         for full in fulls:
             try:
                 st = stat(full)
-                keys.append((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
+                keys.append((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_mode))
             except OSError:
                 keys.append(None)
         known = {} if rehash else cache.files(meta_dir, base)
@@ -525,6 +572,15 @@ def check_records(
             if key is None:
                 d["record_problems"].append(
                     {"path": rel, "problem": "missing", "expected": "sha256=" + expected, "observed": None}
+                )
+                continue
+            mode = key[4]
+            key = key[:4]
+            keys[j] = key
+            if not S_ISREG(mode):
+                # A FIFO or a device would block or never end: never opened.
+                d["record_problems"].append(
+                    {"path": rel, "problem": "not-a-file", "expected": "a regular file", "observed": None}
                 )
                 continue
             if size.isdigit() and key[0] != int(size):
@@ -584,7 +640,67 @@ def check_records(
             cache.new_index[meta_dir] = [record_key, _summary(record_key, keys)]
     for d in dists:
         d["record_problems"].sort(key=lambda p: p["path"])
-    return {"checked": True, **stats}
+    unlisted, more = unlisted_files(claimed)
+    return {"checked": True, **stats, "unlisted": unlisted, "unlisted_more": more}
+
+
+#: Files an installer's environment brings that no RECORD lists: (name, the only content allowed).
+_KNOWN_UNLISTED = {"_virtualenv.pth": "import _virtualenv", "_virtualenv.py": None}
+_MODULE_SUFFIXES = (".py", ".so", ".pyd", ".pth")
+_UNLISTED_CAP = 1000
+
+
+def unlisted_files(claimed: list[tuple[str, list[list[str]]]]) -> tuple[list[dict[str, str]], int]:
+    """Files that no RECORD lists, where a RECORD-installed distribution keeps its code: below
+    every top-level directory some RECORD names (`__pycache__` folders aside: bytecode is written
+    after installation), and every `.pth` file or top-level module in each such site directory.
+    Nothing is opened except a `_virtualenv.pth`, read to see it is the one virtualenv writes.
+    Returns ({location, path, kind} sorted, capped, and how many were left out)."""
+    norm = os.path.normpath
+    join = os.path.join
+    listed: set[str] = set()
+    tops: dict[str, set[str]] = {}
+    for base, rows in claimed:
+        base = norm(base)
+        dirs = tops.setdefault(base, set())
+        for row in rows:
+            rel = row[0]
+            listed.add(norm(join(base, rel)))
+            head, sep, _ = rel.replace("\\", "/").partition("/")
+            if (
+                sep
+                and head not in ("..", ".", "__pycache__", "")
+                and not head.endswith((".dist-info", ".data", ".egg-info"))
+                and ":" not in head
+            ):
+                dirs.add(head)
+    found: list[dict[str, str]] = []
+    for base in sorted(tops):
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for name in names:
+            full = join(base, name)
+            if not name.endswith(_MODULE_SUFFIXES) or full in listed or os.path.isdir(full):
+                continue
+            if name in _KNOWN_UNLISTED:
+                want = _KNOWN_UNLISTED[name]
+                if want is None or (_read(full, 4096) or "").strip() == want:
+                    continue
+            found.append({"location": base, "path": name, "kind": "pth" if name.endswith(".pth") else "module"})
+        for top in sorted(tops[base]):
+            root = join(base, top)
+            if not os.path.isdir(root) or os.path.islink(root):
+                continue
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(n for n in dirnames if n != "__pycache__")
+                for name in sorted(filenames):
+                    full = join(dirpath, name)
+                    if full not in listed:
+                        rel = os.path.relpath(full, base).replace(os.sep, "/")
+                        found.append({"location": base, "path": rel, "kind": "package-file"})
+    return found[:_UNLISTED_CAP], max(0, len(found) - _UNLISTED_CAP)
 
 
 def _compare(d: dict[str, Any], rel: str, expected: str, digest: str) -> None:

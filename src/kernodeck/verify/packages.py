@@ -24,6 +24,8 @@ _PROBLEM_WORDS = {
     "size": "size differs",
     "missing": "missing",
     "unreadable": "unreadable",
+    "unhashed": "no sha256 in RECORD",
+    "not-a-file": "not a regular file",
 }
 
 
@@ -228,24 +230,22 @@ def _records(facts: Facts, ctx: Context, locked: set[NormalizedName]) -> list[St
     no_record: list[str] = []
     for d in sorted(facts.dists().values(), key=lambda d: d.key):
         if d.record is None:
-            if d.key not in TOOLING:
-                no_record.append(d.name)
+            no_record.append(d.name)
             continue
         if not d.record_problems:
             continue
         bad += 1
         steps.append(_record_step(d, ctx, d.key in locked))
     if no_record:
-        steps.append(
-            Step.warning(
-                LAYER,
-                "records-missing",
-                f"no RECORD, installed files cannot be checked: {short(no_record)}",
-                observed=no_record,
-                required=False,
-                details={"cause": "no-record"},
-            )
-        )
+        msg = f"no readable RECORD, installed files cannot be checked: {short(no_record)}"
+        hint = "reinstall them with pip or uv (which write a RECORD), or uninstall them"
+        kw = {"observed": no_record, "hint": hint, "details": {"cause": "no-record"}}
+        if ctx.strict:
+            steps.append(Step.failed(LAYER, "records-missing", msg, **kw))
+        else:
+            steps.append(Step.warning(LAYER, "records-missing", msg, required=False, **kw))
+    if r.unlisted or r.unlisted_more:
+        steps.append(_unlisted_step(facts, ctx))
     if not bad:
         steps.append(
             Step.passed(
@@ -259,11 +259,43 @@ def _records(facts: Facts, ctx: Context, locked: set[NormalizedName]) -> list[St
     return steps
 
 
+def _unlisted_step(facts: Facts, ctx: Context) -> Step:
+    """Files no RECORD lists: a `.pth` runs code at every start, a module in a package directory
+    is imported like its neighbours; no installer put them there."""
+    r = facts.records
+    items = [f.path for f in r.unlisted]
+    pth = [f.path for f in r.unlisted if f.kind == "pth"]
+    total = len(items) + r.unlisted_more
+    what = f"{total} file{'s' if total != 1 else ''} that no RECORD lists"
+    if pth:
+        what += f" (.pth, run at every start: {short(pth, 3)})"
+    msg = f"{what}: {short(items, 5)}"
+    kw = {
+        "expected": "every file in a package directory, and every .pth, listed in a RECORD",
+        "observed": [f.model_dump() for f in r.unlisted[:50]],
+        "hint": "delete what no installer put there; a tool that writes into site-packages belongs in the lock",
+        "details": {"cause": "unlisted-files", "files": total, "pth": len(pth)},
+    }
+    if ctx.strict:
+        return Step.failed(LAYER, "records-unlisted", msg, **kw)
+    return Step.warning(LAYER, "records-unlisted", msg, required=False, **kw)
+
+
 def _record_step(d: Distribution, ctx: Context, locked: bool) -> Step:
     items = [f"{p.path} ({_PROBLEM_WORDS.get(p.problem, p.problem)})" for p in d.record_problems]
-    missing_only = all(p.problem == "missing" for p in d.record_problems)
-    cause = "record-missing-files" if missing_only else "record-mismatch"
+    kinds = {p.problem for p in d.record_problems}
+    if kinds == {"missing"}:
+        cause = "record-missing-files"
+    elif any(p.path == "RECORD" and p.problem == "unreadable" for p in d.record_problems):
+        cause = "record-unreadable"
+    elif "unhashed" in kinds:
+        cause = "record-unhashed"
+    else:
+        cause = "record-mismatch"
     msg = f"{len(items)} installed file{'s' if len(items) != 1 else ''} of {d.name} {d.version} differ from its RECORD: {short(items, 3)}"
+    if cause == "record-unreadable":
+        why = next(str(p.observed) for p in d.record_problems if p.path == "RECORD")
+        msg = f"the RECORD of {d.name} {d.version} cannot be read ({why}): its files cannot be checked"
     hint = f"{ctx.python} -m pip install --force-reinstall --no-deps {d.name}=={d.version}"
     kw = {
         "expected": "files as in RECORD",
@@ -271,6 +303,6 @@ def _record_step(d: Distribution, ctx: Context, locked: bool) -> Step:
         "hint": hint,
         "details": {"cause": cause, "files": len(items)},
     }
-    if locked:
+    if locked or ctx.strict:
         return Step.failed(LAYER, f"record:{d.key}", msg, **kw)
     return Step.warning(LAYER, f"record:{d.key}", msg, required=False, **kw)
