@@ -688,7 +688,9 @@ def unlisted_files(claimed: list[tuple[str, list[list[str]]]]) -> tuple[list[dic
                 want = _KNOWN_UNLISTED[name]
                 if want is None or (_read(full, 4096) or "").strip() == want:
                     continue
-            found.append({"location": base, "path": name, "kind": "pth" if name.endswith(".pth") else "module"})
+            found.append(
+                {"location": base, "path": name, "kind": "pth" if name.endswith(".pth") else "module"}
+            )
         for top in sorted(tops[base]):
             root = join(base, top)
             if not os.path.isdir(root) or os.path.islink(root):
