@@ -508,10 +508,10 @@ def check_records(
             continue
         if d.get("shadowed"):
             # not checked (import never reaches it), but the files it lists are not strangers
-            try:
+            import contextlib
+
+            with contextlib.suppress(OSError, UnicodeDecodeError, ValueError):
                 claimed.append((d["location"], _record_rows(d["record"])))
-            except (OSError, UnicodeDecodeError, ValueError):
-                pass
             continue
         try:
             rst = stat(d["record"])
