@@ -20,9 +20,12 @@ import hashlib
 import json
 import os
 import stat
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kernodeck.fsio import open_regular
 
 #: Read size for streaming hashes. Large enough to amortise syscalls, small enough for the cache.
 BLOCK_SIZE = 4 * 1024 * 1024
@@ -47,20 +50,36 @@ def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
+_local = threading.local()
+
+
+def _buffer(size: int) -> tuple[bytearray, memoryview]:
+    """This thread's read buffer (one per thread, reused for every file it hashes)."""
+    held: tuple[bytearray, memoryview] | None = getattr(_local, "buf", None)
+    if held is None or len(held[0]) != size:
+        buf = bytearray(size)
+        held = _local.buf = (buf, memoryview(buf))
+    return held
+
+
 def sha256_file(path: str | os.PathLike[str], *, block_size: int = BLOCK_SIZE) -> str:
-    """The hex sha256 of a file, read in `block_size` blocks into one reusable buffer."""
+    """The hex sha256 of a regular file, read in `block_size` blocks into this thread's buffer.
+
+    A FIFO, a device or a socket raises fsio.NotRegularFile (an OSError) instead of blocking or
+    never ending."""
     h = hashlib.sha256()
-    buf = bytearray(block_size)
-    view = memoryview(buf)
-    with open(path, "rb", buffering=0) as f:
-        if hasattr(os, "posix_fadvise"):
+    buf, view = _buffer(block_size)
+    with open_regular(path) as f:
+        if hasattr(os, "posix_fadvise") and os.fstat(f.fileno()).st_size > block_size:
             with contextlib.suppress(OSError):  # not every filesystem takes advice
                 os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        readinto = f.readinto
+        update = h.update
         while True:
-            n = f.readinto(buf)
+            n = readinto(buf)
             if not n:
                 break
-            h.update(view[:n])
+            update(view[:n] if n < block_size else buf)
     return h.hexdigest()
 
 

@@ -4,11 +4,16 @@ that someone else may read while it is being written.
 Every write goes to a uniquely named temporary file beside the target (`.<name>.<random>.tmp`),
 is flushed (and by default fsynced), then renamed over the target. A failed write removes its
 temporary file and leaves the target as it was.
+
+Reading a file whose bytes are data (a manifest, a dataset) goes through `open_regular` /
+`read_regular`: a FIFO or a device is refused instead of read for ever.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import tempfile
 from pathlib import Path
@@ -38,3 +43,52 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> None:
     """Write UTF-8 `text` to `path` atomically."""
     atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+class NotRegularFile(OSError):
+    """A path that names a FIFO, a device, a socket or a directory where a file's bytes are wanted."""
+
+
+def _kind(mode: int) -> str:
+    import stat
+
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: str | os.PathLike[str]) -> io.FileIO:
+    """Open a regular file for reading (unbuffered); NotRegularFile for anything else.
+
+    Reading a FIFO blocks for ever and a device such as /dev/zero never ends: the file is opened
+    without blocking and checked on its descriptor (no window between a check and the open).
+    """
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = _kind(st.st_mode)
+            why = f"{kind}, not a regular file" if kind.startswith("a ") else kind
+            raise NotRegularFile(errno.EINVAL, why, str(path))
+        if os.name == "posix":
+            os.set_blocking(fd, True)
+        return io.FileIO(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file; NotRegularFile for a FIFO, device, socket or directory."""
+    with open_regular(path) as f:
+        return f.readall()

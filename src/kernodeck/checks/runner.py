@@ -25,6 +25,7 @@ from pathlib import Path
 from kernodeck.determinism import ENV_REPORT, env_for
 from kernodeck.errors import UsageError
 from kernodeck.manifest.schema import Determinism
+from kernodeck.probe.launch import wait_group
 
 LOG_DIR = ".kernodeck"
 MARKER = "made-by-kernodeck"
@@ -176,12 +177,8 @@ def run_command(
                 f"error: cannot start {argv[0]!r}: {e.strerror or e}",
                 dict(env_set or {}),
             )
-        try:
-            returncode = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill(proc)
-            returncode = proc.wait()
+        # at the end (a timeout or not), the whole process group goes: nothing it started lives on
+        returncode, timed_out = wait_group(proc, timeout)
     seconds = time.monotonic() - start
     stderr = stderr_log.read_text(encoding="utf-8", errors="replace")
     first = first_error_line(stderr)
@@ -240,16 +237,6 @@ def _last_line(text: str) -> str | None:
         if line.strip():
             return line.strip()
     return None
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _signal_name(num: int) -> str:

@@ -16,6 +16,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from kernodeck.errors import Issue, ManifestError, UsageError
+from kernodeck.fsio import NotRegularFile, read_regular
 from kernodeck.manifest.schema import Manifest, cross_field_problems
 
 if sys.version_info >= (3, 11):
@@ -38,7 +39,11 @@ def load_manifest(path: str | Path = "repro.toml") -> Manifest:
     if p.is_dir():
         p = p / "repro.toml"
     try:
-        raw = p.read_bytes()
+        raw = read_regular(p)
+    except NotRegularFile as e:
+        raise UsageError(
+            f"cannot read manifest {p}: {e.strerror}", hint="pass the path of a repro.toml file"
+        ) from None
     except FileNotFoundError:
         raise UsageError(
             f"no manifest at {p}", hint="run `kernodeck init` to write a starter repro.toml, or pass its path"

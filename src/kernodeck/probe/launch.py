@@ -13,10 +13,15 @@ This module imports only the standard library (and kernodeck.errors): importing 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernodeck.errors import UsageError
@@ -83,10 +88,140 @@ def script_command(
     return cmd
 
 
-def spawn(cmd: list[str]) -> subprocess.Popen[bytes]:
+def spawn(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start a probe in its own process group (session), so that a timeout ends all it started."""
     return subprocess.Popen(
-        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=probe_env()
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=probe_env() if env is None else env,
+        start_new_session=os.name == "posix",
     )
+
+
+#: After a probe exits, how long its output pipes may stay open (held by something it started).
+PIPE_GRACE = 2.0
+
+
+@dataclass
+class Finished:
+    out: bytes
+    err: bytes
+    returncode: int | None
+    timed_out: bool
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group a probe leads (itself and whatever it started and left there)."""
+    if os.name == "posix":
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+def _await_exit(proc: subprocess.Popen[bytes], deadline: float) -> bool:
+    """Wait until the process exits (True) or the deadline passes (False), without reaping it."""
+    delay = 0.001
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:  # already reaped
+            return True
+        now = time.monotonic()
+        if now >= deadline:
+            return False
+        time.sleep(min(delay, deadline - now))
+        delay = min(delay * 2, 0.05)
+
+
+def wait_group(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int, bool]:
+    """Wait for a process started with `start_new_session` (output not on pipes), at most
+    `timeout` seconds; then kill its whole group, whatever it left running, and reap it.
+    Returns (exit status, whether it timed out)."""
+    if os.name != "posix":  # pragma: no cover
+        try:
+            return proc.wait(timeout=timeout), False
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait(), True
+    exited = _await_exit(proc, time.monotonic() + timeout)
+    kill_group(proc)
+    return proc.wait(), not exited
+
+
+def finish(
+    proc: subprocess.Popen[bytes], data: bytes | None, timeout: float, *, grace: float = PIPE_GRACE
+) -> Finished:
+    """Send `data`, read stdout and stderr, and end within `timeout` (plus `grace`) whatever happens.
+
+    `Popen.communicate` waits for the end of its pipes, which a descendant that keeps them open
+    (a daemon forked by the program, in another session even) can hold for ever. Here the pipes
+    are read by threads; once the process has exited they get `grace` seconds, then its process
+    group is killed and whatever is still unread is left behind. At the timeout the whole group
+    is killed. The group leader is reaped only after its group was killed, so that its id cannot
+    name another group meanwhile.
+    """
+    if os.name != "posix":  # pragma: no cover - no process groups to kill
+        try:
+            out, err = proc.communicate(data, timeout=timeout)
+            return Finished(out, err, proc.returncode, False)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            return Finished(out, err, proc.returncode, True)
+    chunks: dict[str, list[bytes]] = {"out": [], "err": []}
+    readers = []
+    for name, pipe in (("out", proc.stdout), ("err", proc.stderr)):
+        if pipe is None:
+            continue
+        # The reader owns a duplicate of the pipe: closing the pipe here can never make it read
+        # from a descriptor number that meanwhile names another file.
+        fd = os.dup(pipe.fileno())
+
+        def read(fd: int = fd, sink: list[bytes] = chunks[name]) -> None:
+            try:
+                while True:
+                    block = os.read(fd, 1 << 16)
+                    if not block:
+                        return
+                    sink.append(block)
+            except OSError:
+                return
+            finally:
+                os.close(fd)
+
+        t = threading.Thread(target=read, name=f"kernodeck-probe-{name}", daemon=True)
+        t.start()
+        readers.append(t)
+    if proc.stdin is not None:
+        stdin = proc.stdin
+
+        def write() -> None:
+            with contextlib.suppress(OSError, ValueError):  # a probe that exits early closes its end
+                if data:
+                    stdin.write(data)
+                stdin.close()
+
+        threading.Thread(target=write, name="kernodeck-probe-in", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    exited = _await_exit(proc, deadline)
+    if exited:
+        end = min(deadline, time.monotonic() + grace)
+        for t in readers:
+            t.join(max(0.0, end - time.monotonic()))
+    kill_group(proc)  # the leader is a zombie or alive: its id still names this group
+    for t in readers:
+        t.join(0.5 if exited else grace)
+    returncode = proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    return Finished(b"".join(chunks["out"]), b"".join(chunks["err"]), returncode, not exited)
 
 
 def prestart(cmd: list[str]) -> None:
@@ -112,17 +247,13 @@ def discard(cmd: list[str]) -> None:
     """Stop a prestarted probe nobody took (the run failed before it needed the facts)."""
     proc = take(cmd)
     if proc is not None:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
+        finish(proc, None, 0)
 
 
 def _reap() -> None:
     """Probes started for a run that ended before it needed them (bad manifest, usage error)."""
     for proc in list(_started.values()):
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
+        finish(proc, None, 0)
     _started.clear()
 
 

@@ -175,14 +175,10 @@ class RealProbe:
             proc = launch.take(cmd) or launch.spawn(cmd)
         except OSError as e:
             raise UsageError(f"cannot run {self._python}: {e.strerror or e}") from None
-        try:
-            out, err = proc.communicate((json.dumps(rest) + "\n").encode("utf-8"), timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise ProbeFailed(
-                f"the environment probe under {self._python} timed out after {self.timeout:g}s"
-            ) from None
+        done = launch.finish(proc, (json.dumps(rest) + "\n").encode("utf-8"), self.timeout)
+        out, err = done.out, done.err
+        if done.timed_out:
+            raise ProbeFailed(f"the environment probe under {self._python} timed out after {self.timeout:g}s")
         if proc.returncode != 0:
             first = _first_error(err.decode("utf-8", "replace"))
             raise ProbeFailed(
@@ -203,38 +199,19 @@ class RealProbe:
         cmd = [self._python, "-I", str(TORCH_SCRIPT), "--device", request.device]
         if not request.compute:
             cmd.append("--no-compute")
-        return subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self._env(),
-            start_new_session=True,
-        )
+        return launch.spawn(cmd, self._env())
 
     def _finish_torch(
         self, proc: subprocess.Popen[bytes], timeout: float, request: ProbeRequest
     ) -> TorchFacts:
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill(proc)
-            out, err = proc.communicate()
+        done = launch.finish(proc, None, timeout)
         return parse_torch_output(
-            out.decode("utf-8", "replace"),
-            err.decode("utf-8", "replace"),
-            proc.returncode,
-            timed_out=timed_out,
+            done.out.decode("utf-8", "replace"),
+            done.err.decode("utf-8", "replace"),
+            done.returncode,
+            timed_out=done.timed_out,
             timeout=timeout,
         )
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (OSError, AttributeError):
-        proc.kill()
 
 
 def _first_error(stderr: str) -> str | None:
