@@ -6,6 +6,7 @@ KernodeckError is printed as message + context + hint, never as a traceback.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -29,6 +30,13 @@ class _Group(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except Exception as e:  # a bug: say so plainly; the traceback only on request
+            if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+                # a full disk met outside kernodeck.fsio (a download, a cache folder): not a bug
+                from kernodeck.fsio import DiskFull
+
+                full = DiskFull(Path(e.filename).parent if e.filename else Path.cwd(), e)
+                click.echo(full.render(), err=True)
+                ctx.exit(full.exit_code)
             if os.environ.get("KERNODECK_DEBUG"):
                 raise
             click.echo(f"internal error: {type(e).__name__}: {e}", err=True)

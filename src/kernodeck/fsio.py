@@ -18,8 +18,31 @@ import os
 import tempfile
 from pathlib import Path
 
+from kernodeck.errors import EXIT_FAILED, KernodeckError
+
 #: Prefix and suffix of the temporary files written here, so leftovers can be recognised.
 TMP_SUFFIX = ".tmp"
+
+
+class DiskFull(KernodeckError, OSError):
+    """A write that found no space left (or the quota used up): exit 1, naming the folder; the
+    target is left as it was. Still an OSError, so that a cache that cannot be written is skipped."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, folder: Path, cause: OSError) -> None:
+        why = "no space left on the device" if cause.errno == errno.ENOSPC else "the disk quota is used up"
+        KernodeckError.__init__(
+            self,
+            f"cannot write in {folder}: {why}; nothing was changed there",
+            hint="free some space (or write elsewhere) and run the command again",
+        )
+        self.errno = cause.errno
+        self.strerror = cause.strerror
+        self.filename = str(folder)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> None:
@@ -34,9 +57,11 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFull(target.parent, e) from None
         raise
 
 

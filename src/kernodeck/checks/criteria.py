@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from kernodeck.checks.readers import Loaded, Unreadable, dtype_name, lookup, read_output
 from kernodeck.fingerprint import sha256_file
+from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, outside_message
 from kernodeck.manifest.schema import CheckOutput
 from kernodeck.report import Step
 
@@ -224,6 +225,10 @@ def _metric(j: _Judge, loaded: Loaded, root: Path, mode: Mode) -> None:
     else:
         j.ok(crit, "recorded", value)
     if mode == "check" and o.reference is not None:
+        real = None if o.external else escapes(root, root / o.reference)
+        if real is not None:
+            j.fail(f"{crit} vs reference", "a file inside the project", outside_message(o.reference, real))
+            return
         ref = read_output(root / o.reference, o.key)
         if isinstance(ref, Unreadable):
             j.fail(f"{crit} vs reference", o.reference, ref.reason)
@@ -318,6 +323,12 @@ def _reference(j: _Judge, loaded: Loaded, root: Path, structure_ok: bool) -> Non
     o = j.output
     assert o.reference is not None
     ref_path = root / o.reference
+    real = None if o.external else escapes(root, ref_path)
+    if real is not None:
+        j.fail(
+            "reference", "a file inside the project", outside_message(o.reference, real), hint=OUTSIDE_HINT
+        )
+        return
     if o.sha256 is not None and ref_path.is_file():
         digest = sha256_file(ref_path)
         if not j.check(

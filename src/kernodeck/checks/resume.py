@@ -18,6 +18,7 @@ from typing import Any
 
 from kernodeck.checks.runner import expand_argv, fresh_out, make_base, resolve_python, run_command, target_env
 from kernodeck.fingerprint import sha256_file
+from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, outside_message
 from kernodeck.manifest.schema import Manifest, Resume, Trajectory
 from kernodeck.report import Step
 
@@ -79,6 +80,19 @@ def resume_steps(
     # 1. the checkpoint is the one the reference continued from
     ckpt = root / r.checkpoint.path
     name = f"checkpoint {r.checkpoint.path}"
+    real = None if r.checkpoint.external else escapes(root, ckpt)
+    if real is not None:
+        steps.append(
+            Step.failed(
+                LAYER,
+                f"{name}: sha256",
+                outside_message(r.checkpoint.path, real),
+                expected=r.checkpoint.sha256,
+                hint=OUTSIDE_HINT,
+                details={"cause": "outside-project"},
+            )
+        )
+        return [*steps, *_skip_rest(r, "the checkpoint leads outside the project")]
     if not ckpt.is_file():
         steps.append(
             Step.failed(

@@ -62,11 +62,29 @@ def parse_toml(text: str, filename: str = "repro.toml") -> dict[str, Any]:
     """Parse TOML text; a syntax error becomes a located ManifestError."""
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        line = _too_deep(text)
+        raise ManifestError(
+            [
+                Issue(
+                    filename,
+                    "",
+                    f"TOML nested more than {MAX_DEPTH} levels deep (arrays or inline tables)",
+                    line=line,
+                )
+            ]
+        ) from None
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
         m = _TOML_POS.search(msg)
         line = col = None
         excerpt: list[str] = []
+        if m is None and _TOML_EOF in msg:
+            lines = text.splitlines() or [""]
+            line, col = len(lines), len(lines[-1]) + 1
+            src, caret = _window(lines[-1], col - 1)
+            excerpt = [f"  {line:>4} | {src}", "       | " + " " * caret + "^"]
+            msg = msg.replace(_TOML_EOF, "(at the end of the file)").strip()
         if m:
             line, col = int(m.group(1)), int(m.group(2))
             lines = text.splitlines()
@@ -79,12 +97,32 @@ def parse_toml(text: str, filename: str = "repro.toml") -> dict[str, Any]:
         ) from None
 
 
+#: How deep arrays and inline tables may nest before the parser's recursion is not trusted.
+MAX_DEPTH = 100
+_TOML_EOF = "(at end of document)"
+
+
+def _too_deep(text: str) -> int | None:
+    """The line where nesting first passes MAX_DEPTH (strings and comments aside), if found."""
+    depth = 0
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        code = re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', "", line).split("#", 1)[0]
+        for ch in code:
+            depth += 1 if ch in "[{" else -1 if ch in "]}" else 0
+            if depth > MAX_DEPTH:
+                return lineno
+    return None
+
+
 def loads_manifest(text: str, filename: str = "repro.toml") -> Manifest:
     """Validate manifest text; raises ManifestError carrying every problem found."""
     data = parse_toml(text, filename)
     locator = _Locator(text)
     try:
         manifest = Manifest.model_validate(data, by_alias=True, by_name=False)
+    except RecursionError:
+        msg = f"TOML nested more than {MAX_DEPTH} levels deep (arrays or inline tables)"
+        raise ManifestError([Issue(filename, "", msg, line=_too_deep(text))]) from None
     except ValidationError as e:
         issues = [_issue_from_error(err, filename, locator, data) for err in e.errors(include_url=False)]
         raise ManifestError(_dedupe(issues)) from None

@@ -23,11 +23,15 @@ from kernodeck.backends import BACKEND_FORMS, parse_backend
 
 SCHEMA_VERSION = 1
 
+#: exclude-newer must be earlier than this year (later ones overflow date arithmetic).
+EXCLUDE_NEWER_MAX_YEAR = 3000
+
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PY_VERSION = re.compile(r"^3\.\d+(\.\d+)?$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MARKER_VALUE = re.compile(r"[A-Za-z0-9 ._+()#:,/~-]*")
 _PLACEHOLDER = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 
 
@@ -176,6 +180,7 @@ class Reference(_Model):
 class ConfigFile(_Model):
     path: RelPath
     sha256: Sha256
+    external: bool = False
 
 
 class Code(_Model):
@@ -210,11 +215,25 @@ class Packages(_Model):
     sources: dict[str, Name] = {}
     index: list[Index] = []
 
+    @field_validator("exclude_newer", mode="before")
+    @classmethod
+    def _a_time(cls, v: Any) -> Any:
+        # pydantic would read a number as seconds since 1970: a TOML date-time or its text only
+        if v is not None and not isinstance(v, (datetime, str)):
+            raise ValueError(
+                f"exclude-newer must be a date-time such as 2026-11-30T00:00:00Z, got {type(v).__name__} {v!r}"
+            )
+        return v
+
     @field_validator("exclude_newer")
     @classmethod
     def _aware(cls, v: datetime | None) -> datetime | None:
         if v is not None and v.tzinfo is None:
             raise ValueError("exclude-newer needs a time zone, e.g. 2026-11-30T00:00:00Z")
+        if v is not None and v.year >= EXCLUDE_NEWER_MAX_YEAR:
+            raise ValueError(
+                f"exclude-newer {v.isoformat()} is too far in the future (before {EXCLUDE_NEWER_MAX_YEAR} only)"
+            )
         return v
 
 
@@ -254,6 +273,7 @@ class Data(_Model):
     size: Annotated[int, Field(ge=0)] | None = None
     source: str | None = None
     access: list[EnvName] = []
+    external: bool = False
 
 
 class Weights(_Model):
@@ -270,6 +290,7 @@ class Weights(_Model):
     size: Annotated[int, Field(ge=0)] | None = None
     source: str | None = None
     access: list[EnvName] = []
+    external: bool = False
 
 
 class Determinism(_Model):
@@ -303,6 +324,8 @@ class CheckOutput(_Model):
     cosine_min: Annotated[float, Field(ge=-1, le=1)] | None = None
     metric: str | None = None
     sha256: Sha256 | None = None
+    #: `reference` may lie outside the project (it is then reported as external)
+    external: bool = False
 
 
 class Check(_Model):
@@ -316,6 +339,7 @@ class Check(_Model):
 class FileRef(_Model):
     path: RelPath
     sha256: Sha256 | None = None
+    external: bool = False
 
 
 class Trajectory(_Model):
@@ -358,6 +382,15 @@ class Manifest(_Model):
     check: list[Check] = []
     resume: Resume | None = None
     variant: list[Variant] = []
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _an_integer(cls, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(
+                f"schema-version must be the integer {SCHEMA_VERSION}, got {type(v).__name__} {v!r}"
+            )
+        return v
 
     def get_platform(self, name: str) -> Platform | None:
         return next((p for p in self.platform if p.name == name), None)
@@ -448,9 +481,17 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             out.append((("platform", i, "musl"), "a platform has either glibc or musl, not both"))
         if p.os != "macos" and p.macos:
             out.append((("platform", i, "macos"), "macos applies only to os = 'macos'"))
-        for key in p.markers:
+        for key, value in p.markers.items():
             if key not in _MARKER_KEYS:
                 out.append((("platform", i, "markers", key), f"unknown marker variable {key!r}"))
+            elif not _MARKER_VALUE.fullmatch(value):
+                out.append(
+                    (
+                        ("platform", i, "markers", key),
+                        f"marker value {value!r} may hold only letters, digits, spaces and . _ - + ( ) # : , / ~"
+                        " (no quotes: it is written into marker expressions)",
+                    )
+                )
 
     for i, w in enumerate(m.weights):
         if w.hub:
@@ -483,6 +524,7 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                     )
                 )
 
+    out += _path_bounds(m)
     for i, c in enumerate(m.check):
         for j, o in enumerate(c.output):
             loc: tuple[str | int, ...] = ("check", i, "output", j)
@@ -516,3 +558,67 @@ _MARKER_KEYS = {
     "implementation_name",
     "implementation_version",
 }
+
+
+def leaves_project(rel: str) -> bool:
+    """Whether a project-relative path, read as written (no symlinks), names something outside the
+    project: absolute, a drive or UNC path, or climbing out with `..`."""
+    posix = rel.replace("\\", "/")
+    if posix.startswith("/") or re.match(r"^[A-Za-z]:", posix):
+        return True
+    depth = 0
+    for part in posix.split("/"):
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                return True
+        elif part not in ("", "."):
+            depth += 1
+    return False
+
+
+_OUTSIDE = (
+    "{what} {path!r} is outside the project; paths are relative to repro.toml's folder and stay inside it"
+)
+_EXTERNAL_HINT = " (a shared mount: add `external = true` to this entry)"
+
+
+def _path_bounds(m: Manifest) -> list[Problem]:
+    """Every path the manifest reads stays inside the project unless its entry says `external`."""
+    found: list[tuple[tuple[str | int, ...], str, str, bool | None]] = []
+    if m.code is not None:
+        found += [
+            (("code", "config", i, "path"), "config", c.path, c.external) for i, c in enumerate(m.code.config)
+        ]
+    found += [(("data", i, "path"), "data path", d.path, d.external) for i, d in enumerate(m.data)]
+    found += [
+        (("weights", i, "path"), "weights path", w.path, w.external)
+        for i, w in enumerate(m.weights)
+        if w.path is not None and w.package is None
+    ]
+    if m.resume is not None:
+        r = m.resume
+        found.append(
+            (("resume", "checkpoint", "path"), "checkpoint", r.checkpoint.path, r.checkpoint.external)
+        )
+        if r.trajectory is not None:
+            found.append(
+                (("resume", "trajectory", "reference"), "trajectory reference", r.trajectory.reference, None)
+            )
+    for i, c in enumerate(m.check):
+        for j, o in enumerate(c.output):
+            if o.reference is not None:
+                found.append((("check", i, "output", j, "reference"), "reference", o.reference, o.external))
+            if leaves_project(o.path):
+                found.append((("check", i, "output", j, "path"), "output", o.path, None))
+    out: list[Problem] = []
+    for loc, what, path, external in found:
+        if external or not leaves_project(path):
+            continue
+        if loc[-1] == "path" and loc[0] == "check":
+            out.append((loc, f"output {path!r} leaves the check's output folder; write it relative to $OUT"))
+            continue
+        out.append(
+            (loc, _OUTSIDE.format(what=what, path=path) + (_EXTERNAL_HINT if external is not None else ""))
+        )
+    return out

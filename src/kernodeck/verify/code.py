@@ -100,7 +100,17 @@ def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
         )
     for cf in code.config:
         steps.append(
-            file_step(LAYER, f"config:{cf.path}", ctx.root / cf.path, cf.sha256, None, ctx, hint=None)
+            file_step(
+                LAYER,
+                f"config:{cf.path}",
+                ctx.root / cf.path,
+                cf.sha256,
+                None,
+                ctx,
+                hint=None,
+                bounded=True,
+                external=cf.external,
+            )
         )
     return steps
 

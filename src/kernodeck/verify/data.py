@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, outside_message
 from kernodeck.manifest.schema import Data, Manifest, Weights
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Step
@@ -22,8 +23,24 @@ def file_step(
     ctx: Context,
     *,
     hint: str | None,
+    bounded: bool = False,
+    external: bool = False,
 ) -> Step:
-    """Fingerprint a file or directory and compare it with the declared sha256 (and size)."""
+    """Fingerprint a file or directory and compare it with the declared sha256 (and size).
+
+    `bounded`: a project path, which must not lead out of the project through a symlink unless
+    it is `external` (then reported as such)."""
+    if bounded and not external:
+        real = escapes(ctx.root, path)
+        if real is not None:
+            return Step.failed(
+                layer,
+                name,
+                outside_message(_rel(path, ctx), real),
+                expected=sha256,
+                hint=OUTSIDE_HINT,
+                details={"cause": "outside-project"},
+            )
     if not path.exists():
         return Step.failed(
             layer,
@@ -44,7 +61,9 @@ def file_step(
             expected=sha256,
             details={"cause": "unreadable"},
         )
-    details = {"kind": fp.kind, "size": fp.size, "files": fp.files}
+    details: dict[str, object] = {"kind": fp.kind, "size": fp.size, "files": fp.files}
+    if external:
+        details["external"] = True
     if size is not None and fp.size != size and fp.kind == "file":
         return Step.failed(
             layer,
@@ -66,7 +85,8 @@ def file_step(
             or "restore the file the reference used, or record a new fingerprint and a new reference id",
             details={**details, "cause": "hash-mismatch"},
         )
-    return Step.passed(layer, name, expected=sha256, observed=fp.sha256, details=details)
+    observed = f"{fp.sha256} (external: {path})" if external else fp.sha256
+    return Step.passed(layer, name, expected=sha256, observed=observed, details=details)
 
 
 def _rel(path: Path, ctx: Context) -> str:
@@ -96,6 +116,8 @@ def _data(d: Data, ctx: Context, facts: Facts | None) -> Step:
         d.size,
         ctx,
         hint=_access_hint(d.source, d.access, facts),
+        bounded=True,
+        external=d.external,
     )
 
 
@@ -158,7 +180,19 @@ def _weights(w: Weights, ctx: Context, facts: Facts | None) -> list[Step]:
                 )
             ]
         return [file_step(LAYER, name, Path(loc.file), w.sha256, w.size, ctx, hint=hint)]
-    return [file_step(LAYER, name, ctx.root / w.path, w.sha256, w.size, ctx, hint=hint)]
+    return [
+        file_step(
+            LAYER,
+            name,
+            ctx.root / w.path,
+            w.sha256,
+            w.size,
+            ctx,
+            hint=hint,
+            bounded=True,
+            external=w.external,
+        )
+    ]
 
 
 def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
