@@ -64,7 +64,6 @@ ENV_VARS = (
 
 SMI_FIELDS = ("index", "name", "uuid", "driver_version", "memory.total", "compute_cap", "pci.bus_id")
 
-_SMALL = 1 << 20
 _BLOCK = 4 << 20
 
 
@@ -312,19 +311,33 @@ def _b64(digest: bytes) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
+_local: Any = None
+
+
+def _buffer() -> tuple[bytearray, memoryview]:
+    """This thread's read buffer: one per thread, reused for every file it hashes."""
+    global _local
+    if _local is None:
+        import threading
+
+        _local = threading.local()
+    held = getattr(_local, "buf", None)
+    if held is None:
+        buf = bytearray(_BLOCK)
+        held = _local.buf = (buf, memoryview(buf))
+    return held
+
+
 def _hash_file(path: str, size: int) -> str:
-    if size <= _SMALL:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
     h = hashlib.sha256()
-    buf = bytearray(_BLOCK)
-    view = memoryview(buf)
+    buf, view = _buffer()
     with open(path, "rb", buffering=0) as f:
+        readinto = f.readinto
         while True:
-            n = f.readinto(buf)
+            n = readinto(buf)
             if not n:
                 break
-            h.update(view[:n])
+            h.update(view[:n] if n < _BLOCK else buf)
     return h.hexdigest()
 
 
