@@ -49,8 +49,15 @@ def _preload_renderer() -> None:
     metavar="FILE|-",
     help="Write the JSON report to FILE, or to stdout with '-'.",
 )
-@click.option("--only", multiple=True, metavar="LAYER", help="Run only this layer (repeatable).")
-@click.option("--skip", multiple=True, metavar="LAYER", help="Skip this layer (repeatable).")
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="LAYER[,LAYER]",
+    help="Run only these layers (comma-separated or repeated).",
+)
+@click.option(
+    "--skip", multiple=True, metavar="LAYER[,LAYER]", help="Skip these layers (comma-separated or repeated)."
+)
 @click.option(
     "--strict", is_flag=True, help="Distributions that are not in the lock fail instead of warning."
 )

@@ -17,7 +17,7 @@ from typing import Any
 from kernodeck.backends import parse_backend
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
-from kernodeck.layers import Layer, selected
+from kernodeck.layers import Layer, parse_layers, selected
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.probe.facts import Facts
 from kernodeck.probe.runner import Probe, ProbeRequest
@@ -157,8 +157,8 @@ def run_verify(
         manifest=manifest_file.name,
         reference_id=manifest.reference.id,
         settings={
-            "only": list(only),
-            "skip": list(skip),
+            "only": [layer.value for layer in parse_layers(only, option="--only")],
+            "skip": [layer.value for layer in parse_layers(skip, option="--skip")],
             "strict": strict,
             "compute": compute,
             "platform": platform,
