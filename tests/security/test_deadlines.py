@@ -239,3 +239,21 @@ def test_a_check_past_its_timeout_is_killed_with_its_children(tmp_path: Path) ->
         assert _gone(pid)
     finally:
         _kill_pid_in(pidfile)
+
+
+def test_metadata_that_is_a_fifo_does_not_block_the_probe(env: Env) -> None:
+    meta = next(env.site.glob(f"{NAME}-*.dist-info")) / "METADATA"
+    meta.unlink()
+    os.mkfifo(meta)
+    r = _kernodeck(
+        "verify",
+        "--python",
+        str(env.python),
+        "--only",
+        "packages",
+        str(env.project),
+        cwd=env.project,
+        timeout=120,
+    )
+    assert r.returncode == 1, r.stderr
+    assert f"{NAME} is not installed" in " ".join(r.stdout.split())  # its metadata cannot be read

@@ -68,11 +68,21 @@ _BLOCK = 4 << 20
 
 
 def _read(path: str, limit: int = 65536) -> str | None:
+    """Up to `limit` bytes of a regular file as text; None when it is missing or not a regular
+    file (a FIFO planted as METADATA would block the probe for ever)."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read(limit).decode("utf-8", "replace")
     except OSError:
         return None
+    finally:
+        os.close(fd)
 
 
 def _run(cmd: list[str], timeout: float) -> dict[str, Any]:
