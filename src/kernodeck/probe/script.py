@@ -663,6 +663,12 @@ def check_records(
             cache.new_index[meta_dir] = [record_key, _summary(record_key, keys)]
     for d in dists:
         d["record_problems"].sort(key=lambda p: p["path"])
+    # the interpreter's own site directories too, where no distribution is installed yet
+    paths = sysconfig.get_paths()
+    for key in ("purelib", "platlib"):
+        site_dir = paths.get(key)
+        if site_dir and os.path.isdir(site_dir):
+            claimed.append((site_dir, []))
     unlisted, more = unlisted_files(claimed)
     return {"checked": True, **stats, "unlisted": unlisted, "unlisted_more": more}
 
