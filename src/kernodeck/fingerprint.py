@@ -172,21 +172,50 @@ class FingerprintCache:
         return Fingerprint(self.file_sha256(p), st.st_size, "file")
 
     def _dir_fingerprint(self, root: Path) -> Fingerprint:
-        files: list[tuple[bytes, str, Path]] = []
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        base = os.path.abspath(root)
+        # (sort key, relative posix path, absolute path, stat) of every regular file below
+        files: list[tuple[bytes, str, str, os.stat_result]] = []
+        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
             dirnames.sort()
+            reldir = os.path.relpath(dirpath, base).replace(os.sep, "/")
+            prefix = "" if reldir == "." else reldir + "/"
             for name in filenames:
-                full = Path(dirpath) / name
-                if not full.is_file():
-                    continue
-                rel = full.relative_to(root).as_posix()
-                files.append((rel.encode("utf-8", "surrogateescape"), rel, full))
+                full = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(full)
+                except OSError:
+                    continue  # a dangling symlink
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # FIFOs, devices, sockets: never read
+                rel = prefix + name
+                files.append((rel.encode("utf-8", "surrogateescape"), rel, full, st))
         files.sort(key=lambda t: t[0])
+        digests: list[str | None] = []
+        todo: list[int] = []
+        for i, (_, _, full, st) in enumerate(files):
+            hit = self.lookup(full, stat_key(st))
+            digests.append(hit)
+            if hit is None:
+                todo.append(i)
+            else:
+                self.stats.hits += 1
+        # One after another: on the 2-core machine measured, threads cost CPU and gained no time.
+        for i in todo:
+            full, st = files[i][2], files[i][3]
+            digest = sha256_file(full)
+            key = stat_key(st)
+            self.stats.misses += 1
+            self.stats.bytes_hashed += st.st_size
+            self.stats.files_hashed += 1
+            # A file that changed while it was read gets no cache entry.
+            if stat_key(os.stat(full)) == key:
+                self.record(full, key, digest)
+            digests[i] = digest
         outer = hashlib.sha256()
-        size = 0
-        for _, rel, full in files:
-            outer.update(f"{self.file_sha256(full)}  {rel}\n".encode("utf-8", "surrogateescape"))
-            size += full.stat().st_size
+        for (_, rel, _, _), known in zip(files, digests, strict=True):
+            assert known is not None  # every one is set by now
+            outer.update(f"{known}  {rel}\n".encode("utf-8", "surrogateescape"))
+        size = sum(t[3].st_size for t in files)
         return Fingerprint(outer.hexdigest(), size, "dir", files=len(files))
 
     def merge(self, new: dict[str, list[Any]]) -> None:

@@ -257,3 +257,31 @@ def test_metadata_that_is_a_fifo_does_not_block_the_probe(env: Env) -> None:
     )
     assert r.returncode == 1, r.stderr
     assert f"{NAME} is not installed" in " ".join(r.stdout.split())  # its metadata cannot be read
+
+
+def test_fingerprint_skips_fifos_in_a_folder_and_refuses_one_named(tmp_path: Path) -> None:
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "a.bin").write_bytes(b"a" * 5000)
+    os.mkfifo(folder / "pipe")
+    (folder / "zero").symlink_to("/dev/zero")
+    code = textwrap.dedent(
+        f"""
+        from kernodeck.fingerprint import FingerprintCache
+        from kernodeck.fsio import NotRegularFile
+        fp = FingerprintCache().fingerprint({str(folder)!r})
+        print(fp.files, fp.size)
+        for p in ({str(folder / "pipe")!r}, {str(folder / "zero")!r}):
+            try:
+                FingerprintCache().fingerprint(p)
+            except NotRegularFile as e:
+                print(e.strerror)
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "1 5000",
+        "a FIFO, not a regular file",
+        "a character device, not a regular file",
+    ]
