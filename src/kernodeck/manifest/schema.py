@@ -31,7 +31,7 @@ _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PY_VERSION = re.compile(r"^3\.\d+(\.\d+)?$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_MARKER_VALUE = re.compile(r"[A-Za-z0-9 ._+()#:,/~-]*")
+_MARKER_VALUE = re.compile(r"[^'\"\\\x00-\x1f\x7f]*")
 _PLACEHOLDER = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 
 
@@ -488,8 +488,8 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                 out.append(
                     (
                         ("platform", i, "markers", key),
-                        f"marker value {value!r} may hold only letters, digits, spaces and . _ - + ( ) # : , / ~"
-                        " (no quotes: it is written into marker expressions)",
+                        f"marker value {value!r} may not hold quotes, backslashes or control characters"
+                        " (it is written into marker expressions)",
                     )
                 )
 
