@@ -136,3 +136,44 @@ def test_installed_file_replaced_by_fifo_fails_without_blocking(env: Env) -> Non
     step = _step(report, f"record:{NAME}")
     assert step.status is Status.FAILED
     assert f"{NAME}/sub/helpers.py (not a regular file)" in (step.error or "")
+
+
+def test_a_warm_records_cache_still_sees_a_new_module_and_a_dropped_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search for unlisted files is skipped while the RECORD rows and every searched folder's
+    stat key are unchanged; a new file changes its folder, a dropped row changes the rows."""
+    import base64
+    import hashlib
+
+    from kernodeck.probe import script
+
+    monkeypatch.setattr(script, "RACY_NS", 0)  # files written a moment ago may be remembered
+    site = tmp_path / "site"
+    (site / "pkg" / "sub").mkdir(parents=True)
+    files = {"pkg/__init__.py": b"", "pkg/sub/mod.py": b"X = 1\n"}
+    rows = []
+    for rel, data in files.items():
+        (site / rel).write_bytes(data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        rows.append(f"{rel},sha256={digest},{len(data)}")
+    meta = site / "pkg-1.0.dist-info"
+    meta.mkdir()
+    (meta / "RECORD").write_text("\n".join([*rows, "pkg-1.0.dist-info/RECORD,,"]) + "\n")
+
+    def run() -> list[str]:
+        dist = {"name": "pkg", "version": "1.0", "location": str(site), "metadata_dir": str(meta)}
+        dist.update(record=str(meta / "RECORD"), shadowed=False)
+        cache = script.RecordsCache(str(tmp_path / "cache"), "env", read=True)
+        stats = script.check_records([dist], cache, False, 1)
+        cache.save()
+        return [u["path"] for u in stats["unlisted"]]
+
+    assert run() == [] and run() == []
+    assert any(p.name.startswith("unlisted-") for p in (tmp_path / "cache").iterdir())  # remembered
+    (site / "pkg" / "sub" / "evil.py").write_text("import os\n")
+    assert run() == ["pkg/sub/evil.py"]
+    (site / "pkg" / "sub" / "evil.py").unlink()
+    assert run() == []
+    (meta / "RECORD").write_text("\n".join([rows[0], "pkg-1.0.dist-info/RECORD,,"]) + "\n")
+    assert run() == ["pkg/sub/mod.py"]

@@ -411,6 +411,10 @@ class RecordsCache:
         self.index: dict[str, Any] = self._load(self.index_path) if self.read else {}
         self.new_index: dict[str, Any] = {}
         self.details: dict[str, dict[str, Any]] = {}
+        # the search for files no RECORD lists: what the last clean search saw (see unlisted_files)
+        self.unlisted_path = os.path.join(directory, f"unlisted-{env_id}.json") if directory else None
+        self.unlisted: dict[str, Any] = self._load(self.unlisted_path) if self.read else {}
+        self.new_unlisted: dict[str, Any] | None = None
 
     @staticmethod
     def _load(path: str | None) -> dict[str, Any]:
@@ -449,6 +453,8 @@ class RecordsCache:
                 _atomic_write(self._detail_path(meta_dir), detail)
             if self.new_index != self.index:
                 _atomic_write(self.index_path, self.new_index)
+            if self.new_unlisted is not None and self.new_unlisted != self.unlisted:
+                _atomic_write(self.unlisted_path, self.new_unlisted)
         except OSError:
             pass  # a cache that cannot be written costs time, never correctness
 
@@ -505,8 +511,18 @@ def _summary(record_key: list[int], keys: list[Any]) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
+def site_dirs() -> list[str]:
+    """The interpreter's own site-packages folders (purelib, platlib)."""
+    paths = sysconfig.get_paths()
+    return sorted({paths[k] for k in ("purelib", "platlib") if paths.get(k)})
+
+
 def check_records(
-    dists: list[dict[str, Any]], cache: RecordsCache, rehash: bool, threads: int
+    dists: list[dict[str, Any]],
+    cache: RecordsCache,
+    rehash: bool,
+    threads: int,
+    sites: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Compare every installed file with its distribution's RECORD (sha256 and size).
 
@@ -664,12 +680,8 @@ def check_records(
     for d in dists:
         d["record_problems"].sort(key=lambda p: p["path"])
     # the interpreter's own site directories too, where no distribution is installed yet
-    paths = sysconfig.get_paths()
-    for key in ("purelib", "platlib"):
-        site_dir = paths.get(key)
-        if site_dir and os.path.isdir(site_dir):
-            claimed.append((site_dir, []))
-    unlisted, more = unlisted_files(claimed)
+    claimed += [(site_dir, []) for site_dir in sites if os.path.isdir(site_dir)]
+    unlisted, more = unlisted_files(claimed, cache, None if rehash else racy)
     return {"checked": True, **stats, "unlisted": unlisted, "unlisted_more": more}
 
 
@@ -679,59 +691,119 @@ _MODULE_SUFFIXES = (".py", ".so", ".pyd", ".pth")
 _UNLISTED_CAP = 1000
 
 
-def unlisted_files(claimed: list[tuple[str, list[list[str]]]]) -> tuple[list[dict[str, str]], int]:
+def _dirs_summary(dirs: list[str], racy: int | None) -> str | None:
+    """One digest of every folder's (mtime_ns, ctime_ns, inode); None when one changed so lately
+    (after `racy`) that a second change within the same tick could go unseen."""
+    from array import array
+
+    a = array("q")
+    try:
+        for d in dirs:
+            try:
+                st = os.stat(d)
+            except OSError:
+                a.extend((-1, -1, -1))
+                continue
+            if racy is not None and max(st.st_mtime_ns, st.st_ctime_ns) >= racy:
+                return None
+            a.extend((st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    except OverflowError:
+        return None
+    return hashlib.blake2b(a.tobytes(), digest_size=20).hexdigest()
+
+
+def unlisted_files(
+    claimed: list[tuple[str, list[list[str]]]], cache: RecordsCache | None = None, racy: int | None = None
+) -> tuple[list[dict[str, str]], int]:
     """Files that no RECORD lists, where a RECORD-installed distribution keeps its code: below
     every top-level directory some RECORD names (`__pycache__` folders aside: bytecode is written
     after installation), and every `.pth` file or top-level module in each such site directory.
     Nothing is opened except a `_virtualenv.pth`, read to see it is the one virtualenv writes.
-    Returns ({location, path, kind} sorted, capped, and how many were left out)."""
-    norm = os.path.normpath
-    join = os.path.join
-    listed: set[str] = set()
+    Returns ({location, path, kind} sorted, capped, and how many were left out).
+
+    A search that found nothing is remembered (`cache`, unless `racy` is None): the RECORDs' rows
+    and every searched folder's (mtime_ns, ctime_ns, inode). A file added, removed or renamed
+    changes its folder's mtime, so while the rows and those keys are unchanged nothing is walked.
+    """
+    import posixpath
+
+    key = hashlib.blake2b(digest_size=20)
+    for base, rows in claimed:
+        key.update(base.encode("utf-8", "surrogateescape") + b"\0\0")
+        key.update("\0".join(row[0] for row in rows).encode("utf-8", "surrogateescape"))
+    claimed_key = key.hexdigest()
+    if cache is not None and racy is not None:
+        saved = cache.unlisted
+        dirs_saved = saved.get("dirs")
+        if (
+            saved.get("key") == claimed_key
+            and isinstance(dirs_saved, list)
+            and saved.get("summary") == _dirs_summary(dirs_saved, None)
+        ):
+            cache.new_unlisted = saved
+            return [], 0
+
+    listed: dict[str, set[str]] = {}  # location -> relative posix paths its RECORDs list
     tops: dict[str, set[str]] = {}
     for base, rows in claimed:
-        base = norm(base)
+        base = os.path.normpath(base)
+        names = listed.setdefault(base, set())
         dirs = tops.setdefault(base, set())
         for row in rows:
-            rel = row[0]
-            listed.add(norm(join(base, rel)))
-            head, sep, _ = rel.replace("\\", "/").partition("/")
-            if (
-                sep
-                and head not in ("..", ".", "__pycache__", "")
-                and not head.endswith((".dist-info", ".data", ".egg-info"))
-                and ":" not in head
-            ):
+            rel = row[0].replace("\\", "/") if os.sep != "/" else row[0]
+            if "./" in rel or "//" in rel or rel.startswith("/"):
+                rel = posixpath.normpath(rel)
+            names.add(rel)
+            head, sep, _ = rel.partition("/")
+            if sep and head not in ("..", ".", "__pycache__", "") and ":" not in head:
                 dirs.add(head)
     found: list[dict[str, str]] = []
+    searched: list[str] = []
     for base in sorted(tops):
+        names = listed[base]
+        searched.append(base)
         try:
-            names = sorted(os.listdir(base))
+            entries = sorted(os.scandir(base), key=lambda e: e.name)
         except OSError:
             continue
-        for name in names:
-            full = join(base, name)
-            if not name.endswith(_MODULE_SUFFIXES) or full in listed or os.path.isdir(full):
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(_MODULE_SUFFIXES) or name in names or entry.is_dir():
                 continue
             if name in _KNOWN_UNLISTED:
                 want = _KNOWN_UNLISTED[name]
-                if want is None or (_read(full, 4096) or "").strip() == want:
+                if want is None or (_read(entry.path, 4096) or "").strip() == want:
                     continue
             found.append(
                 {"location": base, "path": name, "kind": "pth" if name.endswith(".pth") else "module"}
             )
-        for top in sorted(tops[base]):
-            root = join(base, top)
-            if not os.path.isdir(root) or os.path.islink(root):
-                continue
-            for dirpath, dirnames, filenames in os.walk(root):
-                dirnames[:] = sorted(n for n in dirnames if n != "__pycache__")
-                for name in sorted(filenames):
-                    full = join(dirpath, name)
-                    if full not in listed:
-                        rel = os.path.relpath(full, base).replace(os.sep, "/")
-                        found.append({"location": base, "path": rel, "kind": "package-file"})
+        for top in sorted(d for d in tops[base] if not d.endswith((".dist-info", ".data", ".egg-info"))):
+            _walk_unlisted(base, os.path.join(base, top), top + "/", names, found, searched)
+    if cache is not None and racy is not None and not found:
+        summary = _dirs_summary(searched, racy)
+        if summary is not None:
+            cache.new_unlisted = {"key": claimed_key, "dirs": searched, "summary": summary}
     return found[:_UNLISTED_CAP], max(0, len(found) - _UNLISTED_CAP)
+
+
+def _walk_unlisted(
+    base: str, folder: str, prefix: str, names: set[str], found: list[dict[str, str]], searched: list[str]
+) -> None:
+    """Add every file below `folder` (`prefix` relative to `base`) that `names` lacks to `found`,
+    and every folder read to `searched`; symlinked folders are not followed, `__pycache__` is
+    skipped."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    searched.append(folder)
+    for entry in entries:
+        rel = prefix + entry.name
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name != "__pycache__":
+                _walk_unlisted(base, entry.path, rel + "/", names, found, searched)
+        elif rel not in names:
+            found.append({"location": base, "path": rel, "kind": "package-file"})
 
 
 def _compare(d: dict[str, Any], rel: str, expected: str, digest: str) -> None:
@@ -934,7 +1006,7 @@ def main(argv: list[str] | None = None) -> int:
     dists = distributions()
     if args.records:
         cache = RecordsCache(args.records_cache, environment_id(), read=not args.rehash)
-        records = check_records(dists, cache, args.rehash, args.threads)
+        records = check_records(dists, cache, args.rehash, args.threads, site_dirs())
         cache.save()
     else:
         records = {"checked": False}
