@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kernodeck import selfwheel
 from kernodeck.bundle import BundleError, report_markdown, verify_bundle, write_bundle
 from kernodeck.cli import cli
 from kernodeck.report import Report, Step
@@ -172,6 +173,8 @@ def test_bundle_layout_scrubbing_and_checksums(tmp_path: Path) -> None:
         "configs/run.yaml",
         "reference/out.json",
         "app/main.py",
+        f"_kernodeck/{selfwheel.wheel_filename()}",
+        "_kernodeck/requirements.txt",
     }
     for name, data in files.items():
         for leak in (SECRET.encode(), str(tmp_path).encode(), b"author-profile"):
@@ -200,6 +203,8 @@ def test_bundle_layout_scrubbing_and_checksums(tmp_path: Path) -> None:
         assert name in md
     assert "s3://bucket/samples.jsonl" in md
     assert "kernodeck rebuild . --dest .venv-rebuild --platform linux-x86_64" in md
+    assert "kernodeck rebuild . --dest .venv-rebuild --json" in md  # no --platform: rebuild picks
+    assert "pip install kernodeck" not in md
     done = subprocess.run(
         ["sha256sum", "-c", "BUNDLE.sha256"], cwd=out, capture_output=True, text=True, check=False
     )

@@ -103,12 +103,24 @@ def rebuild(
     type=click.Path(path_type=Path, dir_okay=False),
     help="The last verify report (JSON) to include.",
 )
-def bundle(out: Path, manifest: Path, include_data: bool, no_code: bool, report: Path | None) -> None:
+@click.option(
+    "--allow-dirty",
+    is_flag=True,
+    help="Bundle code with uncommitted changes (REBUILD.md and verify's code step then say so).",
+)
+def bundle(
+    out: Path, manifest: Path, include_data: bool, no_code: bool, report: Path | None, allow_dirty: bool
+) -> None:
     """Write a hand-over folder another launch can use, scrubbed of secrets and host paths."""
     from kernodeck.bundle import write_bundle
 
     result = write_bundle(
-        out, manifest=manifest, include_data=include_data, include_code=not no_code, report=report
+        out,
+        manifest=manifest,
+        include_data=include_data,
+        include_code=not no_code,
+        report=report,
+        allow_dirty=allow_dirty,
     )
     click.echo(result.render())
 
