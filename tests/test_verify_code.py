@@ -161,3 +161,34 @@ def test_neither_git_nor_bundle(tmp_path: Path) -> None:
     assert first.name == "revision" and first.details["cause"] == "not-a-repository"
     assert "not a git checkout and not a kernodeck bundle" in (first.error or "")
     assert first.hint and "kernodeck bundle" in first.hint
+
+
+def test_bundle_after_capture_and_committing_the_manifest(tmp_path: Path) -> None:
+    """The normal workflow: capture pins HEAD, then repro.toml and the lock files are committed, so
+    HEAD moves on by commits that change only Kernodeck's own files. The bundle's code layer passes,
+    as verify in the repository does."""
+    proj, pinned = _project(tmp_path)
+    for args in (["add", "-A"], ["commit", "-q", "-m", "manifest and lock"]):
+        subprocess.run([*GIT, *args], cwd=proj, check=True, capture_output=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=proj, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert head != pinned
+    in_repo = _code(proj, tmp_path)
+    assert in_repo["revision"][0] == "passed"
+    got = _code(_bundle(tmp_path, proj), tmp_path)
+    assert got["revision"][0] == "passed", got["revision"]
+    assert "later commits change only" in str(got["revision"][1])
+    assert got["clean-tree"][0] == "passed" and got["files"][0] == "passed"
+    refs = json.loads((tmp_path / "b" / "references.json").read_text())
+    assert refs[0]["pinned"] == pinned and refs[0]["revision"] == head
+
+
+def test_bundle_whose_later_commits_change_code_still_fails_revision(tmp_path: Path) -> None:
+    proj, pinned = _project(tmp_path)
+    (proj / "app.py").write_text("print('moved on')\n")
+    for args in (["add", "-A"], ["commit", "-q", "-m", "code moved on"]):
+        subprocess.run([*GIT, *args], cwd=proj, check=True, capture_output=True)
+    got = _code(_bundle(tmp_path, proj), tmp_path)
+    assert got["revision"][0] == "failed"
+    assert f"the manifest pins {pinned[:12]}" in (got["revision"][2] or "")
