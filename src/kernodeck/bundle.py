@@ -169,6 +169,15 @@ def _walk_files(folder: Path) -> list[str]:
     return out
 
 
+def _leaves(folder: Path, rel: str) -> bool:
+    """Whether `rel` is (or passes through) a symlink whose target is outside `folder`."""
+    path = folder / rel
+    try:
+        return folder.resolve() not in path.resolve().parents
+    except OSError:
+        return True
+
+
 def code_files(folder: Path, exclude: set[str]) -> tuple[list[str], list[str]]:
     """(files to include as code, warnings) from the manifest's folder."""
     names = _git_files(folder)
@@ -176,6 +185,15 @@ def code_files(folder: Path, exclude: set[str]) -> tuple[list[str], list[str]]:
         names = _walk_files(folder)
     keep: list[str] = []
     warnings: list[str] = []
+    leaving = [n for n in names if _leaves(folder, n)]
+    if leaving:
+        raise BundleError(
+            f"{len(leaving)} file{'s' if len(leaving) != 1 else ''} of the code "
+            f"{'are symlinks' if len(leaving) != 1 else 'is a symlink'} to a place outside the project;"
+            " nothing was written",
+            context=[f"{n} -> {os.readlink(folder / n)}" for n in leaving],
+            hint="copy what the link points to into the project, or remove the link (or pass --no-code)",
+        )
     for name in names:
         parts = PurePosixPath(name).parts
         if any(p in _SKIP_DIRS or p.startswith(".venv") for p in parts[:-1]):
@@ -685,6 +703,11 @@ def write_bundle(
             raise BundleError(
                 f"{why}: {rel} not found next to {manifest_path.name}",
                 hint="create it or fix its path in repro.toml",
+            )
+        if _leaves(folder, rel):
+            raise BundleError(
+                f"{why}: {rel} is a symlink to a place outside the project; nothing was written",
+                hint="copy what the link points to into the project and name that path in repro.toml",
             )
         plan.files[rel] = src.read_bytes()
         plan.verbatim[rel] = why

@@ -43,26 +43,75 @@ _PLACEHOLDER = re.compile(
 )
 
 _SECRET_WORD = (
-    r"\b(?i:(?:[A-Za-z0-9]+_)*(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)"
+    r"\b(?i:(?:[A-Za-z0-9]+_)*(?:[A-Za-z0-9]*(?:TOKEN|SECRET|PASSWORD|PASSWD)|PASS|PWD|CREDENTIALS)"
+    r"(?:_(?:VALUE|STR|STRING|TEXT))?"
     r"|[A-Za-z0-9_]*(?:api|access|secret|private)_?key)\b"
-    r"|\b[A-Z0-9_]*_(?:KEY|PAT|AUTH)\b"
+    r"|\b[A-Z0-9_]*_(?:KEY|PAT|AUTH)\b|\b[a-z0-9_]*_auth\b"
+)
+#: A literal value after `NAME =` / `NAME:`: quoted (any non-empty text that is not a placeholder),
+#: or bare when it cannot be a reference to something else: an identifier (`os.environ`,
+#: `settings.SECRET`, `None`) is code, not a value, unless it holds a digit or a symbol.
+_LITERAL = (
+    r"(?P<q>[\"'])(?P<qvalue>(?![<$]|\{\{)[^\"'\n]+)(?P=q)"
+    r"|(?P<value>(?![<$=:|>])(?=[^\s\"',;}&)\]]*[0-9~!@#%^*+/=\-])[^\s\"',;}&)\](\[]+)(?![(\[\w.])"
 )
 _ASSIGNMENT = re.compile(
     r"(?P<name>" + _SECRET_WORD + r")"
-    r"(?P<sep>[\"']?[ \t]*[:=][ \t]*[\"']?)"
-    r"(?P<value>(?![<$])[^\s\"',;}&)\]]+)"
+    r"(?P<sep>[\"']?[ \t]*(?::=|[:=])[ \t]*)"
+    r"(?:" + _LITERAL + r")"
+)
+#: YAML with the value on the next line (`password:` then an indented scalar, or a `|`/`>` block).
+_YAML_NEXT_LINE = re.compile(
+    r"(?m)^(?P<head>[ \t]*(?:" + _SECRET_WORD + r")[ \t]*:[ \t]*(?:[|>][-+]?)?[ \t]*\n[ \t]+)"
+    r"(?P<value>(?![<$#])[^\s#][^\n]*)"
 )
 _AUTH_HEADER = re.compile(
-    r"(?P<head>\bAuthorization:[ \t]*(?:Bearer|Basic|Token)?[ \t]*)(?P<value>[^\s\"']+)", re.IGNORECASE
+    r"(?P<head>\bAuthorization[\"']?\]?[ \t]*[:=][ \t]*[\"']?[ \t]*(?:Bearer|Basic|Token)?[ \t]*)"
+    r"(?P<value>(?!(?:Bearer|Basic|Token)\b)[A-Za-z0-9._~+/=:-]{6,})|(?P<bearer>\bBearer[ \t]+)(?P<bvalue>(?![<$])[A-Za-z0-9._~+/-]{16,}=*)",
+    re.IGNORECASE,
 )
 _TOKEN_FORMATS = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|hf_[A-Za-z0-9]{30,}"
     r"|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{32,}|xox[abpr]-[A-Za-z0-9-]{20,}|glpat-[A-Za-z0-9_-]{20,})\b"
 )
+#: A bare AWS secret access key: 40 base64 characters standing alone, with the mix of upper case,
+#: lower case and digits of random text (a git sha is lower-case hex; pip hashes are longer).
+_AWS_SECRET = re.compile(
+    r"(?<![A-Za-z0-9/+=])"
+    r"(?=(?:[A-Za-z0-9/+]*?[A-Z]){3})(?=(?:[A-Za-z0-9/+]*?[a-z]){3})(?=(?:[A-Za-z0-9/+]*?[0-9]){3})"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+)
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)"
+)
 #: A password in netrc format (`machine HOST login USER password VALUE`), whatever the file is called.
 _NETRC_PASSWORD = re.compile(
     r"\b(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+)*\s+password[ \t]+(?![<$])\S+"
 )
+
+
+def _sub_assignment(m: re.Match[str]) -> str:
+    if m["q"]:
+        return f"{m['name']}{m['sep']}{m['q']}{_REDACTED}{m['q']}"
+    return f"{m['name']}{m['sep']}{_REDACTED}"
+
+
+def _sub_auth(m: re.Match[str]) -> str:
+    return f"{m['head']}{_REDACTED}" if m["head"] is not None else f"{m['bearer']}{_REDACTED}"
+
+
+#: The shapes of secrets in any text, as (what it is, pattern, replacement). The scrubber replaces
+#: them and the leak check looks for them: one list, so what is scanned is what is scrubbed.
+SECRET_SHAPES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
+    ("a private key", _PRIVATE_KEY, "<redacted:private key>"),
+    ("a credential assignment", _ASSIGNMENT, _sub_assignment),
+    ("a credential assignment", _YAML_NEXT_LINE, lambda m: f"{m['head']}{_REDACTED}"),
+    ("an Authorization header", _AUTH_HEADER, _sub_auth),
+    ("a token", _TOKEN_FORMATS, _REDACTED),
+    ("an AWS secret key", _AWS_SECRET, _REDACTED),
+    ("a netrc password", _NETRC_PASSWORD, lambda m: m[0].rsplit(None, 1)[0] + " " + _REDACTED),
+)
+
 _PATH_END = r"(?=[/\\\s\"'`:;,)\]}>|]|\.(?:\s|$)|$)"
 
 #: Paths that are never replaced even if a prefix points there: too generic to be a host detail.
@@ -147,9 +196,8 @@ class Scrubber:
         for value in sorted(self.secrets, key=len, reverse=True):
             text = text.replace(value, f"<redacted:{self.secrets[value]}>")
         text = URL_USERINFO.sub(_userinfo, text)
-        text = _ASSIGNMENT.sub(lambda m: f"{m['name']}{m['sep']}{_REDACTED}", text)
-        text = _AUTH_HEADER.sub(lambda m: f"{m['head']}{_REDACTED}", text)
-        text = _TOKEN_FORMATS.sub(_REDACTED, text)
+        for _kind, pattern, replacement in SECRET_SHAPES:
+            text = pattern.sub(replacement, text)
         for path, placeholder in self.paths:
             text = re.sub(re.escape(path) + _PATH_END, placeholder.replace("\\", "\\\\"), text)
         return text
@@ -185,12 +233,7 @@ class Scrubber:
                 found.append(f"a host path ({placeholder})")
         if any(not _PLACEHOLDER.match(m["userinfo"]) for m in URL_USERINFO.finditer(text)):
             found.append("credentials in a URL")
-        if _ASSIGNMENT.search(text):
-            found.append("a credential assignment")
-        if _TOKEN_FORMATS.search(text):
-            found.append("a token")
-        if _NETRC_PASSWORD.search(text):
-            found.append("a netrc password")
+        found += [kind for kind, pattern, _ in SECRET_SHAPES if pattern.search(text)]
         return list(dict.fromkeys(found))
 
 
