@@ -119,6 +119,33 @@ class _Plan:
     verbatim: dict[str, str] = field(default_factory=dict)  # rel -> why it is there
 
 
+#: Where the author's machine names package locations of its own (mirrors, local wheel folders).
+MIRROR_VARIABLES = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "KERNODECK_MIRRORS",
+)
+
+
+def mirror_urls(environ: Mapping[str, str], declared: list[str]) -> list[str]:
+    """The author's package locations that the manifest does not declare: the URLs in the
+    variables above (`NAME=URL` entries of KERNODECK_MIRRORS too). The bundle replaces them."""
+    keep = {u.rstrip("/") for u in declared}
+    out: list[str] = []
+    for var in MIRROR_VARIABLES:
+        for item in environ.get(var, "").replace(",", " ").split():
+            url = item.split("=", 1)[1] if "=" in item and "://" not in item.split("=", 1)[0] else item
+            if "://" in url and url.rstrip("/") not in keep:
+                out.append(url)
+    return sorted(set(out))
+
+
 def _rel(path: str) -> str:
     """A safe relative POSIX path inside the bundle, or raise."""
     p = PurePosixPath(path.replace("\\", "/"))
@@ -686,6 +713,7 @@ def write_bundle(
         credential_names=creds,
         extra_paths=[(out_path.absolute(), "<bundle>")],
         home=home,
+        mirrors=mirror_urls(env, [i.url for i in m.packages.index if i.url]),
     )
     result = BundleResult(out=out_path)
     plan = _Plan()
@@ -806,7 +834,7 @@ def write_bundle(
     # nothing leaves the machine that reveals a secret or a host path
     problems = []
     for rel, data in sorted(plan.files.items()):
-        found = scrub.leaks(data)
+        found = scrub.leaks(data, generated=rel not in plan.verbatim)
         if found:
             why = plan.verbatim.get(rel, "generated file")
             problems.append(f"{rel} ({why}): {', '.join(found)}")

@@ -543,10 +543,15 @@ def install_command(plan: RebuildPlan, py: Path, uv: str | None) -> list[str]:
 
 
 def install_argv(
-    installer: Installer, python: str, requirements: str, *, allow_sdist: bool, uv: str | None = None
+    installer: Installer,
+    python: str,
+    requirements: str,
+    *,
+    allow_sdist: Sequence[str],
+    uv: str | None = None,
 ) -> list[str]:
     """The one command that installs a lock file into a fresh environment: rebuild runs it, and
-    REBUILD.md prints it."""
+    REBUILD.md prints it. Binary-only unless the manifest allows some sdists (`allow_sdist`)."""
     only_binary = not allow_sdist
     if installer == "uv":
         argv = [

@@ -114,6 +114,32 @@ SECRET_SHAPES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
 
 _PATH_END = r"(?=[/\\\s\"'`:;,)\]}>|]|\.(?:\s|$)|$)"
 
+#: What may follow a mirror URL's prefix (the rest of the URL, or its end).
+_URL_REST = r"(?:(?=[/?#\s\"'`<>),;\]]|$)[^\s\"'`<>),;\]]*)"
+
+#: Environment variables that name folders of the author's machine: venvs and caches.
+_PATH_VARIABLES = (
+    ("VIRTUAL_ENV", "<venv>"),
+    ("CONDA_PREFIX", "<conda>"),
+    ("XDG_CACHE_HOME", "<cache>"),
+    ("PIP_CACHE_DIR", "<cache>"),
+    ("UV_CACHE_DIR", "<cache>"),
+    ("HF_HOME", "<cache>"),
+    ("HF_HUB_CACHE", "<cache>"),
+    ("TORCH_HOME", "<cache>"),
+    ("KERNODECK_CACHE_DIR", "<cache>"),
+)
+
+
+def _temp_path(tmp: str) -> re.Pattern[str]:
+    """A path below the temporary folder `tmp` (not `tmp` itself, which names no author's file)."""
+    return re.compile(
+        r"(?<![\w.~-])"
+        + re.escape(tmp)
+        + r"[/\\](?:[^\s\"'`<>|;,)\]}:]*[/\\])?(?P<base>[^\s\"'`<>|;,)\]}:/\\]*)"
+    )
+
+
 #: Paths that are never replaced even if a prefix points there: too generic to be a host detail.
 _SYSTEM_DIRS = {"/", "/usr", "/usr/local", "/opt", "/bin", "/lib", "/var", "/etc", "/tmp", "C:\\", "/private"}
 
@@ -129,6 +155,8 @@ class Scrubber:
 
     secrets: dict[str, str] = field(default_factory=dict)  # value -> variable name
     paths: list[tuple[str, str]] = field(default_factory=list)  # (absolute path, placeholder)
+    urls: list[str] = field(default_factory=list)  # the author's mirror URLs (prefixes), longest first
+    temp_dirs: list[str] = field(default_factory=list)  # temporary folders: any path below one goes
 
     @classmethod
     def for_project(
@@ -139,6 +167,7 @@ class Scrubber:
         credential_names: Iterable[str] = (),
         extra_paths: Iterable[tuple[str | Path, str]] = (),
         home: str | Path | None = None,
+        mirrors: Iterable[str] = (),
     ) -> Scrubber:
         """A scrubber for the author's machine: secret values from `environ` (default os.environ),
         the variables the manifest names (`credential_names`), and the usual host paths."""
@@ -163,11 +192,34 @@ class Scrubber:
         pairs.append((sys.prefix, "<prefix>"))
         pairs.append((sys.base_prefix, "<python>"))
         pairs.append((sys.exec_prefix, "<prefix>"))
-        pairs.append((tempfile.gettempdir(), "<tmp>"))
         pairs.append((home_dir, "<home>"))
+        for var, placeholder in _PATH_VARIABLES:
+            if env.get(var, "").startswith(("/", "\\")) or re.match(r"^[A-Za-z]:\\", env.get(var, "")):
+                pairs.append((env[var], placeholder))
         for path, placeholder in pairs:
             s.add_path(path, placeholder)
+        for tmp in dict.fromkeys((tempfile.gettempdir(), env.get("TMPDIR", ""), "/tmp", "/var/tmp")):
+            s.add_temp_dir(tmp)
+        for url in mirrors:
+            s.add_url(url)
         return s
+
+    def add_temp_dir(self, path: str) -> None:
+        """Every path below `path` is a temporary path of this machine (`<tmp>/<name>`)."""
+        forms = {path.rstrip("/\\")}
+        with contextlib.suppress(OSError):
+            forms.add(str(Path(path).resolve()))
+        for form in forms:
+            if len(form) >= 2 and form not in self.temp_dirs:
+                self.temp_dirs.append(form)
+        self.temp_dirs.sort(key=len, reverse=True)
+
+    def add_url(self, url: str) -> None:
+        """A URL of the author's machine (a mirror): it and everything below it become `<mirror>`."""
+        base = url.strip().rstrip("/")
+        if len(base) > len("http://") and base not in self.urls:
+            self.urls.append(base)
+            self.urls.sort(key=len, reverse=True)
 
     def add_secret(self, value: str, name: str) -> None:
         # the value as written, and as it appears inside a URL (percent-encoded user-info)
@@ -198,8 +250,12 @@ class Scrubber:
         text = URL_USERINFO.sub(_userinfo, text)
         for _kind, pattern, replacement in SECRET_SHAPES:
             text = pattern.sub(replacement, text)
+        for url in self.urls:
+            text = re.sub(re.escape(url) + _URL_REST, "<mirror>", text)
         for path, placeholder in self.paths:
             text = re.sub(re.escape(path) + _PATH_END, placeholder.replace("\\", "\\\\"), text)
+        for tmp in self.temp_dirs:
+            text = _temp_path(tmp).sub(lambda m: f"<tmp>/{m['base']}", text)
         return text
 
     def data(self, obj: Any) -> Any:
@@ -219,9 +275,11 @@ class Scrubber:
 
     # --- checking ------------------------------------------------------------------------------
 
-    def leaks(self, data: bytes | str) -> list[str]:
+    def leaks(self, data: bytes | str, *, generated: bool = True) -> list[str]:
         """What `data` still reveals: variable names of secret values, placeholders of host paths,
-        and kinds of credential-shaped text. Empty when the data is clean."""
+        mirror URLs, and kinds of credential-shaped text. Empty when the data is clean. A file
+        Kernodeck `generated` also must not name any path below a temporary folder; a file copied
+        verbatim (code) may (`/tmp/cache` as a default is not the author's machine)."""
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
         raw = data if isinstance(data, bytes) else data.encode("utf-8")
         found: list[str] = []
@@ -231,6 +289,11 @@ class Scrubber:
         for path, placeholder in self.paths:
             if re.search(re.escape(path) + _PATH_END, text):
                 found.append(f"a host path ({placeholder})")
+        for url in self.urls:
+            if re.search(re.escape(url) + _URL_REST, text):
+                found.append("a mirror URL of this machine")
+        if generated and any(_temp_path(tmp).search(text) for tmp in self.temp_dirs):
+            found.append("a temporary folder path")
         if any(not _PLACEHOLDER.match(m["userinfo"]) for m in URL_USERINFO.finditer(text)):
             found.append("credentials in a URL")
         found += [kind for kind, pattern, _ in SECRET_SHAPES if pattern.search(text)]

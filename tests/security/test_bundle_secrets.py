@@ -76,3 +76,47 @@ def test_a_private_key_file_in_the_code_stops_the_bundle(tmp_path: Path) -> None
         write_bundle(tmp_path / "out", manifest=proj, environ={}, home=tmp_path)
     assert "key.pem" in "\n".join(err.value.context) and "a private key" in "\n".join(err.value.context)
     assert not (tmp_path / "out").exists()
+
+
+def test_temporary_folders_venvs_and_mirrors_of_the_author_are_scrubbed(tmp_path: Path) -> None:
+    """Generated files name no path below a temporary folder, no venv or cache of the author, and
+    no mirror URL the author's installer settings point at."""
+    proj = _project(tmp_path)
+    (proj / "requirements-rebuild-linux-x86_64.txt").write_text(
+        "--index-url http://127.0.0.1:9/mirror/simple\n# via -r /tmp/build-x1/requirements.in\n"
+        "tiny==1.0 --hash=sha256:" + "0" * 64 + "\n"
+    )
+    (proj / "installed-after.txt").write_text(
+        "local @ file:///tmp/wheels-abc/local-1.0-py3-none-any.whl\nx @ file:///srv/venvs/author/x.whl\n"
+    )
+    env = {"PIP_INDEX_URL": "http://127.0.0.1:9/mirror/simple", "VIRTUAL_ENV": "/srv/venvs/author"}
+    write_bundle(tmp_path / "out", manifest=proj, environ=env, home=tmp_path)
+    out = tmp_path / "out"
+    generated = [
+        "requirements-rebuild-linux-x86_64.txt",
+        "observed/installed-after.txt",
+        "REBUILD.md",
+        "references.json",
+        "repro.toml",
+    ]
+    for name in generated:
+        text = (out / name).read_text()
+        for leak in ("/tmp/", "127.0.0.1:9", "/srv/venvs/author", str(tmp_path)):
+            assert leak not in text, (name, leak)
+    assert "--index-url <mirror>" in (out / "requirements-rebuild-linux-x86_64.txt").read_text()
+    assert "<tmp>/local-1.0-py3-none-any.whl" in (out / "observed/installed-after.txt").read_text()
+    assert "<venv>/x.whl" in (out / "observed/installed-after.txt").read_text()
+
+
+def test_code_that_names_a_mirror_stops_the_bundle(tmp_path: Path) -> None:
+    proj = _project(tmp_path)
+    (proj / "fetch.py").write_text('URL = "http://127.0.0.1:9/mirror/simple/torch/"\n')
+    with pytest.raises(BundleError) as err:
+        write_bundle(
+            tmp_path / "out",
+            manifest=proj,
+            environ={"PIP_EXTRA_INDEX_URL": "http://127.0.0.1:9/mirror/simple"},
+            home=tmp_path,
+        )
+    assert "fetch.py (code): a mirror URL of this machine" in err.value.context
+    assert not (tmp_path / "out").exists()
