@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -294,3 +295,60 @@ def test_bundle_of_the_embeddings_example(tmp_path: Path) -> None:
     assert {"app/embed.py", "data/samples.jsonl", "reference/embeddings.npy", "repro.toml"} <= set(files)
     md = files["REBUILD.md"].decode()
     assert "np.load('out/embeddings/embeddings.npy')" in md and "cosine-min 0.9999" in md
+
+
+def test_the_bundled_kernodeck_installs_from_the_bundle_alone(tmp_path: Path) -> None:
+    """The receiver installs Kernodeck from the bundle's wheel (no index), and its CLI runs from the
+    new venv; the dependency pins name every runtime dependency at the version that wrote it."""
+    import sysconfig
+    import zipfile
+
+    proj = _project(tmp_path)
+    out = tmp_path / "out"
+    write_bundle(out, manifest=proj, environ={}, home=tmp_path)
+    wheel = out / "_kernodeck" / selfwheel.wheel_filename()
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        assert "kernodeck/cli.py" in names and "kernodeck/bundlesums.py" in names
+        assert not any("__pycache__" in n for n in names)
+    pins = (out / "_kernodeck" / "requirements.txt").read_text().splitlines()
+    assert any(p.startswith("click==") for p in pins) and any(p.startswith("pydantic==") for p in pins)
+    venv = tmp_path / "tool"
+    subprocess.run(["python3", "-m", "venv", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    done = subprocess.run(
+        [str(py), "-m", "pip", "install", "--isolated", "--no-index", "--no-deps", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # the dependencies come from this interpreter's site-packages (a .pth), Kernodeck from the wheel
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
+    Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    where = subprocess.run(
+        [str(py), "-c", "import kernodeck; print(kernodeck.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    ).stdout.strip()
+    assert where.startswith(str(venv)), where
+    help_text = subprocess.run(
+        [str(venv / "bin" / "kernodeck"), "rebuild", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert help_text.returncode == 0 and "--platform" in help_text.stdout, help_text.stderr
