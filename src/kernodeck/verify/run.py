@@ -9,7 +9,6 @@ resume check run only when every earlier layer passed.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,12 @@ from typing import Any
 from kernodeck.backends import parse_backend
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
+from kernodeck.interpreters import Interpreter
 from kernodeck.layers import Layer, selected
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.probe.facts import Facts
 from kernodeck.probe.runner import Probe, ProbeRequest
-from kernodeck.report import Report, Status, Step
+from kernodeck.report import CheckedInterpreter, Report, Status, Step
 from kernodeck.verify import backend, code, contract, data, device, interpreter, packages, system
 from kernodeck.verify.context import Context
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
@@ -124,13 +124,6 @@ def _probe_request(manifest: Manifest, layers: list[Layer], compute: bool, devic
     )
 
 
-def _checks_module() -> Any:
-    try:
-        return importlib.import_module("kernodeck.checks")
-    except ImportError:
-        return None
-
-
 def run_verify(
     manifest: Manifest,
     manifest_file: Path,
@@ -142,7 +135,10 @@ def run_verify(
     strict: bool = False,
     compute: bool = True,
     cache: FingerprintCache | None = None,
+    interpreter: Interpreter | None = None,
 ) -> Report:
+    """The verify report. `interpreter`: the choice behind `probe.python` (named on the report's
+    first line; None for recorded facts)."""
     layers = selected(only, skip)
     ctx = Context(
         root=manifest_file.parent,
@@ -164,6 +160,8 @@ def run_verify(
             "platform": platform,
         },
     )
+    if interpreter is not None:
+        report.interpreter = CheckedInterpreter(**interpreter.as_dict())
 
     def add(steps: list[Step]) -> None:
         ctx.steps.extend(steps)
@@ -241,30 +239,11 @@ def _application(layer: str, manifest: Manifest, ctx: Context) -> list[Step]:
             Step.skipped(layer, n, why, details={"cause": "earlier-failure", "layers": blocking})
             for n in names
         ]
-    mod = _checks_module()
-    if mod is None:
-        return [
-            Step.skipped(
-                layer,
-                n,
-                "application checks are not available in this version",
-                details={"cause": "not-available"},
-            )
-            for n in names
-        ]
-    fn = getattr(mod, "steps" if layer == "application" else "resume_steps", None)
-    if fn is None:
-        return [
-            Step.skipped(
-                layer,
-                n,
-                "application checks are not available in this version",
-                details={"cause": "not-available"},
-            )
-            for n in names
-        ]
-    result = fn(manifest, ctx.root, ctx.python)
-    return list(result)
+    from kernodeck import checks  # imported when a check runs: verify without checks stays light
+
+    if layer == "application":
+        return checks.steps(manifest, ctx.root, ctx.python)
+    return checks.resume_steps(manifest, ctx.root, ctx.python)
 
 
 def inventory(facts: Facts) -> dict[str, Any]:
