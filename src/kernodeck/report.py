@@ -145,7 +145,7 @@ def render(
     report: Report, file: IO[str] | None = None, *, color: bool | None = None, width: int | None = None
 ) -> None:
     """Print the human report: the interpreter looked at and why, the notices, one table per
-    layer, then one summary line.
+    layer (one line for a layer skipped for one reason), then one summary line.
 
     Colours only on a terminal, never with NO_COLOR set (or `color=False`).
     """
@@ -181,6 +181,12 @@ def render(
     console.print(Text(title, style="bold"))
     layers = list(dict.fromkeys(s.layer for s in report.steps))
     for layer in layers:
+        steps = [s for s in report.steps if s.layer == layer]
+        if all(s.status is Status.SKIPPED for s in steps) and len({s.error for s in steps}) == 1:
+            # a layer skipped for one reason is one line, not a table
+            many = f" ({len(steps)} steps)" if len(steps) > 1 else ""
+            console.print(Text(f"{layer}: - skipped{many}: {steps[0].error}", style="dim"))
+            continue
         table = Table(
             title=layer, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, expand=False
         )

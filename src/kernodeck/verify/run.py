@@ -3,7 +3,9 @@ backend → device → application → resume.
 
 A failed step makes the steps that need it skipped, with the reason: nothing that needs facts runs
 when the probe failed, the device layer needs torch to import, and the application checks and the
-resume check run only when every earlier layer passed.
+resume check run only when every earlier layer passed. When most of the lock is missing (the
+packages layer's `wrong-environment` step), the report says once at the top that this is probably
+not the project's environment, and the layers after packages are not run.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from kernodeck.report import CheckedInterpreter, Report, Status, Step
 from kernodeck.verify import backend, code, contract, data, device, interpreter, packages, system
 from kernodeck.verify.context import Context
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
+
+#: The cause of the layers not run after the packages layer found most of the lock missing.
+SKIPPED_WRONG_ENVIRONMENT = "not-the-project-environment"
 
 FactLayer = Callable[[Manifest, Facts, Context], list[Step]]
 
@@ -193,8 +198,15 @@ def run_verify(
             facts.torch = probe.collect_torch(request)
         report.inventory = inventory(facts)
 
+    wrong_env: list[str] = []
     for layer in layers:
-        if layer == "code":
+        if wrong_env:
+            # The layers after packages describe what is installed: in the wrong environment they
+            # would only repeat that it is the wrong one.
+            if layer in _FACT_LAYERS or _check_names(layer, manifest):
+                why = "not run: the packages layer found another environment (see the note at the top)"
+                add([Step.skipped(layer, layer, why, details={"cause": SKIPPED_WRONG_ENVIRONMENT})])
+        elif layer == "code":
             add(code.check(manifest, facts, ctx))
         elif layer == "data":
             add(data.check(manifest, facts, ctx))
@@ -217,18 +229,35 @@ def run_verify(
                     add([Step.skipped(layer, layer, why, details={"cause": "probe-failed"})])
                 continue
             add(_FACT_LAYERS[layer](manifest, facts, ctx))
+            if layer == Layer.PACKAGES:
+                wrong_env = _wrong_environment_notice(ctx, interpreter)
+                report.notices += wrong_env
         else:
             add(_application(layer, manifest, ctx))
     ctx.cache.save()
     return report
 
 
+def _wrong_environment_notice(ctx: Context, interpreter: Interpreter | None) -> list[str]:
+    """Said once at the top when the packages layer found most of the lock missing."""
+    if not any(s.details.get("cause") == packages.WRONG_ENVIRONMENT for s in ctx.steps):
+        return []
+    where = f"{interpreter.path}, {interpreter.reason}" if interpreter is not None else ctx.python
+    return [
+        f"this is probably not the project's environment ({where}); "
+        "activate the project's venv or pass --python PATH"
+    ]
+
+
+def _check_names(layer: str, manifest: Manifest) -> list[str]:
+    """The application checks (layer `application`) or the resume check (layer `resume`) declared."""
+    if layer == Layer.APPLICATION:
+        return [c.name for c in manifest.check]
+    return ["resume"] if layer == Layer.RESUME and manifest.resume else []
+
+
 def _application(layer: str, manifest: Manifest, ctx: Context) -> list[Step]:
-    names = (
-        [c.name for c in manifest.check]
-        if layer == "application"
-        else (["resume"] if manifest.resume else [])
-    )
+    names = _check_names(layer, manifest)
     if not names:
         return []
     blocking = list(dict.fromkeys(s.layer for s in ctx.steps if s.status is Status.FAILED and s.required))
