@@ -98,12 +98,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     return World(project=project, good=good, empty=empty, conda=conda)
 
 
-def _env(**activated: str) -> dict[str, str]:
+def _env(world: World, **activated: str) -> dict[str, str]:
     """This process's environment with Kernodeck's sources first and only the given activations."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
     env["PYTHONPATH"] = SRC
     env["NO_COLOR"] = "1"
-    env["KERNODECK_CACHE_DIR"] = str(Path(os.environ.get("TMPDIR", "/tmp")) / "kd-interp-cache")
+    env["KERNODECK_CACHE_DIR"] = str(world.project.parent / "cache")
     env.update(activated)
     return env
 
@@ -175,7 +175,7 @@ def test_a_given_interpreter_keeps_its_reason(world: World) -> None:
 
 def test_verify_checks_the_activated_venv_and_names_it(world: World) -> None:
     p = _kernodeck(
-        world, "verify", "--no-compute", "--json", "report.json", env=_env(VIRTUAL_ENV=str(world.good))
+        world, "verify", "--no-compute", "--json", "report.json", env=_env(world, VIRTUAL_ENV=str(world.good))
     )
     assert p.returncode == 0, p.stdout + p.stderr
     assert _first_line(p.stdout) == f"python: {world.python(world.good)} ({VENV_REASON})"
@@ -190,7 +190,7 @@ def test_verify_checks_the_activated_venv_and_names_it(world: World) -> None:
 
 
 def test_doctor_describes_the_activated_venv(world: World) -> None:
-    env = _env(VIRTUAL_ENV=str(world.good))
+    env = _env(world, VIRTUAL_ENV=str(world.good))
     p = _kernodeck(world, "doctor", "--no-compute", env=env)
     assert p.returncode == 0, p.stderr
     assert _first_line(p.stdout) == f"python: {world.python(world.good)} ({VENV_REASON})"
@@ -201,10 +201,10 @@ def test_doctor_describes_the_activated_venv(world: World) -> None:
 
 
 def test_check_runs_the_checks_with_the_activated_venv(world: World) -> None:
-    p = _kernodeck(world, "check", env=_env(VIRTUAL_ENV=str(world.good)))
+    p = _kernodeck(world, "check", env=_env(world, VIRTUAL_ENV=str(world.good)))
     assert p.returncode == 0, p.stdout + p.stderr
     assert _first_line(p.stdout) == f"python: {world.python(world.good)} ({VENV_REASON})"
-    p = _kernodeck(world, "check", env=_env(VIRTUAL_ENV=str(world.empty)))
+    p = _kernodeck(world, "check", env=_env(world, VIRTUAL_ENV=str(world.empty)))
     assert p.returncode == 1
     assert _first_line(p.stdout) == f"python: {world.python(world.empty)} ({VENV_REASON})"
     assert "ModuleNotFoundError: No module named 'alpha'" in " ".join(p.stdout.split())
@@ -229,7 +229,7 @@ def test_require_checks_the_activated_venv(world: World) -> None:
         p = subprocess.run(
             [sys.executable, "-c", REQUIRE],
             cwd=world.project,
-            env=_env(**activated),
+            env=_env(world, **activated),
             capture_output=True,
             text=True,
             timeout=TIMEOUT,
@@ -245,7 +245,7 @@ def test_require_checks_the_activated_venv(world: World) -> None:
 
 
 def test_python_option_wins_over_the_activated_environments(world: World) -> None:
-    env = _env(VIRTUAL_ENV=str(world.empty), CONDA_PREFIX=str(world.empty))
+    env = _env(world, VIRTUAL_ENV=str(world.empty), CONDA_PREFIX=str(world.empty))
     p = _kernodeck(world, "verify", "--no-compute", "--python", world.python(world.good), env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     assert _first_line(p.stdout) == f"python: {world.python(world.good)} (--python)"
@@ -256,7 +256,7 @@ def test_python_option_wins_over_the_activated_environments(world: World) -> Non
 
 
 def test_conda_prefix_is_used_without_a_venv(world: World) -> None:
-    env = _env(CONDA_PREFIX=str(world.conda))
+    env = _env(world, CONDA_PREFIX=str(world.conda))
     p = _kernodeck(world, "verify", "--no-compute", env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     assert _first_line(p.stdout) == f"python: {world.python(world.conda)} ({CONDA_REASON})"
@@ -266,9 +266,26 @@ def test_conda_prefix_is_used_without_a_venv(world: World) -> None:
 
 def test_a_bad_python_option_exits_2_without_a_traceback(world: World, tmp_path: Path) -> None:
     for cmd in (["verify"], ["check"], ["doctor"]):
-        p = _kernodeck(world, *cmd, "--python", str(tmp_path / "nope" / "python"), env=_env())
+        p = _kernodeck(world, *cmd, "--python", str(tmp_path / "nope" / "python"), env=_env(world))
         assert p.returncode == 2, (cmd, p.stdout, p.stderr)
         assert "no interpreter at that path" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_rebuilds_verify_step_checks_the_rebuilt_venv_whatever_is_activated(
+    world: World, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from kernodeck.rebuild import REBUILT_REASON, _verify_rebuilt
+
+    monkeypatch.setenv("VIRTUAL_ENV", str(world.empty))
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    report = _verify_rebuilt(world.project / "repro.toml", python=world.python(world.good), compute=False)
+    assert report.ok, report.summary()
+    assert report.interpreter is not None
+    assert (report.interpreter.path, report.interpreter.source, report.interpreter.reason) == (
+        world.python(world.good),
+        "given",
+        REBUILT_REASON,
+    )
 
 
 # --- the wrong environment -----------------------------------------------------------------------
@@ -276,7 +293,7 @@ def test_a_bad_python_option_exits_2_without_a_traceback(world: World, tmp_path:
 
 @pytest.mark.parametrize("activated", ["empty venv", "none (Kernodeck's own interpreter)"])
 def test_wrong_environment_is_said_once_with_one_folded_step(world: World, activated: str) -> None:
-    env = _env(VIRTUAL_ENV=str(world.empty)) if activated == "empty venv" else _env()
+    env = _env(world, VIRTUAL_ENV=str(world.empty)) if activated == "empty venv" else _env(world)
     python = world.python(world.empty) if activated == "empty venv" else sys.executable
     reason = VENV_REASON if activated == "empty venv" else REASONS[Source.RUNNING]
     p = _kernodeck(world, "verify", "--no-compute", env=env)
@@ -318,7 +335,7 @@ def test_wrong_environment_threshold() -> None:
 
 
 def test_a_few_missing_packages_stay_one_step_each(world: World) -> None:
-    env = _env(VIRTUAL_ENV=str(world.good))
+    env = _env(world, VIRTUAL_ENV=str(world.good))
     _pip(world.python(world.good), "uninstall", "-y", "beta")
     try:
         data = json.loads(_kernodeck(world, "verify", "--no-compute", "--json", "-", env=env).stdout)

@@ -83,7 +83,7 @@ def verify(
             strict=strict,
             compute=compute,
             cache=cache,
-            interpreter=chosen,
+            checked=chosen,
         )
     finally:
         if started is not None:
@@ -130,4 +130,4 @@ def doctor(
     if probe is not None:
         return run_doctor(probe, compute=compute)
     chosen = choose(python)
-    return run_doctor(RealProbe(chosen), compute=compute, interpreter=chosen)
+    return run_doctor(RealProbe(chosen), compute=compute, checked=chosen)

@@ -19,16 +19,16 @@ from kernodeck.verify.device import diagnose
 from kernodeck.verify.run import inventory
 
 
-def run_doctor(probe: Probe, *, compute: bool = True, interpreter: Interpreter | None = None) -> Report:
-    """The doctor report; `interpreter` (the choice behind `probe.python`) heads it."""
+def run_doctor(probe: Probe, *, compute: bool = True, checked: Interpreter | None = None) -> Report:
+    """The doctor report; `checked` (the interpreter choice behind `probe.python`) heads it."""
     facts = probe.collect(ProbeRequest(records=False, torch=False))
     if facts.torch_files.installed:
         facts.torch = probe.collect_torch(
             ProbeRequest(records=False, torch=True, compute=compute, device="auto")
         )
     report = Report(kind="doctor", settings={"compute": compute})
-    if interpreter is not None:
-        report.interpreter = CheckedInterpreter(**interpreter.as_dict())
+    if checked is not None:
+        report.interpreter = CheckedInterpreter(**checked.as_dict())
     report.inventory = inventory(facts)
     report.add(*describe(facts, probe.python))
     return report

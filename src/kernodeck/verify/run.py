@@ -140,9 +140,9 @@ def run_verify(
     strict: bool = False,
     compute: bool = True,
     cache: FingerprintCache | None = None,
-    interpreter: Interpreter | None = None,
+    checked: Interpreter | None = None,
 ) -> Report:
-    """The verify report. `interpreter`: the choice behind `probe.python` (named on the report's
+    """The verify report. `checked`: the interpreter choice behind `probe.python` (named on the report's
     first line; None for recorded facts)."""
     layers = selected(only, skip)
     ctx = Context(
@@ -165,8 +165,8 @@ def run_verify(
             "platform": platform,
         },
     )
-    if interpreter is not None:
-        report.interpreter = CheckedInterpreter(**interpreter.as_dict())
+    if checked is not None:
+        report.interpreter = CheckedInterpreter(**checked.as_dict())
 
     def add(steps: list[Step]) -> None:
         ctx.steps.extend(steps)
@@ -230,7 +230,7 @@ def run_verify(
                 continue
             add(_FACT_LAYERS[layer](manifest, facts, ctx))
             if layer == Layer.PACKAGES:
-                wrong_env = _wrong_environment_notice(ctx, interpreter)
+                wrong_env = _wrong_environment_notice(ctx, checked)
                 report.notices += wrong_env
         else:
             add(_application(layer, manifest, ctx))
@@ -238,11 +238,11 @@ def run_verify(
     return report
 
 
-def _wrong_environment_notice(ctx: Context, interpreter: Interpreter | None) -> list[str]:
+def _wrong_environment_notice(ctx: Context, checked: Interpreter | None) -> list[str]:
     """Said once at the top when the packages layer found most of the lock missing."""
     if not any(s.details.get("cause") == packages.WRONG_ENVIRONMENT for s in ctx.steps):
         return []
-    where = f"{interpreter.path}, {interpreter.reason}" if interpreter is not None else ctx.python
+    where = f"{checked.path}, {checked.reason}" if checked is not None else ctx.python
     return [
         f"this is probably not the project's environment ({where}); "
         "activate the project's venv or pass --python PATH"
