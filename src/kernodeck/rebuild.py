@@ -61,6 +61,10 @@ _ENV_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _STAGE_TIMEOUT = 3600.0
 
 
+#: Why rebuild's verify step looks at the interpreter it does (the report's first line).
+REBUILT_REASON = "the rebuilt environment"
+
+
 class VerifyFn(Protocol):
     def __call__(
         self,
@@ -838,12 +842,7 @@ def run_rebuild(
     # verify, application checks included
     with _stage(log, "verify"):
         t0 = time.monotonic()
-        verify_fn = verify or _default_verify()
-        if verify_fn is None:
-            report.add(
-                Step.skipped(LAYER, "verify", "verify is not available in this installation of kernodeck")
-            )
-            return report
+        verify_fn = verify or _verify_rebuilt
         try:
             result = verify_fn(
                 plan.manifest_path,
@@ -862,6 +861,7 @@ def run_rebuild(
             )
             return report
     report.add(*result.steps)
+    report.interpreter = result.interpreter
     report.inventory = result.inventory
     report.settings["verify"] = {"seconds": round(time.monotonic() - t0, 3), **result.settings}
     return report
@@ -880,27 +880,21 @@ def _install_hint(output: str, plan: RebuildPlan) -> str:
     return "read the installer output in this step's details"
 
 
-def _default_verify() -> VerifyFn | None:
-    try:
-        from kernodeck import api
-    except ImportError:
-        return None
-    fn = getattr(api, "verify", None)
-    if fn is None:
-        return None
+def _verify_rebuilt(
+    path: Path,
+    *,
+    python: str | None = None,
+    platform: str | None = None,
+    compute: bool = True,
+    skip: tuple[str, ...] = (),
+) -> Report:
+    """kernodeck.api.verify of the rebuilt environment: its interpreter is given, not chosen from
+    the shell (the report names it as "the rebuilt environment")."""
+    from kernodeck import api
+    from kernodeck.interpreters import given
 
-    def call(
-        path: Path,
-        *,
-        python: str | None = None,
-        platform: str | None = None,
-        compute: bool = True,
-        skip: tuple[str, ...] = (),
-    ) -> Report:
-        result: Report = fn(path, python=python, platform=platform, compute=compute, skip=skip)
-        return result
-
-    return call
+    target = given(python, REBUILT_REASON) if python is not None else None
+    return api.verify(path, python=target, platform=platform, compute=compute, skip=skip)
 
 
 def rebuild(

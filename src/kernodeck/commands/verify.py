@@ -34,7 +34,7 @@ def _preload_renderer() -> None:
     "python",
     default=None,
     metavar="PATH",
-    help="Interpreter of the environment to check (default: this one).",
+    help="Interpreter of the environment to check (default: the activated venv, else the activated conda environment, else this one).",
 )
 @click.option(
     "--platform",
@@ -98,7 +98,7 @@ def verify(
     "python",
     default=None,
     metavar="PATH",
-    help="Interpreter of the environment to describe (default: this one).",
+    help="Interpreter of the environment to describe (default: as for verify).",
 )
 @click.option(
     "--json",

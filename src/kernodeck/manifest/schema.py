@@ -368,13 +368,15 @@ class Manifest(_Model):
 Problem = tuple[tuple[str | int, ...], str]
 
 
-def _dupes(items: list[Any], attr: str, where: str) -> list[Problem]:
+def _dupes(names: list[str], where: str) -> list[Problem]:
+    """A problem at `(where, i, "name")` for each name that appeared before."""
     seen: dict[str, int] = {}
     out: list[Problem] = []
-    for i, item in enumerate(items):
-        key = getattr(item, attr)
+    for i, key in enumerate(names):
         if key in seen:
-            out.append(((where, i, attr), f"duplicate {where} name {key!r} (first at {where}[{seen[key]}])"))
+            out.append(
+                ((where, i, "name"), f"duplicate {where} name {key!r} (first at {where}[{seen[key]}])")
+            )
         else:
             seen[key] = i
     return out
@@ -383,14 +385,14 @@ def _dupes(items: list[Any], attr: str, where: str) -> list[Problem]:
 def cross_field_problems(m: Manifest) -> list[Problem]:
     """Rules that need more than one field; each problem is (location, message)."""
     out: list[Problem] = []
-    out += _dupes(m.platform, "name", "platform")
-    out += _dupes(m.data, "name", "data")
-    out += _dupes(m.weights, "name", "weights")
-    out += _dupes(m.check, "name", "check")
-    out += _dupes(m.variant, "name", "variant")
+    out += _dupes([p.name for p in m.platform], "platform")
+    out += _dupes([d.name for d in m.data], "data")
+    out += _dupes([w.name for w in m.weights], "weights")
+    out += _dupes([c.name for c in m.check], "check")
+    out += _dupes([v.name for v in m.variant], "variant")
     out += [
         (("packages", "index", i, "name"), msg)
-        for (_, i, _), msg in _dupes(m.packages.index, "name", "index")
+        for (_, i, _), msg in _dupes([ix.name for ix in m.packages.index], "index")
     ]
 
     defaults = [i for i, ix in enumerate(m.packages.index) if ix.default]
