@@ -72,7 +72,7 @@ from kernodeck.lockfile.write import (
 from kernodeck.lockinputs import HEADER_KEY, OLD_HEADER_KEY, lock_inputs_sha256, unsatisfied_pins
 from kernodeck.manifest.load import load_manifest
 from kernodeck.resolve.joint import Difference
-from kernodeck.urls import redact
+from kernodeck.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource
@@ -681,12 +681,18 @@ def _failure(name: str, error: KernodeckError, routing: Routing, target: Target)
     from kernodeck.resolve.joint import first_cause
 
     found = _URL.search(" ".join([error.message, *error.context]))
+    backend = routing.backend_source(target)
+    known = [*routing.defaults, *routing.pinned.values(), *([backend] if backend is not None else [])]
     if found:
         url = found.group(0)
+        # The index itself rather than the page or file that failed, when it is a known one.
+        bare = [strip_userinfo(s.url) for s in known]
+        prefixes = [u for u in bare if url.startswith(u.rstrip("/"))]
+        if prefixes:
+            url = max(prefixes, key=len)
     else:
-        backend = routing.backend_source(target)
         url = backend.url if backend is not None and "torch" in error.message else routing.defaults[0].url
-    return PlatformFailure(name, redact(url), first_cause(error, name), error)
+    return PlatformFailure(name, strip_userinfo(redact(url)), first_cause(error, name), error)
 
 
 def _finish(

@@ -117,8 +117,8 @@ def lock(
             )
             ctx.exit(EXIT_FAILED)
         return
-    _report_failures(result)
     if quiet:
+        _report_failures(result)
         if result.failed:
             ctx.exit(EXIT_FAILED)
         return
@@ -129,6 +129,7 @@ def lock(
         )
     if sys.stderr.isatty():
         click.echo(f"locked {len(result.platforms)} platform(s) in {result.seconds:.2f}s", err=True)
+    _report_failures(result)
     if result.failed:
         ctx.exit(EXIT_FAILED)
 
