@@ -224,3 +224,21 @@ def test_header_records_the_digest_and_extra_inputs_join_it(project: Path, serve
         update={"platform": [p for p in manifest.platform if p.name == "linux"]}
     )
     assert lock_inputs_sha256(joint_fewer, "linux", default_index=None) != base
+
+
+def test_verify_warns_only_when_the_lock_inputs_changed(project: Path) -> None:
+    from kernodeck.verify.context import Context
+    from kernodeck.verify.packages import _stale
+
+    manifest = load_manifest(project)
+    platform = manifest.get_platform("linux")
+    ctx = Context(root=project.parent, manifest_file=project, python="python", platform=platform)
+    lock = read_lockfile(project.parent / requirements_filename("linux"))
+    _edit(project, 'id = "1"', 'id = "2"')
+    assert _stale(lock, ctx) == []
+    _edit(project, '"dep>=1"]', '"dep>=1", "dep<2"]')
+    steps = _stale(lock, ctx)
+    assert [s.name for s in steps] == ["lock-current"]
+    assert "changed its lock inputs since requirements-rebuild-linux.txt was written" in (
+        steps[0].error or ""
+    )

@@ -69,7 +69,13 @@ from kernodeck.lockfile.write import (
     render_pylock,
     render_requirements,
 )
-from kernodeck.lockinputs import HEADER_KEY, OLD_HEADER_KEY, lock_inputs_sha256, unsatisfied_pins
+from kernodeck.lockinputs import (
+    HEADER_KEY,
+    OLD_HEADER_KEY,
+    default_index_for,
+    lock_inputs_sha256,
+    unsatisfied_pins,
+)
 from kernodeck.manifest.load import load_manifest
 from kernodeck.resolve.joint import Difference
 from kernodeck.urls import redact, strip_userinfo
@@ -340,7 +346,7 @@ def lock_manifest(
     out_dir = Path(output_dir) if output_dir is not None else path.parent
     upgrades = [_upgrade_requirement(u) for u in upgrade_packages]
     skip_pref = {canonicalize_name(r.name) for r in upgrades}
-    default_index = _default_index(manifest)
+    default_index = default_index_for(manifest)
     notices = _pip_notices(manifest)
     # The digest is of the manifest as written: --upgrade-package constraints are a one-off choice.
     digests = {
@@ -417,16 +423,6 @@ def lock_manifest(
     )
 
 
-def _default_index(manifest: Manifest) -> str | None:
-    """pip's built-in default index when the manifest leaves the default index unnamed, else None."""
-    from kernodeck.index.sources import builtin_index_url
-
-    pk = manifest.packages
-    if any(not ix.url for ix in pk.index) or not any(ix.default for ix in pk.index):
-        return builtin_index_url()
-    return None
-
-
 def _pip_notices(manifest: Manifest) -> list[str]:
     """One notice naming the locker's pip index settings that the lock does not use."""
     from kernodeck.index.sources import locker_pip_settings
@@ -489,7 +485,7 @@ def _replay_key(
 
     pk = manifest.packages
     urls = [ix.url or "" for ix in pk.index] + [pk.pytorch_index or ""]
-    default = _default_index(manifest) or ""
+    default = default_index_for(manifest) or ""
     urls.append(default)
     if any("${" in u or "@" in u for u in urls):
         return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import Requirement
@@ -91,6 +92,32 @@ def lock_inputs_sha256(
 ) -> str:
     doc = lock_inputs(manifest, platform, default_index=default_index, extra=extra)
     return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+def default_index_for(manifest: Manifest) -> str | None:
+    """pip's built-in default index when the manifest leaves the default index unnamed (the lock
+    uses it then), else None. Never the locker's pip configuration."""
+    from kernodeck.index.sources import builtin_index_url
+
+    pk = manifest.packages
+    if any(not ix.url for ix in pk.index) or not any(ix.default for ix in pk.index):
+        return builtin_index_url()
+    return None
+
+
+def current_lock_inputs(manifest_file: Path, platform: str) -> str | None:
+    """The lock-inputs digest the manifest gives `platform` now; None when it cannot be told
+    (an unreadable manifest, an unknown platform)."""
+    from kernodeck.errors import KernodeckError
+    from kernodeck.manifest.load import load_manifest
+
+    try:
+        manifest = load_manifest(manifest_file)
+        if manifest.get_platform(platform) is None:
+            return None
+        return lock_inputs_sha256(manifest, platform, default_index=default_index_for(manifest))
+    except KernodeckError:
+        return None
 
 
 def unsatisfied_pins(text: str, manifest: Manifest, target: Target) -> list[str]:
