@@ -85,7 +85,7 @@ def test_check_fresh_stale_and_missing(project: Path, capsys: pytest.CaptureFixt
     assert main(["lock", str(project), "--check", "--platform", "linux"]) == 1
     captured = capsys.readouterr()
     assert "requirements-rebuild-linux.txt: out of date" in captured.err
-    assert "-# manifest-sha256:" in captured.out and "+# manifest-sha256:" in captured.out
+    assert "-# lock-inputs-sha256:" in captured.out and "+# lock-inputs-sha256:" in captured.out
     assert linux.read_bytes() == before
 
 

@@ -46,8 +46,11 @@ def write_manifest(
     sources: Mapping[str, str] | None = None,
     python: str = "3.11",
     name: str = "repro.toml",
+    same_versions: str | None = None,
 ) -> Path:
     packages: dict[str, Any] = {"requirements": list(requirements)}
+    if same_versions is not None:
+        packages["same-versions"] = same_versions
     if constraints:
         packages["constraints"] = list(constraints)
     if allow_sdist:
@@ -236,6 +239,7 @@ def test_requires_python_from_page_and_from_metadata(
         requirements=["rp", "meta"],
         default_url=served_index.url(),
         platforms=[LINUX, {"name": "new", "os": "linux", "arch": "x86_64", "python": "3.12"}],
+        same_versions="no",  # each platform on its own
     )
     lock(path, cache)
     assert pins(read_lock(path, "linux")) == {"meta": "1.0", "rp": "1.0"}

@@ -209,6 +209,10 @@ class Packages(_Model):
     pytorch_index: IndexUrl | None = None
     sources: dict[str, Name] = {}
     index: list[Index] = []
+    # One version per package across platforms: "prefer" (the newest version installable on
+    # every platform that has the package, else report the difference), "require" (a difference
+    # fails the lock), "no" (each platform resolved on its own).
+    same_versions: Literal["prefer", "require", "no"] = "prefer"
 
     @field_validator("exclude_newer")
     @classmethod
