@@ -1,4 +1,4 @@
-"""Review findings for verify: what a user on a CPU-only machine is told, colours, and names."""
+"""Verify on a CPU-only machine with a GPU platform and the reverse: which broken link is named; NO_COLOR handling."""
 
 from __future__ import annotations
 

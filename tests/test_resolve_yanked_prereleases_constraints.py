@@ -1,4 +1,4 @@
-"""Review findings on the lock: each test pins down one bug that was fixed."""
+"""Resolution edge cases: yanked files with extras and constraints, constraint-only names, prereleases before exclude-newer, missing wheels named by tag."""
 
 from __future__ import annotations
 

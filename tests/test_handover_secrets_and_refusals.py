@@ -1,4 +1,4 @@
-"""Review of the hand-over commands: secrets a user really has, and refusals a user really hits."""
+"""Hand-over commands: secrets a user really has (reports, netrc, percent-encoding), and refusals a user really hits."""
 
 from __future__ import annotations
 
