@@ -13,7 +13,7 @@ import pytest
 from kernodeck.cli import main
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import LINUX, WINDOWS, pins, write_manifest
+from tests.fixtures.lock_project import LINUX, WINDOWS, pins, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 

@@ -13,7 +13,7 @@ from kernodeck.index.sources import builtin_index_url
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.lockfile.read import read_lockfile
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import LINUX, WINDOWS, write_manifest
+from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 

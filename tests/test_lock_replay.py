@@ -14,7 +14,7 @@ from kernodeck.index.cache import IndexCache
 from kernodeck.lock import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import LINUX, WINDOWS, write_manifest
+from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 

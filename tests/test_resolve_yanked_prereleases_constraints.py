@@ -8,7 +8,7 @@ import pytest
 
 from kernodeck.errors import ResolutionError
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import hashes, lock, pins, read_lock, sha_of, write_manifest
+from tests.fixtures.lock_project import hashes, lock, pins, read_lock, sha_of, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
