@@ -57,6 +57,7 @@ from kernodeck.lockfile.write import (
     render_requirements,
 )
 from kernodeck.manifest.load import load_manifest
+from kernodeck.manifest.sources import apply_sources
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource
@@ -201,6 +202,7 @@ def _platform_lock(
     manifest_name: str,
     manifest_sha256: str,
     python_version: str,
+    inputs: dict[str, str] | None = None,
 ) -> PlatformLock:
     packages: list[LockedPackage] = []
     for pin in res.pins:
@@ -238,6 +240,7 @@ def _platform_lock(
         packages=tuple(packages),
         requires_python=_requires_python(python_version),
         environment=_environment(target),
+        inputs=tuple(sorted((inputs or {}).items())),
     )
 
 
@@ -298,7 +301,7 @@ def lock_manifest(
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
     path = _manifest_path(manifest_path)
-    manifest = load_manifest(path)
+    manifest, inputs = apply_sources(load_manifest(path), path)  # [packages] from: files read now
     raw = path.read_bytes()
     manifest_sha256 = hashlib.sha256(raw).hexdigest()
     names = _select(manifest, platforms)
@@ -318,7 +321,7 @@ def lock_manifest(
         prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
 
     cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
-    key = None if extra_constraints else _replay_key(manifest, raw, path.name, names, fmt, prefs)
+    key = None if extra_constraints else _replay_key(manifest, raw, path.name, names, fmt, prefs, inputs)
     record = None if (key is None or refresh) else _replayable(cache, key, manifest, offline)
     if record is not None:
         if progress is None and not quiet and sys.stderr.isatty():
@@ -337,6 +340,7 @@ def lock_manifest(
             names,
             prefs,
             manifest_sha256=manifest_sha256,
+            inputs=inputs,
             fmt=fmt,
             offline=offline,
             refresh=refresh,
@@ -394,6 +398,7 @@ def _replay_key(
     names: Sequence[str],
     fmt: str,
     prefs: dict[str, dict[str, Version]],
+    inputs: dict[str, str] | None = None,
 ) -> str | None:
     """The key of a lock's record; None when it must not be recorded (credentials in play)."""
     import packaging
@@ -419,6 +424,7 @@ def _replay_key(
         "fmt": fmt,
         "default_index": default,
         "preferred": {n: sorted((k, str(v)) for k, v in prefs[n].items()) for n in names},
+        "inputs": inputs or {},
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
@@ -455,6 +461,7 @@ def _resolve_and_render(
     prefs: dict[str, dict[str, Version]],
     *,
     manifest_sha256: str,
+    inputs: dict[str, str] | None = None,
     fmt: Format,
     offline: bool,
     refresh: bool,
@@ -519,6 +526,7 @@ def _resolve_and_render(
                 session,
                 manifest_name=path.name,
                 manifest_sha256=manifest_sha256,
+                inputs=inputs,
                 python_version=next(
                     p.python or manifest.python.version for p in manifest.platform if p.name == t.name
                 ),

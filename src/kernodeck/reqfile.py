@@ -97,10 +97,10 @@ class Origin:
     """Where a line came from: the file as given (relative where it can be) and the line number."""
 
     file: str
-    line: int
+    line: int  # 0: the file as a whole (a pyproject.toml table)
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}" if self.line else self.file
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,31 @@ def parse_requirements_file(
         prereleases=reader.prereleases,
         files=dict(sorted(reader.files.items())),
         project_included=reader.project_included,
+    )
+
+
+def parse_pyproject(
+    pyproject: Path,
+    *,
+    extras: list[str] | tuple[str, ...] = (),
+    groups: list[str] | tuple[str, ...] = (),
+    display_root: Path | None = None,
+) -> ParsedRequirements:
+    """`[project] dependencies`, the named extras and the named PEP 735 `[dependency-groups]`
+    (with `{include-group = ...}`) of a pyproject.toml, as requirements."""
+    root = (display_root or pyproject.parent).resolve()
+    reader = _Reader(pyproject.parent.resolve(), root)
+    shown = reader.show(pyproject)
+    origin = Origin(shown, 0)
+    for req in project_dependencies(pyproject, list(extras), display=shown):
+        reader.requirement(req, origin, constraint=False)
+    for req in dependency_groups(pyproject, list(groups), display=shown):
+        reader.requirement(req, origin, constraint=False)
+    reader.files[shown] = file_sha256(pyproject)
+    return ParsedRequirements(
+        requirements=tuple(reader.requirements),
+        backends=tuple(reader.backends),
+        files=reader.files,
     )
 
 
@@ -533,3 +558,78 @@ def read_pyproject(pyproject: Path, shown: str) -> dict[str, object]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ManifestError([Issue(shown, "", f"TOML syntax error: {e}")]) from None
+
+
+def dependency_groups(pyproject: Path, groups: list[str], *, display: str | None = None) -> list[str]:
+    """The requirements of the named PEP 735 dependency groups, `{include-group = "..."}` expanded
+    (names compared normalised; a cycle or an unknown group is a located error)."""
+    if not groups:
+        return []
+    shown = display or pyproject.as_posix()
+    data = read_pyproject(pyproject, shown)
+    table = data.get("dependency-groups") or {}
+    if not isinstance(table, dict):
+        raise ManifestError([Issue(shown, "dependency-groups", "must be a table of lists")])
+    known = {canonicalize_name(k): k for k in table}
+    out: list[str] = []
+    done: set[str] = set()
+
+    def expand(group: str, stack: tuple[str, ...]) -> None:
+        key = canonicalize_name(group)
+        if key in stack:
+            raise ManifestError(
+                [
+                    Issue(
+                        shown,
+                        f"dependency-groups.{group}",
+                        f"include-group cycle: {' -> '.join((*stack, key))}",
+                    )
+                ]
+            )
+        if key in done:
+            return
+        if key not in known:
+            raise ManifestError(
+                [
+                    Issue(
+                        shown,
+                        "dependency-groups",
+                        f"no dependency group {group!r}; the project has: {', '.join(sorted(known)) or 'none'}",
+                    )
+                ]
+            )
+        done.add(key)
+        where = f"dependency-groups.{known[key]}"
+        items = table[known[key]]
+        if not isinstance(items, list):
+            raise ManifestError([Issue(shown, where, "must be a list")])
+        for item in items:
+            if isinstance(item, dict):
+                inc = item.get("include-group")
+                if set(item) != {"include-group"} or not isinstance(inc, str):
+                    raise ManifestError(
+                        [Issue(shown, where, f'{item!r}: only {{include-group = "NAME"}} is allowed')]
+                    )
+                expand(inc, (*stack, key))
+            elif isinstance(item, str):
+                try:
+                    req = Requirement(item)
+                except InvalidRequirement as e:
+                    raise ManifestError(
+                        [Issue(shown, where, f"invalid requirement {item!r}: {str(e).splitlines()[0]}")]
+                    ) from None
+                if req.url:
+                    raise ManifestError(
+                        [
+                            Issue(
+                                shown, where, f"{req.name} @ ...: a direct URL cannot be locked from an index"
+                            )
+                        ]
+                    )
+                out.append(str(req))
+            else:
+                raise ManifestError([Issue(shown, where, f"{item!r} is not a requirement string")])
+
+    for g in groups:
+        expand(g, ())
+    return out

@@ -69,6 +69,7 @@ class PlatformLock:
     requires_python: str = ""  # "==3.11.*" for pylock
     environment: str = ""  # a PEP 508 marker that describes the platform, for pylock
     tool: dict[str, str] = field(default_factory=dict)
+    inputs: tuple[tuple[str, str], ...] = ()  # ([packages] from file, sha256): part of what was locked
 
 
 def format_time(dt: datetime | None) -> str:
@@ -102,6 +103,7 @@ def render_requirements(lock: PlatformLock) -> str:
         f"Regenerate: kernodeck lock --platform {lock.platform}",
         f"# platform: {lock.platform} ({lock.summary})",
         f"# manifest-sha256: {lock.manifest_sha256}   exclude-newer: {format_time(lock.exclude_newer)}",
+        *(f"# input-sha256: {name} {digest}" for name, digest in lock.inputs),
     ]
     if not any(ix.kind == "index-url" for ix in lock.indexes):
         out.append("--no-index")
@@ -136,6 +138,8 @@ def render_pylock(lock: PlatformLock) -> str:
             f"manifest-sha256: {lock.manifest_sha256}   exclude-newer: {format_time(lock.exclude_newer)}"
         )
     )
+    for name, digest in lock.inputs:
+        doc.add(tomlkit.comment(f"input-sha256: {name} {digest}"))
     doc["lock-version"] = "1.0"
     if lock.environment:
         doc["environments"] = [lock.environment]

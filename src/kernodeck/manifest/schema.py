@@ -201,6 +201,13 @@ class Index(_Model):
 
 
 class Packages(_Model):
+    """What to lock. `requirements` lists them here; `from` names files the project already keeps
+    them in (a pyproject.toml, with `extras` and PEP 735 `groups`; requirement files read the way
+    pip reads them), relative to the manifest's folder and read at lock time."""
+
+    from_: Annotated[list[RelPath], Field(alias="from")] = []
+    extras: list[Name] = []
+    groups: list[Name] = []
     requirements: list[RequirementStr] = []
     constraints: list[RequirementStr] = []
     allow_sdist: list[ProjectName] = []
@@ -363,6 +370,11 @@ class Manifest(_Model):
         return next((p for p in self.platform if p.name == name), None)
 
 
+def is_pyproject(source: str) -> bool:
+    """Whether a `[packages] from` entry is read as a pyproject.toml (else: a requirements file)."""
+    return source.endswith(".toml")
+
+
 # --- cross-field rules ---------------------------------------------------------------------------
 
 Problem = tuple[tuple[str | int, ...], str]
@@ -392,6 +404,22 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
         (("packages", "index", i, "name"), msg)
         for (_, i, _), msg in _dupes(m.packages.index, "name", "index")
     ]
+
+    seen_from: dict[str, int] = {}
+    for i, src in enumerate(m.packages.from_):
+        if src in seen_from:
+            out.append(
+                (("packages", "from", i), f"{src!r} is listed twice (first at from[{seen_from[src]}])")
+            )
+        seen_from.setdefault(src, i)
+    if (m.packages.extras or m.packages.groups) and not any(is_pyproject(s) for s in m.packages.from_):
+        key = "extras" if m.packages.extras else "groups"
+        out.append(
+            (
+                ("packages", key),
+                f'{key} apply to a pyproject.toml; name one in `from`, e.g. from = ["pyproject.toml"]',
+            )
+        )
 
     defaults = [i for i, ix in enumerate(m.packages.index) if ix.default]
     for i in defaults[1:]:
