@@ -57,6 +57,10 @@ def _sha256(v: str) -> str:
     return v
 
 
+def _sha256_or_empty(v: str) -> str:
+    return v if v == "" else _sha256(v)
+
+
 def _revision(v: str) -> str:
     if not _HEX40.match(v):
         raise ValueError(
@@ -148,6 +152,8 @@ def _index_url(v: str) -> str:
 
 
 Sha256 = Annotated[str, AfterValidator(_sha256)]
+#: A fingerprint `kernodeck capture` fills in: a sha256, or "" (not computed yet).
+FillableSha256 = Annotated[str, AfterValidator(_sha256_or_empty)]
 Revision = Annotated[str, AfterValidator(_revision)]
 Name = Annotated[str, AfterValidator(_name)]
 ProjectName = Annotated[str, AfterValidator(_project_name)]
@@ -255,9 +261,12 @@ class System(_Model):
 
 
 class Data(_Model):
+    """A data file or folder. Without `sha256` (or with `sha256 = ""`), `kernodeck capture`
+    computes the fingerprint and writes it; verify fails until it is there."""
+
     name: Name
     path: RelPath
-    sha256: Sha256
+    sha256: FillableSha256 | None = None
     size: Annotated[int, Field(ge=0)] | None = None
     source: str | None = None
     access: list[EnvName] = []
@@ -273,7 +282,7 @@ class Weights(_Model):
     hub: str | None = None
     revision: Revision | None = None
     files: dict[str, Sha256] | None = None
-    sha256: Sha256 | None = None
+    sha256: FillableSha256 | None = None  # path weights: "" or left out until `kernodeck capture`
     size: Annotated[int, Field(ge=0)] | None = None
     source: str | None = None
     access: list[EnvName] = []
@@ -368,6 +377,19 @@ class Manifest(_Model):
 
     def get_platform(self, name: str) -> Platform | None:
         return next((p for p in self.platform if p.name == name), None)
+
+
+def unfingerprinted(m: Manifest) -> list[tuple[tuple[str | int, ...], str]]:
+    """(location, "data 'NAME'") of every data and local weights entry whose sha256 is not
+    recorded yet (left out or ""): `kernodeck capture` fills them in."""
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    for i, d in enumerate(m.data):
+        if not d.sha256:
+            out.append((("data", i, "sha256"), f"data {d.name!r}"))
+    for i, w in enumerate(m.weights):
+        if not w.hub and not w.sha256:
+            out.append((("weights", i, "sha256"), f"weights {w.name!r}"))
+    return out
 
 
 def is_pyproject(source: str) -> bool:
@@ -501,8 +523,6 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                         "weights need `path` (a file, or a file inside `package`) or `hub`",
                     )
                 )
-            if w.sha256 is None:
-                out.append((("weights", i, "sha256"), "weights need a sha256 fingerprint"))
             if w.revision or w.files:
                 out.append(
                     (

@@ -26,7 +26,7 @@ from packaging.utils import canonicalize_name
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
-from kernodeck.manifest.schema import Index, Manifest, is_pyproject
+from kernodeck.manifest.schema import Index, Manifest, is_pyproject, unfingerprinted
 from kernodeck.reqfile import (
     BackendHint,
     IndexRef,
@@ -194,5 +194,11 @@ def backend_mismatches(manifest: Manifest, sources: SourceSet) -> list[str]:
 def manifest_warnings(manifest: Manifest, manifest_path: Path) -> list[str]:
     """What `kernodeck validate` reads beyond the manifest: every `from` source must be readable
     (a ManifestError, located, when not); warnings for what a later step will need."""
+    from kernodeck.manifest.load import format_loc
+
     sources = read_sources(manifest, Path(manifest_path))
-    return backend_mismatches(manifest, sources)
+    out = [
+        f"{format_loc(loc)}: {what} has no sha256 yet; `kernodeck capture` computes and records it"
+        for loc, what in unfingerprinted(manifest)
+    ]
+    return out + backend_mismatches(manifest, sources)
