@@ -376,6 +376,10 @@ class _Reader:
                 self.index(value, meaning, origin)  # type: ignore[arg-type]
 
     def index(self, url: str, kind: IndexKind, origin: Origin) -> None:
+        if kind != "find-links" and not re.match(r"^(https?|file)://", url):
+            raise self.fail(
+                origin, f"--{kind} {url!r}: an index url starts with https://, http:// or file://"
+            )
         if kind == "find-links" and not _SCHEME.match(url):
             target = Path(url)
             if not target.is_absolute():

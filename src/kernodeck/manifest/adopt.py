@@ -1,0 +1,143 @@
+"""What an existing project already declares, for `kernodeck init` to refer to instead of copying.
+
+    found = discover(Path("."))
+    found.sources     # ["requirements.txt"] or ["pyproject.toml"]: what `[packages] from` names
+    found.comments    # why, and what was found but left out (a dev file, a line a lock cannot honour)
+    found.backends    # local labels (torch==2.3.0+cu121) of the sources: the host platform's backend
+    found.data        # data / model folders proposed as commented-out [[data]] / [[weights]]
+
+Requirement files: `requirements.txt`, `requirements-*.txt`, `requirements_*.txt` and
+`requirements/*.txt`, without Kernodeck's own lock files and without the files another candidate
+includes (`-r`/`-c`: they are read through it). Files whose name says they are for development
+(dev, test, docs, lint, ci) are listed in a comment, not used. A requirements file with `-e .`
+stands for the project's own dependencies, so pyproject.toml is then not named a second time.
+A file Kernodeck cannot read (a VCS line, `--no-binary`) is left out with the located reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernodeck.errors import ManifestError
+from kernodeck.fingerprint import fingerprint
+from kernodeck.lockfile.names import is_kernodeck_file
+from kernodeck.reqfile import (
+    BackendHint,
+    ParsedRequirements,
+    parse_pyproject,
+    parse_requirements_file,
+    read_pyproject,
+)
+
+#: Folders proposed as data (first) or weights (second).
+DATA_FOLDERS = ("data", "datasets")
+WEIGHT_FOLDERS = ("checkpoints", "weights", "models")
+_DEV = re.compile(r"(^|[-_./])(dev|develop|test|tests|testing|docs?|lint|ci|typing)([-_.]|$)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DataProposal:
+    table: str  # "data" | "weights"
+    name: str
+    path: str
+    sha256: str
+    files: int
+    size: int
+
+
+@dataclass
+class Discovery:
+    sources: list[str] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+    backends: list[BackendHint] = field(default_factory=list)
+    data: list[DataProposal] = field(default_factory=list)
+
+
+def _requirement_candidates(directory: Path) -> list[Path]:
+    found: set[Path] = set()
+    for pattern in ("requirements.txt", "requirements-*.txt", "requirements_*.txt", "requirements/*.txt"):
+        found.update(p for p in directory.glob(pattern) if p.is_file() and not is_kernodeck_file(p.name))
+    return sorted(found, key=lambda p: (p.name != "requirements.txt", p.as_posix()))
+
+
+def _first_issue(e: ManifestError) -> str:
+    return e.issues[0].render().splitlines()[0] if e.issues else e.message
+
+
+def discover(directory: Path) -> Discovery:
+    """The project's dependency sources and data folders (see the module docstring)."""
+    root = directory.resolve()
+    out = Discovery()
+    parsed: dict[str, ParsedRequirements] = {}
+    for cand in _requirement_candidates(root):
+        rel = cand.relative_to(root).as_posix()
+        try:
+            parsed[rel] = parse_requirements_file(cand, project_root=root, display_root=root)
+        except ManifestError as e:
+            out.comments.append(f"not used: {_first_issue(e)}; fix it, then add {rel!r} to `from`")
+    is_dev = {rel: bool(_DEV.search(Path(rel).stem.removeprefix("requirements"))) for rel in parsed}
+    if all(is_dev.values()) and not (root / "pyproject.toml").is_file():
+        is_dev = dict.fromkeys(parsed, False)  # only "dev" files: they are what the project has
+    # a file another (non-development) file includes is read through it; a dev file including
+    # requirements.txt does not make requirements.txt a part of development
+    included = {f for rel, p in parsed.items() if not is_dev[rel] for f in p.files if f != rel}
+    chosen = [rel for rel in parsed if not is_dev[rel] and rel not in included]
+    dev = [rel for rel in parsed if is_dev[rel] and rel not in included]
+    for rel in chosen:
+        out.sources.append(rel)
+        out.backends.extend(parsed[rel].backends)
+        nested = sorted(f for f in parsed[rel].files if f != rel)
+        if nested:
+            out.comments.append(f"{rel} also reads {', '.join(nested)}")
+    for rel in dev:
+        out.comments.append(f"also found {rel} (add it to `from` if the reproduction installs it)")
+
+    project_in_reqs = any(parsed[rel].project_included for rel in chosen)
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = read_pyproject(pyproject, "pyproject.toml")
+            project = data.get("project")
+            if isinstance(project, dict):
+                if project_in_reqs:
+                    out.comments.append("pyproject.toml is read through `-e .` in a requirements file")
+                else:
+                    pp = parse_pyproject(pyproject, display_root=root)
+                    out.sources.insert(0, "pyproject.toml")
+                    out.backends.extend(pp.backends)
+                extras = sorted((project.get("optional-dependencies") or {}).keys())
+                table = data.get("dependency-groups")
+                groups = sorted(table) if isinstance(table, dict) else []
+                if extras and not project_in_reqs:
+                    out.comments.append(f"extras = []   # the project has: {', '.join(extras)}")
+                if groups and not project_in_reqs:
+                    out.comments.append(f"groups = []   # dependency groups: {', '.join(groups)}")
+                elif groups:
+                    out.comments.append(
+                        f'dependency groups ({", ".join(groups)}): add "pyproject.toml" to `from` and name them '
+                        "in `groups = [...]` to lock them too"
+                    )
+        except ManifestError as e:
+            out.comments.append(f"not used: {_first_issue(e)}")
+    out.data = propose_data(root)
+    return out
+
+
+def propose_data(root: Path) -> list[DataProposal]:
+    """Top-level data and model folders with their fingerprints (the digest verify computes)."""
+    out: list[DataProposal] = []
+    for table, names in (("data", DATA_FOLDERS), ("weights", WEIGHT_FOLDERS)):
+        for name in names:
+            folder = root / name
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            try:
+                fp = fingerprint(folder)
+            except OSError:
+                continue
+            if not fp.files:
+                continue
+            out.append(DataProposal(table, name, name, fp.sha256, fp.files, fp.size))
+    return out

@@ -1,0 +1,159 @@
+"""`kernodeck init` reads the project: it refers to the requirement files and pyproject.toml the
+project installs from (never copies them), sets the backend a local label asks for, and proposes
+data and model folders with their fingerprints; the first lock then follows those sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tomlkit
+
+from kernodeck.cli import main
+from kernodeck.fingerprint import fingerprint
+from kernodeck.lockfile.names import requirements_filename
+from kernodeck.manifest import load_manifest
+from kernodeck.manifest.init import HostFacts, starter_document
+from kernodeck.manifest.sources import read_sources
+from tests.fixtures.index_factory import IndexFactory, Server
+from tests.test_resolve import pins
+
+pytest_plugins = ["tests.fixtures.index_fixtures"]
+
+LINUX = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
+MACOS = HostFacts("3.11", "cpython", "macos", "arm64", macos="14.0")
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _starter(directory: Path, facts: HostFacts = LINUX) -> str:
+    return tomlkit.dumps(starter_document(directory, facts=facts, git=None))
+
+
+def _init(directory: Path, facts: HostFacts = LINUX) -> Path:
+    path = directory / "repro.toml"
+    path.write_text(_starter(directory, facts), encoding="utf-8")
+    return path
+
+
+def test_requirements_with_includes_editable_project_and_local_label(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "pyproject.toml",
+        '[project]\nname = "trainer"\nversion = "1"\ndependencies = ["numpy>=1.26"]\n'
+        '[dependency-groups]\ntest = ["pytest"]\n',
+    )
+    _write(
+        tmp_path / "requirements.txt",
+        "-r requirements/base.txt\n-c requirements/constraints.txt\n"
+        "--extra-index-url https://example.org/whl/cu121\n-e .\ntorch==2.3.0+cu121\n",
+    )
+    _write(tmp_path / "requirements" / "base.txt", "tqdm\n")
+    _write(tmp_path / "requirements" / "constraints.txt", "tqdm<5\n")
+    _write(tmp_path / "requirements-dev.txt", "-r requirements.txt\nruff\n")
+    _write(tmp_path / "requirements-docs.txt", "sphinx\n")
+    _write(tmp_path / "requirements-rebuild-linux.txt", "# a kernodeck lock file, never a source\n")
+    path = _init(tmp_path)
+    text = path.read_text()
+    m = load_manifest(path)
+    # requirements.txt stands for everything the project installs: base.txt through -r, the
+    # project's own dependencies through -e .; requirements-dev.txt includes it, docs is for docs
+    assert m.packages.from_ == ["requirements.txt"]
+    assert "also found requirements-dev.txt" in text and "also found requirements-docs.txt" in text
+    assert "requirements-rebuild-linux.txt" not in text
+    assert m.packages.requirements == []
+    assert (m.platform[0].name, m.platform[0].backend) == ("linux-x86_64-cu121", "cu121")
+    assert "requirements.txt:5: torch==2.3.0+cu121" in text
+    sources = read_sources(m, path)
+    assert sources.requirements == ("tqdm", "numpy>=1.26", "torch==2.3.0")
+    assert sources.constraints == ("tqdm<5",)
+    assert "DESIGN.md" not in text
+
+
+def test_macos_host_ignores_a_cuda_label(tmp_path: Path) -> None:
+    _write(tmp_path / "requirements.txt", "torch==2.3.0+cu121\n")
+    m = load_manifest(_init(tmp_path, MACOS))
+    assert m.platform[0].backend is None
+
+
+def test_pyproject_only_is_referred_to_with_its_extras_and_groups_named(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "pyproject.toml",
+        '[project]\nname = "p"\nversion = "1"\ndependencies = ["numpy"]\n'
+        '[project.optional-dependencies]\ntrain = ["rich"]\n[dependency-groups]\nlint = ["ruff"]\n',
+    )
+    path = _init(tmp_path)
+    text = path.read_text()
+    m = load_manifest(path)
+    assert m.packages.from_ == ["pyproject.toml"]
+    assert "# extras = []   # the project has: train" in text
+    assert "# groups = []   # dependency groups: lint" in text
+
+
+def test_a_requirements_file_kernodeck_cannot_read_is_left_out_with_its_line(tmp_path: Path) -> None:
+    _write(tmp_path / "requirements.txt", "numpy\ngit+https://example.org/team/tool.git#egg=tool\n")
+    path = _init(tmp_path)
+    text = path.read_text()
+    m = load_manifest(path)
+    assert m.packages.from_ == []
+    assert "not used: requirements.txt:2" in text and "VCS" in text
+
+
+def test_data_and_model_folders_are_proposed_commented_out_with_fingerprints(tmp_path: Path) -> None:
+    _write(tmp_path / "data" / "train.jsonl", '{"x": 1}\n')
+    _write(tmp_path / "data" / "val" / "v.jsonl", '{"x": 2}\n')
+    _write(tmp_path / "checkpoints" / "step1.bin", "weights")
+    (tmp_path / "models").mkdir()  # empty: nothing to propose
+    path = _init(tmp_path)
+    text = path.read_text()
+    m = load_manifest(path)
+    assert m.data == [] and m.weights == []  # proposed, not declared
+    data_fp = fingerprint(tmp_path / "data").sha256
+    ckpt_fp = fingerprint(tmp_path / "checkpoints").sha256
+    assert f'# [[data]]\n# name = "data"\n# path = "data"\n# sha256 = "{data_fp}"   # 2 files' in text
+    assert f'# [[weights]]\n# name = "checkpoints"\n# path = "checkpoints"\n# sha256 = "{ckpt_fp}"' in text
+    assert 'name = "models"' not in text
+    # uncommented, the proposal is a valid entry whose fingerprint verify accepts
+    uncommented = text.replace("# [[data]]", "[[data]]").replace('# name = "data"', 'name = "data"')
+    uncommented = uncommented.replace('# path = "data"', 'path = "data"').replace(
+        f'# sha256 = "{data_fp}"', f'sha256 = "{data_fp}"'
+    )
+    path.write_text(uncommented)
+    assert load_manifest(path).data[0].sha256 == data_fp
+
+
+def test_init_then_lock_follows_the_project_sources(
+    tmp_path: Path,
+    index_factory: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    index_factory.add_wheel("app", "1.0", requires=["dep>=1"])
+    index_factory.add_wheel("app", "2.0", requires=["dep>=1"])
+    index_factory.add_wheel("dep", "1.0")
+    index_factory.add_wheel("progress", "4.0")
+    proj = tmp_path / "proj"
+    _write(proj / "pyproject.toml", '[project]\nname = "proj"\nversion = "1"\ndependencies = ["app"]\n')
+    _write(
+        proj / "requirements.txt",
+        f"--index-url {served_index.url()}\n-r base.txt\n-c constraints.txt\n-e .\n",
+    )
+    _write(proj / "base.txt", "progress\n")
+    _write(proj / "constraints.txt", "app<2\n")
+    assert main(["init", str(proj)]) == 0
+    assert main(["validate", str(proj / "repro.toml")]) == 0
+    m = load_manifest(proj / "repro.toml")
+    assert main(["lock", str(proj / "repro.toml"), "-q"]) == 0
+    lock = (proj / requirements_filename(m.platform[0].name)).read_text()
+    # progress is reached through -r base.txt, app through -e . and kept below 2 by -c
+    assert pins(lock) == {"app": "1.0", "dep": "1.0", "progress": "4.0"}
+    for name in ("requirements.txt", "base.txt", "constraints.txt", "pyproject.toml"):
+        assert f"# input-sha256: {name} " in lock
+    assert main(["lock", str(proj / "repro.toml"), "--check"]) == 0
+    _write(proj / "base.txt", "progress\n# a comment changes the input, too\n")
+    assert main(["lock", str(proj / "repro.toml"), "--check"]) == 1
+    assert "base.txt" in capsys.readouterr().out
