@@ -43,6 +43,7 @@ class _Model(BaseModel):
         validate_default=False,
         str_strip_whitespace=False,
         strict=True,  # TOML has real types: "no" is not a boolean, "5" is not a number
+        use_attribute_docstrings=True,  # a field's docstring is its description (docs/manifest.md)
     )
 
 
@@ -175,35 +176,52 @@ class Reference(_Model):
     """What is being reproduced, and its identity. A new `id` whenever the reference changes."""
 
     name: Name
+    """Short name of what is reproduced."""
     id: Annotated[str, Field(min_length=1)]
+    """Identity of the reference; `kernodeck capture` writes a new date-based id (`YYYY-MM-DD.N`) whenever
+    what it records changes."""
     description: str | None = None
+    """Free text for people."""
 
 
 class ConfigFile(_Model):
     path: RelPath
+    """A configuration file the run reads."""
     sha256: Sha256
+    """Its content fingerprint."""
 
 
 class Code(_Model):
     revision: Revision
+    """The git commit the reference ran (`kernodeck capture` records it)."""
     allow_dirty: bool = False
+    """Accept a working tree with uncommitted changes."""
     entry_point: str | None = None
+    """The command or module that runs the reference, for people and hand-over."""
     config: list[ConfigFile] = []
+    """Configuration files and their fingerprints."""
 
 
 class Python(_Model):
     version: PythonVersion
+    """`"3.11"`: any 3.11.x; `"3.11.7"`: exactly that."""
     implementation: Literal["cpython", "pypy"] = "cpython"
+    """The interpreter implementation."""
 
 
 class Index(_Model):
     """A package index. Without `url`, the index pip is configured to use."""
 
     name: Name
+    """How `sources` and error messages name this index."""
     url: IndexUrl | None = None
+    """Simple-API root or find-links folder/page; `${VAR}` placeholders for credentials."""
     default: bool = False
+    """The primary index (replaces the one pip is configured to use)."""
     format: Literal["simple", "find-links"] = "simple"
+    """`simple` (PEP 503/691) or `find-links` (a flat folder or page of files)."""
     packages: list[ProjectName] = []
+    """Projects taken only from this index (and never from another)."""
 
 
 class Packages(_Model):
@@ -212,15 +230,27 @@ class Packages(_Model):
     pip reads them), relative to the manifest's folder and read at lock time."""
 
     from_: Annotated[list[RelPath], Field(alias="from")] = []
+    """Files the requirements are read from at lock time: a `*.toml` is a pyproject.toml, anything else a
+    requirements file read the way pip reads it (nested `-r`/`-c`, indexes, `-e .`). Their content is part
+    of the lock inputs (`# input-sha256` lines)."""
     extras: list[Name] = []
+    """Extras of the pyproject.toml named in `from` whose dependencies are locked too."""
     groups: list[Name] = []
+    """PEP 735 dependency groups of the pyproject.toml named in `from` (`{include-group}` expanded)."""
     requirements: list[RequirementStr] = []
+    """Requirements written here (besides those read from `from`)."""
     constraints: list[RequirementStr] = []
+    """Constraints: they limit versions but install nothing by themselves."""
     allow_sdist: list[ProjectName] = []
+    """Projects that may be locked as source distributions (otherwise wheels only)."""
     prereleases: bool = False
+    """Allow pre-release versions."""
     exclude_newer: Annotated[datetime | None, Field(strict=False)] = None
+    """Ignore files uploaded after this time (with a time zone): the lock repeats later."""
     pytorch_index: IndexUrl | None = None
+    """Base of the per-backend PyTorch indexes (`<base>/<backend>`)."""
     sources: dict[str, Name] = {}
+    """Project name = index name: where that project comes from."""
     index: list[Index] = []
 
     @field_validator("exclude_newer")
@@ -235,29 +265,47 @@ class Platform(_Model):
     """A target platform. Never the host: markers and tags are computed from these fields."""
 
     name: Name
+    """How `--platform` and the lock file names (`requirements-rebuild-<name>.txt`) call it."""
     os: Literal["linux", "macos", "windows"]
+    """Operating system."""
     arch: Literal["x86_64", "aarch64", "arm64", "ppc64le", "s390x", "armv7l", "i686"]
+    """CPU architecture."""
     glibc: VersionStr | None = None
+    """Oldest glibc to support (Linux; manylinux tags)."""
     musl: VersionStr | None = None
+    """musl version (Linux; musllinux tags)."""
     macos: VersionStr | None = None
+    """Oldest macOS version to support."""
     python: PythonVersion | None = None
+    """Python version of this platform, when it differs from `[python] version`."""
     backend: BackendName | None = None
+    """torch compute backend: its builds come from the matching PyTorch index."""
     markers: dict[str, str] = {}
+    """Overrides of environment marker values for this platform."""
 
 
 class Gpu(_Model):
     count: SpecifierStr | None = None
+    """How many devices."""
     name: str | None = None
+    """Device name (as the driver reports it)."""
     compute_capability: SpecifierStr | None = None
+    """CUDA compute capability."""
     memory_gib: SpecifierStr | None = None
+    """Memory per device, GiB."""
 
 
 class System(_Model):
     require_accelerator: bool = False
+    """A run never falls back to the CPU: no accelerator fails verify."""
     nvidia_driver: SpecifierStr | None = None
+    """NVIDIA driver versions that may run the reference."""
     cuda: VersionStr | None = None
+    """CUDA version torch was built with."""
     rocm: VersionStr | None = None
+    """ROCm version torch was built with."""
     gpu: Gpu | None = None
+    """Device expectations."""
 
 
 class Data(_Model):
@@ -265,11 +313,18 @@ class Data(_Model):
     computes the fingerprint and writes it; verify fails until it is there."""
 
     name: Name
+    """How verify and `capture --data NAME` call it."""
     path: RelPath
+    """A file or folder."""
     sha256: FillableSha256 | None = None
+    """Content fingerprint (a folder: of its files' digests). Leave out or write \"\": `kernodeck capture`
+    computes and writes it; verify fails until then."""
     size: Annotated[int, Field(ge=0)] | None = None
+    """Size in bytes, checked before hashing."""
     source: str | None = None
+    """Where to get it, for people and hints."""
     access: list[EnvName] = []
+    """Environment variables needed to fetch it (names, never values)."""
 
 
 class Weights(_Model):
@@ -277,15 +332,25 @@ class Weights(_Model):
     `path`), or a hub repository at a pinned revision (`hub` + `revision` + `files`)."""
 
     name: Name
+    """How verify and `capture --data NAME` call it."""
     path: RelPath | None = None
+    """A file or folder (inside `package` when that is set)."""
     package: ProjectName | None = None
+    """An installed distribution that holds `path`."""
     hub: str | None = None
+    """A hub repository (`org/name`)."""
     revision: Revision | None = None
+    """The hub repository's pinned commit."""
     files: dict[str, Sha256] | None = None
+    """Hub files and their fingerprints."""
     sha256: FillableSha256 | None = None  # path weights: "" or left out until `kernodeck capture`
+    """Fingerprint of `path`; left out or \"\" until `kernodeck capture` records it."""
     size: Annotated[int, Field(ge=0)] | None = None
+    """Size in bytes."""
     source: str | None = None
+    """Where to get it, for people and hints."""
     access: list[EnvName] = []
+    """Environment variables needed to fetch it (names, never values)."""
 
 
 class Determinism(_Model):
