@@ -4,6 +4,9 @@ data and model folders with their fingerprints; the first lock then follows thos
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +160,77 @@ def test_init_then_lock_follows_the_project_sources(
     _write(proj / "base.txt", "progress\n# a comment changes the input, too\n")
     assert main(["lock", str(proj / "repro.toml"), "--check"]) == 1
     assert "base.txt" in capsys.readouterr().out
+
+
+UV = Path(sys.executable).with_name("uv")
+
+
+def _uv_lock(proj: Path, url: str, tmp: Path) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp),
+        "UV_CACHE_DIR": str(tmp / "uv-cache"),
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_NO_CONFIG": "1",
+    }
+    proc = subprocess.run(
+        [str(UV), "lock", "--no-config", "--default-index", url, "--python", sys.executable],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_first_lock_keeps_the_pins_of_a_real_uv_lock(
+    tmp_path: Path,
+    index_factory: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    index_factory.add_wheel("app", "1.0", requires=["dep>=1"])
+    index_factory.add_wheel("dep", "1.0")
+    proj = tmp_path / "proj"
+    _write(
+        proj / "pyproject.toml",
+        '[project]\nname = "proj"\nversion = "1"\nrequires-python = ">=3.10"\ndependencies = ["app", "dep"]\n',
+    )
+    _uv_lock(proj, served_index.url(), tmp_path)
+    assert 'name = "app"\nversion = "1.0"' in (proj / "uv.lock").read_text()
+    # newer versions appear after uv locked; a fresh lock would take them
+    index_factory.add_wheel("app", "1.1", requires=["dep>=1"])
+    index_factory.add_wheel("dep", "2.0")
+    _write(proj / "requirements.txt", f"--index-url {served_index.url()}\n-e .\n")
+    assert main(["init", str(proj)]) == 0
+    text = (proj / "repro.toml").read_text()
+    assert "uv.lock found: a platform's first `kernodeck lock` keeps its 2 pins" in text
+    m = load_manifest(proj / "repro.toml")
+    platform = m.platform[0].name
+    assert main(["lock", str(proj / "repro.toml"), "-q"]) == 0
+    assert pins((proj / requirements_filename(platform)).read_text()) == {"app": "1.0", "dep": "1.0"}
+    # the preference is a preference: --upgrade takes the newest
+    assert main(["lock", str(proj / "repro.toml"), "-q", "--upgrade"]) == 0
+    assert pins((proj / requirements_filename(platform)).read_text()) == {"app": "1.1", "dep": "2.0"}
+
+
+def test_preferences_from_poetry_and_pylock_files(tmp_path: Path) -> None:
+    from kernodeck.manifest.adopt import project_lock
+
+    _write(
+        tmp_path / "poetry.lock",
+        '[[package]]\nname = "Rich"\nversion = "13.7.1"\n\n[[package]]\nname = "click"\nversion = "8.1.7"\n',
+    )
+    found = project_lock(tmp_path)
+    assert found is not None and found.file == "poetry.lock"
+    assert {k: str(v) for k, v in found.pins.items()} == {"click": "8.1.7", "rich": "13.7.1"}
+    _write(
+        tmp_path / "pylock.toml",
+        'lock-version = "1.0"\n[[packages]]\nname = "numpy"\nversion = "2.1.0"\n'
+        '[[packages]]\nname = "torch"\nversion = "2.5.1"\n[[packages]]\nname = "torch"\nversion = "2.5.0"\n',
+    )
+    found = project_lock(tmp_path)
+    assert found is not None and found.file == "pylock.toml"  # pylock.toml before poetry.lock
+    assert {k: str(v) for k, v in found.pins.items()} == {"numpy": "2.1.0"}  # torch: two versions

@@ -56,6 +56,7 @@ from kernodeck.lockfile.write import (
     render_pylock,
     render_requirements,
 )
+from kernodeck.manifest.adopt import first_lock_preferences
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.sources import apply_sources
 
@@ -317,7 +318,12 @@ def lock_manifest(
         manifest = manifest.model_copy(update={"packages": packages})
     prefs: dict[str, dict[str, Version]] = {}
     for n in names:
-        pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
+        # a platform's first lock prefers the pins of the project's uv.lock/pylock.toml/poetry.lock
+        pinned = (
+            {}
+            if upgrade
+            else (read_pins(out_dir / requirements_filename(n)) or first_lock_preferences(path.parent))
+        )
         prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
 
     cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())

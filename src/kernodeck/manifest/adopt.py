@@ -16,9 +16,14 @@ A file Kernodeck cannot read (a VCS line, `--no-binary`) is left out with the lo
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
@@ -30,6 +35,11 @@ from kernodeck.reqfile import (
     parse_requirements_file,
     read_pyproject,
 )
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 #: Folders proposed as data (first) or weights (second).
 DATA_FOLDERS = ("data", "datasets")
@@ -121,6 +131,12 @@ def discover(directory: Path) -> Discovery:
                     )
         except ManifestError as e:
             out.comments.append(f"not used: {_first_issue(e)}")
+    existing = project_lock(root)
+    if existing is not None:
+        out.comments.append(
+            f"{existing.file} found: a platform's first `kernodeck lock` keeps its {len(existing.pins)} pins "
+            "where they still fit"
+        )
     out.data = propose_data(root)
     return out
 
@@ -141,3 +157,55 @@ def propose_data(root: Path) -> list[DataProposal]:
                 continue
             out.append(DataProposal(table, name, name, fp.sha256, fp.files, fp.size))
     return out
+
+
+#: Lock files of other tools whose pins a first `kernodeck lock` prefers, in this order.
+PROJECT_LOCKS = ("uv.lock", "pylock.toml", "poetry.lock")
+
+
+@dataclass(frozen=True)
+class ProjectLock:
+    file: str  # "uv.lock"
+    pins: dict[str, Version]  # canonical name -> the one version the lock pins
+
+
+def project_lock(folder: Path) -> ProjectLock | None:
+    """The pins of the project's existing lock (uv.lock, pylock.toml, poetry.lock), if any.
+
+    A package pinned at more than one version (a lock forked by markers) is left out: there is
+    no single version to prefer. An unreadable lock is no preference (never an error)."""
+    for name in PROJECT_LOCKS:
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        entries = data.get("packages" if name == "pylock.toml" else "package")
+        if not isinstance(entries, list):
+            continue
+        seen: dict[str, set[str]] = {}
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            pkg, version = entry.get("name"), entry.get("version")
+            source = entry.get("source")
+            if isinstance(source, dict) and ("editable" in source or "virtual" in source):
+                continue  # the project itself (uv), never locked from an index
+            if isinstance(pkg, str) and isinstance(version, str):
+                seen.setdefault(canonicalize_name(pkg), set()).add(version)
+        pins: dict[str, Version] = {}
+        for pkg, versions in seen.items():
+            if len(versions) != 1:
+                continue
+            with contextlib.suppress(InvalidVersion):
+                pins[pkg] = Version(next(iter(versions)))
+        return ProjectLock(name, dict(sorted(pins.items())))
+    return None
+
+
+def first_lock_preferences(folder: Path) -> dict[str, Version]:
+    """What a platform's first lock prefers: the pins of the project's existing lock, if any."""
+    found = project_lock(folder)
+    return dict(found.pins) if found is not None else {}
