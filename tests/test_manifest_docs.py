@@ -48,3 +48,13 @@ def test_examples_are_linked_and_exist() -> None:
     assert linked, "the examples are listed"
     for rel in linked:
         assert (ROOT / rel).is_file(), rel
+
+
+def test_guides_link_only_to_files_in_the_repository() -> None:
+    import re
+
+    for guide in sorted((ROOT / "docs").rglob("*.md")):
+        for target in re.findall(r"\]\(([^)#]+)\)", guide.read_text(encoding="utf-8")):
+            if "://" in target:
+                continue
+            assert (guide.parent / target).resolve().is_file(), f"{guide.relative_to(ROOT)} -> {target}"
