@@ -355,90 +355,150 @@ class Weights(_Model):
 
 class Determinism(_Model):
     seed: int | None = None
+    """The seed the reference run used."""
     deterministic_algorithms: bool | None = None
+    """`torch.use_deterministic_algorithms` as the reference ran it."""
     cudnn_benchmark: bool | None = None
+    """`torch.backends.cudnn.benchmark`."""
     cudnn_deterministic: bool | None = None
+    """`torch.backends.cudnn.deterministic`."""
     float32_matmul_precision: Literal["highest", "high", "medium"] | None = None
+    """`torch.set_float32_matmul_precision`."""
     env: dict[str, str] = {}
+    """Environment variables that affect determinism (e.g. `CUBLAS_WORKSPACE_CONFIG`)."""
 
 
 class CheckOutput(_Model):
     """One output file of a check and the criteria it must meet, decided before the run."""
 
     path: RelPath
+    """The output file, relative to the manifest's folder."""
     key: str | None = None  # an array in .npz, a tensor in .safetensors/.pt, a key in .json
+    """What inside the file: an array in .npz, a tensor in .safetensors/.pt, a key in .json."""
     exists: bool = True
+    """`false`: the file must not exist."""
     count: Annotated[int, Field(ge=0)] | None = None
+    """Number of items."""
     shape: list[Annotated[int, Field(ge=-1)]] | None = None
+    """Shape of the array (-1: any size in that dimension)."""
     dtype: str | None = None
+    """Element type of the array."""
     finite: bool | None = None
+    """Every value is finite (no NaN or infinity)."""
     min: float | None = None
+    """Smallest value allowed."""
     max: float | None = None
+    """Largest value allowed."""
     ids_from: str | None = None
+    """`file#field`: the output's ids equal that input's ids, in order."""
     ids_key: str | None = None
+    """The output's id field, when it differs from the input's."""
     equals: list[Any] | None = None
+    """The items, exactly."""
     exact: bool = False
+    """Equal to `reference`, bit for bit."""
     reference: RelPath | None = None
+    """The reference output to compare with."""
     atol: Annotated[float, Field(ge=0)] | None = None
+    """Absolute tolerance against `reference`."""
     rtol: Annotated[float, Field(ge=0)] | None = None
+    """Relative tolerance against `reference`."""
     cosine_min: Annotated[float, Field(ge=-1, le=1)] | None = None
+    """Smallest cosine similarity of each row with `reference`."""
     metric: str | None = None
+    """A numeric value inside the file (dotted path) compared with `reference`."""
     sha256: Sha256 | None = None
+    """Fingerprint of the whole file."""
 
 
 class Check(_Model):
     name: Name
+    """How `kernodeck check` and reports call it."""
     run: Annotated[list[str], Field(min_length=1)]
+    """The command, as a list of arguments (no shell)."""
     timeout: Annotated[float, Field(gt=0)] = 300
+    """Seconds before the command is stopped."""
     env: dict[str, str] = {}
+    """Environment variables set for the command."""
     output: list[CheckOutput] = []
+    """The outputs and the criteria each must meet."""
 
 
 class FileRef(_Model):
     path: RelPath
+    """The file."""
     sha256: Sha256 | None = None
+    """Its fingerprint."""
 
 
 class Trajectory(_Model):
     log: RelPath
+    """The log the resumed run writes."""
     reference: RelPath
+    """The reference run's log."""
     metric: str
+    """The value compared along the trajectory."""
     rtol: Annotated[float, Field(ge=0)] | None = None
+    """Relative tolerance."""
     atol: Annotated[float, Field(ge=0)] | None = None
+    """Absolute tolerance."""
 
 
 class Resume(_Model):
     checkpoint: FileRef
+    """The checkpoint the run resumes from."""
     required_state: list[str] = []
+    """Keys the checkpoint must hold (e.g. optimizer, scheduler, RNG states)."""
     run: Annotated[list[str], Field(min_length=1)]
+    """The command that resumes, as a list of arguments."""
     timeout: Annotated[float, Field(gt=0)] = 600
+    """Seconds before the command is stopped."""
     trajectory: Trajectory | None = None
+    """The resumed run's metrics against the reference run's."""
 
 
 class Variant(_Model):
     """A deliberate, recorded difference from the reference (written by `capture --variant`)."""
 
     name: Name
+    """How the variant is called."""
     id: Annotated[str, Field(min_length=1)]
+    """Its identity (date-based, like the reference's)."""
     based_on: str | None = None
+    """The reference id it differs from."""
     note: str | None = None
+    """Why it differs."""
     changes: dict[str, str] = {}
+    """Manifest key = value recorded for this variant."""
 
 
 class Manifest(_Model):
     schema_version: Literal[1]
+    """Always 1."""
     reference: Reference
+    """What is reproduced, and its identity."""
     code: Code | None = None
+    """The code revision and configuration."""
     python: Python
+    """The interpreter."""
     packages: Packages = Packages()
+    """What to lock and where from."""
     platform: Annotated[list[Platform], Field(min_length=1)]
+    """The platforms to lock for, one entry each."""
     system: System = System()
+    """What the machine must offer (driver, CUDA/ROCm, devices)."""
     data: list[Data] = []
+    """Data files and folders with their fingerprints."""
     weights: list[Weights] = []
+    """Model weights: a file, a file inside a package, or a hub repository at a revision."""
     determinism: Determinism | None = None
+    """Settings the reference ran with."""
     check: list[Check] = []
+    """Commands whose outputs must meet criteria decided in advance."""
     resume: Resume | None = None
+    """Resuming from a checkpoint."""
     variant: list[Variant] = []
+    """Deliberate, recorded differences from the reference (`capture --variant`)."""
 
     def get_platform(self, name: str) -> Platform | None:
         return next((p for p in self.platform if p.name == name), None)
