@@ -234,3 +234,26 @@ def test_preferences_from_poetry_and_pylock_files(tmp_path: Path) -> None:
     found = project_lock(tmp_path)
     assert found is not None and found.file == "pylock.toml"  # pylock.toml before poetry.lock
     assert {k: str(v) for k, v in found.pins.items()} == {"numpy": "2.1.0"}  # torch: two versions
+
+
+def test_large_files_elsewhere_are_proposed_but_not_those_of_a_venv(tmp_path: Path) -> None:
+    from kernodeck.manifest.adopt import LARGE_FILE
+
+    big = b"\x01" * LARGE_FILE
+    _write(tmp_path / "pyproject.toml", '[project]\nname = "p"\nversion = "1"\ndependencies = []\n')
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "table.npy").write_bytes(big)
+    (tmp_path / "encoder.safetensors").write_bytes(big + b"w")
+    (tmp_path / "assets" / "small.npy").write_bytes(b"x" * 1000)
+    venv = tmp_path / "env"
+    (venv / "lib").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "lib" / "libhuge.so").write_bytes(big)
+    (tmp_path / ".git" / "objects").mkdir(parents=True)
+    (tmp_path / ".git" / "objects" / "pack").write_bytes(big)
+    text = _starter(tmp_path)
+    table_fp = fingerprint(tmp_path / "assets" / "table.npy").sha256
+    enc_fp = fingerprint(tmp_path / "encoder.safetensors").sha256
+    assert f'# [[data]]\n# name = "table"\n# path = "assets/table.npy"\n# sha256 = "{table_fp}"' in text
+    assert f'# [[weights]]\n# name = "encoder"\n# path = "encoder.safetensors"\n# sha256 = "{enc_fp}"' in text
+    assert "small.npy" not in text and "libhuge" not in text and "objects/pack" not in text

@@ -6,6 +6,10 @@
     found.backends    # local labels (torch==2.3.0+cu121) of the sources: the host platform's backend
     found.data        # data / model folders proposed as commented-out [[data]] / [[weights]]
 
+Data: top-level folders `data`, `datasets` (as [[data]]) and `checkpoints`, `weights`, `models`
+(as [[weights]]), and every file of at least 10 MB elsewhere (outside hidden folders such as .git
+and virtual environments; model-file suffixes as [[weights]]), each with its fingerprint.
+
 Requirement files: `requirements.txt`, `requirements-*.txt`, `requirements_*.txt` and
 `requirements/*.txt`, without Kernodeck's own lock files and without the files another candidate
 includes (`-r`/`-c`: they are read through it). Files whose name says they are for development
@@ -17,6 +21,7 @@ A file Kernodeck cannot read (a VCS line, `--no-binary`) is left out with the lo
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -141,8 +146,51 @@ def discover(directory: Path) -> Discovery:
     return out
 
 
+#: Files at least this large, outside the proposed folders, are proposed one by one.
+LARGE_FILE = 10 * 1000 * 1000
+_WEIGHT_SUFFIXES = {
+    ".bin",
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".safetensors",
+    ".onnx",
+    ".gguf",
+    ".h5",
+    ".pb",
+    ".msgpack",
+}
+_SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
+
+
+def _large_files(root: Path, skip: set[str]) -> list[Path]:
+    """Files of at least LARGE_FILE bytes under `root`, outside hidden folders (.git, .venv),
+    virtual environments and the folders in `skip` (top-level names)."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".")
+            and d not in _SKIP_DIRS
+            and not (here == root and d in skip)
+            and not (here / d / "pyvenv.cfg").exists()
+            and not (here / d).is_symlink()
+        )
+        for fn in sorted(filenames):
+            p = here / fn
+            try:
+                if not p.is_symlink() and p.is_file() and p.stat().st_size >= LARGE_FILE:
+                    out.append(p)
+            except OSError:
+                continue
+    return out
+
+
 def propose_data(root: Path) -> list[DataProposal]:
-    """Top-level data and model folders with their fingerprints (the digest verify computes)."""
+    """Top-level data and model folders, and large files elsewhere, with their fingerprints (the
+    digests verify computes)."""
     out: list[DataProposal] = []
     for table, names in (("data", DATA_FOLDERS), ("weights", WEIGHT_FOLDERS)):
         for name in names:
@@ -156,6 +204,20 @@ def propose_data(root: Path) -> list[DataProposal]:
             if not fp.files:
                 continue
             out.append(DataProposal(table, name, name, fp.sha256, fp.files, fp.size))
+    taken = {d.name for d in out}
+    for path in _large_files(root, set(DATA_FOLDERS + WEIGHT_FOLDERS)):
+        rel = path.relative_to(root).as_posix()
+        base = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-._") or "file"
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}-{n}", n + 1
+        taken.add(name)
+        try:
+            fp = fingerprint(path)
+        except OSError:
+            continue
+        table = "weights" if path.suffix.lower() in _WEIGHT_SUFFIXES else "data"
+        out.append(DataProposal(table, name, rel, fp.sha256, 1, fp.size))
     return out
 
 

@@ -223,13 +223,18 @@ def _add_data_proposals(doc: tomlkit.TOMLDocument, found: Discovery) -> None:
     if not found.data:
         return
     doc.add(tomlkit.nl())
-    doc.add(tomlkit.comment("Found in the project; uncomment what the reproduction reads. The sha256 is the"))
-    doc.add(tomlkit.comment("folder's fingerprint now (`kernodeck capture --data NAME` records it again)."))
+    doc.add(
+        tomlkit.comment("Found in the project; uncomment what the reproduction reads. Each sha256 is the")
+    )
+    doc.add(tomlkit.comment("fingerprint now (`kernodeck capture --data NAME` records it again)."))
     for d in found.data:
         doc.add(tomlkit.comment(f"[[{d.table}]]"))
         doc.add(tomlkit.comment(f'name = "{d.name}"'))
         doc.add(tomlkit.comment(f'path = "{d.path}"'))
-        doc.add(tomlkit.comment(f'sha256 = "{d.sha256}"   # {d.files} files, {_size(d.size)}'))
+        count = (
+            f"{d.files} file{'s' if d.files != 1 else ''}, " if d.files != 1 or d.path in (d.name,) else ""
+        )
+        doc.add(tomlkit.comment(f'sha256 = "{d.sha256}"   # {count}{_size(d.size)}'))
         doc.add(tomlkit.nl())
 
 
