@@ -243,11 +243,19 @@ def test_parsed_set_resolves_like_pip_reading_the_file(tmp_path: Path, index_fac
             f"--extra-index-url {srv.url('extra')}\n"
             "delta \\\n"
             "  <2 ; python_version >= '3.0'\n"
+            "# a comment line ending in a backslash does not continue \\\n"
             "winonly ; sys_platform == 'win32'\n",
         )
         parsed = parse_requirements_file(top, project_root=proj, display_root=proj)
-        assert sorted(r.name for r in parsed.requirements) == ["alpha", "delta", "gamma", "winonly"]
-        assert sorted(c.name for c in parsed.constraints) == ["beta", "gamma"]
+        # as pip: a -r inside a -c file names requirements (gamma<3), not constraints
+        assert sorted(r.requirement for r in parsed.requirements) == [
+            "alpha>=1.0",
+            'delta<2; python_version >= "3.0"',
+            "gamma",
+            "gamma<3",
+            'winonly; sys_platform == "win32"',
+        ]
+        assert [c.requirement for c in parsed.constraints] == ["beta<2"]
 
         flat = _write(tmp_path / "flat" / "reqs.txt", "\n".join(r.requirement for r in parsed.requirements))
         cons = _write(tmp_path / "flat" / "cons.txt", "\n".join(c.requirement for c in parsed.constraints))

@@ -2,7 +2,7 @@
 
     parsed = parse_requirements_file(Path("requirements/train.txt"), project_root=Path("."))
     parsed.requirements   # (ReqLine(requirement="numpy>=1.26", origin=Origin("requirements/base.txt", 3)), ...)
-    parsed.constraints    # from -c files (nested -r inside a -c file are constraints too)
+    parsed.constraints    # from -c files (a -r inside a -c file names requirements, as in pip)
     parsed.indexes        # --index-url / --extra-index-url / --find-links, credentials as ${VAR}
     parsed.backends       # local labels: torch==2.3.0+cu121 -> BackendHint("torch", "cu121", ...)
     parsed.files          # every file read -> sha256 of its bytes (for the lock inputs digest)
@@ -197,15 +197,18 @@ def parse_pyproject(
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first physical line number, text) of every non-empty logical line, comments removed."""
+    """(first physical line number, text) of every non-empty logical line, comments removed.
+
+    As pip: a line ending in `\\` continues on the next one, unless it is a comment line; the
+    comment is removed after joining."""
     out: list[tuple[int, str]] = []
     buf: list[str] = []
     start = 0
     for n, raw in enumerate(text.splitlines(), start=1):
         if not buf:
             start = n
-        if raw.endswith("\\"):
-            buf.append(raw[:-1])
+        if raw.endswith("\\") and not _COMMENT.match(raw):
+            buf.append(raw.strip("\\"))
             continue
         buf.append(raw)
         joined = _COMMENT.sub("", "".join(buf)).strip()
@@ -367,9 +370,9 @@ class _Reader:
                     raise self.fail(origin, f"{spelling} {value}: only local files can be included")
                 if not target.is_absolute():
                     target = path.parent / target
-                self.read(
-                    target, constraint=constraint or meaning == "constraint", depth=depth + 1, origin=origin
-                )
+                # as pip: what a file names with -r is requirements, with -c constraints, whatever
+                # the including file is
+                self.read(target, constraint=meaning == "constraint", depth=depth + 1, origin=origin)
             elif meaning == "editable":
                 self.path_requirement(value, origin, constraint=constraint, editable=True)
             else:
