@@ -265,3 +265,78 @@ def test_parsed_set_resolves_like_pip_reading_the_file(tmp_path: Path, index_fac
         from_parse = _pip_report(tmp_path, [*base, *extra, "-r", str(flat), "-c", str(cons)], "parsed")
     assert from_pip == {"alpha": "2.0", "beta": "1.0", "gamma": "1.0", "delta": "1.0"}
     assert from_parse == from_pip
+
+
+_BACKEND = """
+import os
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _metadata():
+    with open(os.path.join(_HERE, "METADATA"), encoding="utf-8") as f:
+        return f.read()
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return []
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
+    info = "myproj-0.1.dist-info"
+    os.makedirs(os.path.join(metadata_directory, info), exist_ok=True)
+    with open(os.path.join(metadata_directory, info, "METADATA"), "w", encoding="utf-8") as f:
+        f.write(_metadata())
+    return info
+
+
+prepare_metadata_for_build_wheel = prepare_metadata_for_build_editable
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    raise NotImplementedError("a dry run builds nothing")
+
+
+build_wheel = build_editable
+"""
+
+
+def test_editable_project_resolves_like_pip_installing_it(
+    tmp_path: Path, index_factory: IndexFactory
+) -> None:
+    f = index_factory
+    f.add_wheel("alpha", "1.0")
+    f.add_wheel("alpha", "2.0")
+    f.add_wheel("gamma", "1.0", requires=["alpha"])
+    f.add_wheel("delta", "1.0")
+    f.add_wheel("rich", "13.0")
+    proj = _project(tmp_path)
+    # the same dependencies as pyproject.toml, as the in-tree build backend reports them to pip
+    _write(proj / "_backend" / "backend.py", _BACKEND)
+    _write(
+        proj / "_backend" / "METADATA",
+        "Metadata-Version: 2.1\nName: myproj\nVersion: 0.1\n"
+        "Requires-Dist: alpha>=1\nRequires-Dist: beta; python_version < '3'\n"
+        "Provides-Extra: train\nRequires-Dist: gamma==1.0; extra == 'train'\n"
+        "Requires-Dist: delta; extra == 'train'\n",
+    )
+    pyproject = proj / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace("beta; python_version >= '3.8'", "beta; python_version < '3'")
+        + '\n[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["_backend"]\n'
+    )
+    top = _write(proj / "requirements.txt", "-e .[train]\nrich\n")
+    with f.serve() as srv:
+        parsed = parse_requirements_file(top, project_root=proj)
+        assert parsed.project_included
+        flat = _write(tmp_path / "flat" / "reqs.txt", "\n".join(r.requirement for r in parsed.requirements))
+        base = ["--index-url", srv.url()]
+        from_pip = _pip_report(proj, [*base, "-r", str(top)], "pip")
+        from_parse = _pip_report(tmp_path, [*base, "-r", str(flat)], "parsed")
+    assert from_pip.pop("myproj") == "0.1"  # pip installs the project; a lock takes its dependencies
+    assert from_pip == {"alpha": "2.0", "gamma": "1.0", "delta": "1.0", "rich": "13.0"}
+    assert from_parse == from_pip
