@@ -257,3 +257,43 @@ def test_large_files_elsewhere_are_proposed_but_not_those_of_a_venv(tmp_path: Pa
     assert f'# [[data]]\n# name = "table"\n# path = "assets/table.npy"\n# sha256 = "{table_fp}"' in text
     assert f'# [[weights]]\n# name = "encoder"\n# path = "encoder.safetensors"\n# sha256 = "{enc_fp}"' in text
     assert "small.npy" not in text and "libhuge" not in text and "objects/pack" not in text
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "poetry.lock",
+            '[[package]]\nname = "app"\nversion = "1.0"\n\n[[package]]\nname = "dep"\nversion = "1.0"\n',
+        ),
+        (
+            "pylock.toml",
+            'lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\nname = "app"\nversion = "1.0"\n\n'
+            '[[packages]]\nname = "dep"\nversion = "1.0"\n',
+        ),
+    ],
+)
+def test_first_lock_keeps_the_pins_of_a_poetry_or_pylock_file(
+    tmp_path: Path,
+    index_factory: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    text: str,
+) -> None:
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    for version in ("1.0", "1.1"):
+        index_factory.add_wheel("app", version, requires=["dep>=1"])
+    for version in ("1.0", "2.0"):
+        index_factory.add_wheel("dep", version)
+    proj = tmp_path / "proj"
+    _write(proj / "requirements.txt", f"--index-url {served_index.url()}\napp\n")
+    _write(proj / name, text)
+    assert main(["init", str(proj)]) == 0
+    m = load_manifest(proj / "repro.toml")
+    assert m.packages.from_ == ["requirements.txt"]
+    assert main(["lock", str(proj / "repro.toml"), "-q"]) == 0
+    assert pins((proj / requirements_filename(m.platform[0].name)).read_text()) == {
+        "app": "1.0",
+        "dep": "1.0",
+    }
