@@ -340,3 +340,15 @@ def test_editable_project_resolves_like_pip_installing_it(
     assert from_pip.pop("myproj") == "0.1"  # pip installs the project; a lock takes its dependencies
     assert from_pip == {"alpha": "2.0", "gamma": "1.0", "delta": "1.0", "rich": "13.0"}
     assert from_parse == from_pip
+
+
+def test_find_links_folder_is_found_beside_the_file_first(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    (proj / "req" / "wheels").mkdir(parents=True)
+    (proj / "vendor").mkdir()
+    f = _write(proj / "req" / "r.txt", "--find-links wheels\n-f vendor\n")
+    parsed = parse_requirements_file(f, project_root=proj)
+    assert [(i.kind, i.url) for i in parsed.indexes] == [
+        ("find-links", (proj / "req" / "wheels").resolve().as_uri()),
+        ("find-links", (proj / "vendor").resolve().as_uri()),
+    ]

@@ -376,17 +376,19 @@ class _Reader:
             elif meaning == "editable":
                 self.path_requirement(value, origin, constraint=constraint, editable=True)
             else:
-                self.index(value, meaning, origin)  # type: ignore[arg-type]
+                self.index(value, meaning, origin, path.parent)  # type: ignore[arg-type]
 
-    def index(self, url: str, kind: IndexKind, origin: Origin) -> None:
+    def index(self, url: str, kind: IndexKind, origin: Origin, file_dir: Path | None = None) -> None:
         if kind != "find-links" and not re.match(r"^(https?|file)://", url):
             raise self.fail(
                 origin, f"--{kind} {url!r}: an index url starts with https://, http:// or file://"
             )
         if kind == "find-links" and not _SCHEME.match(url):
+            # as pip: relative to the requirements file when it exists there, else to the project
             target = Path(url)
             if not target.is_absolute():
-                target = self.project_root / target
+                beside = (file_dir / target) if file_dir is not None else None
+                target = beside if beside is not None and beside.exists() else self.project_root / target
             url = target.resolve().as_uri()
         netloc = url.split("://", 1)[1].split("/", 1)[0] if "://" in url else ""
         if "@" in netloc:
