@@ -76,7 +76,9 @@ from kernodeck.lockinputs import (
     lock_inputs_sha256,
     unsatisfied_pins,
 )
+from kernodeck.manifest.adopt import first_lock_preferences
 from kernodeck.manifest.load import load_manifest
+from kernodeck.manifest.sources import apply_sources
 from kernodeck.resolve.joint import Difference
 from kernodeck.urls import redact, strip_userinfo
 
@@ -241,6 +243,7 @@ def _platform_lock(
     lock_inputs: str,
     python_version: str,
     notes: tuple[str, ...] = (),
+    inputs: dict[str, str] | None = None,
 ) -> PlatformLock:
     packages: list[LockedPackage] = []
     for pin in res.pins:
@@ -279,6 +282,7 @@ def _platform_lock(
         packages=tuple(packages),
         requires_python=_requires_python(python_version),
         environment=_environment(target),
+        inputs=tuple(sorted((inputs or {}).items())),
     )
 
 
@@ -341,7 +345,7 @@ def lock_manifest(
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
     path = _manifest_path(manifest_path)
-    manifest = load_manifest(path)
+    manifest, inputs = apply_sources(load_manifest(path), path)  # [packages] from: files read now
     names = _select(manifest, platforms)
     out_dir = Path(output_dir) if output_dir is not None else path.parent
     upgrades = [_upgrade_requirement(u) for u in upgrade_packages]
@@ -350,7 +354,10 @@ def lock_manifest(
     notices = _pip_notices(manifest)
     # The digest is of the manifest as written: --upgrade-package constraints are a one-off choice.
     digests = {
-        n: lock_inputs_sha256(manifest, n, default_index=default_index, extra=extra_inputs) for n in names
+        n: lock_inputs_sha256(
+            manifest, n, default_index=default_index, extra={**inputs, **(extra_inputs or {})}
+        )
+        for n in names
     }
     # `--upgrade-package NAME<SPEC>` (as in pip-compile and uv) also constrains NAME for this lock.
     extra_constraints = [str(r) for r in upgrades if r.specifier]
@@ -361,7 +368,12 @@ def lock_manifest(
         manifest = manifest.model_copy(update={"packages": packages})
     prefs: dict[str, dict[str, Version]] = {}
     for n in names:
-        pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
+        # a platform's first lock prefers the pins of the project's uv.lock/pylock.toml/poetry.lock
+        pinned = (
+            {}
+            if upgrade
+            else (read_pins(out_dir / requirements_filename(n)) or first_lock_preferences(path.parent))
+        )
         prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
 
     cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
@@ -387,6 +399,7 @@ def lock_manifest(
             prefs,
             digests=digests,
             default_index=default_index,
+            inputs=inputs,
             fmt=fmt,
             offline=offline,
             refresh=refresh,
@@ -539,6 +552,7 @@ def _resolve_and_render(
     *,
     digests: Mapping[str, str],
     default_index: str | None,
+    inputs: dict[str, str] | None = None,
     fmt: Format,
     offline: bool,
     refresh: bool,
@@ -634,6 +648,7 @@ def _resolve_and_render(
                 session,
                 manifest_name=path.name,
                 lock_inputs=digests[n],
+                inputs=inputs,
                 python_version=next(
                     p.python or manifest.python.version for p in manifest.platform if p.name == n
                 ),

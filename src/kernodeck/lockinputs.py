@@ -110,12 +110,13 @@ def current_lock_inputs(manifest_file: Path, platform: str) -> str | None:
     (an unreadable manifest, an unknown platform)."""
     from kernodeck.errors import KernodeckError
     from kernodeck.manifest.load import load_manifest
+    from kernodeck.manifest.sources import apply_sources
 
     try:
-        manifest = load_manifest(manifest_file)
+        manifest, inputs = apply_sources(load_manifest(manifest_file), manifest_file)
         if manifest.get_platform(platform) is None:
             return None
-        return lock_inputs_sha256(manifest, platform, default_index=default_index_for(manifest))
+        return lock_inputs_sha256(manifest, platform, default_index=default_index_for(manifest), extra=inputs)
     except KernodeckError:
         return None
 
