@@ -117,6 +117,7 @@ class PlatformResult:
     text: str  # the requirements file content
     diff: str = ""  # --check: unified diff of what would change
     reasons: tuple[str, ...] = ()  # --check: why the file is stale, in words
+    warnings: tuple[str, ...] = ()  # e.g. an exact pin that selects a yanked release
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,7 @@ def _platform_lock(
             for f in cand.files
         )
         rp = cand.metadata_file.requires_python
+        yanked = [f.yanked for f in cand.files if f.yanked is not None]
         packages.append(
             LockedPackage(
                 name=cand.name,
@@ -269,6 +271,7 @@ def _platform_lock(
                 files=files,
                 via=pin.via,
                 requires_python=str(rp) if rp else None,
+                yanked=(next((y for y in yanked if y), "") if yanked else None),
             )
         )
     target = res.target
@@ -530,6 +533,7 @@ class _Rendered:
     pylock: str | None
     pins: int
     hash_lines: int
+    warnings: tuple[str, ...] = ()
 
 
 _REPLAY_FORMAT = 2
@@ -740,6 +744,12 @@ def _resolve_and_render(
             pylock=render_pylock(locks[n]) if fmt == "pylock" else None,
             pins=len(locks[n].packages),
             hash_lines=sum(len(p.hashes) for p in locks[n].packages),
+            warnings=tuple(
+                f"{p.name}=={p.version} is a yanked release"
+                + (f" ({' '.join(p.yanked.split())})" if p.yanked else "")
+                for p in locks[n].packages
+                if p.yanked is not None
+            ),
         )
         for n in ok
     }
@@ -832,6 +842,7 @@ def _finish(
                 text=text,
                 diff="".join(diffs) if check else "",
                 reasons=tuple(dict.fromkeys(reasons)),
+                warnings=tuple(r.warnings),
             )
         )
     for fpath, content in pending:

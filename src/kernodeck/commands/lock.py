@@ -137,6 +137,8 @@ def lock(
         click.echo(
             f"{verb} {p.requirements_path.name}: {p.pins} pins, {p.hash_lines} hashes ({p.summary})", err=True
         )
+        for w in p.warnings:
+            click.echo(f"  warning: {w}", err=True)
     if sys.stderr.isatty():
         click.echo(f"locked {len(result.platforms)} platform(s) in {result.seconds:.2f}s", err=True)
     _report_failures(result)
@@ -176,6 +178,7 @@ def _json(result: LockResult) -> dict[str, Any]:
                 "hashes": p.hash_lines,
                 "summary": p.summary,
                 "reasons": list(p.reasons),
+                "warnings": list(p.warnings),
             }
             for p in result.platforms
         ],
