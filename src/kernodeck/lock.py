@@ -504,6 +504,13 @@ def _unmirror(back: Sequence[tuple[str, str]]) -> Callable[[str], str]:
     return unmirror
 
 
+def _replace_all(text: str, back: Sequence[tuple[str, str]]) -> str:
+    """`text` naming the declared indexes instead of their mirrors (what a file may say)."""
+    for m, d in sorted(back, key=lambda p: -len(p[0])):
+        text = text.replace(m.rstrip("/"), strip_userinfo(d).rstrip("/"))
+    return text
+
+
 def _pip_notices(manifest: Manifest) -> list[str]:
     """One notice naming the locker's pip index settings that the lock does not use."""
     from kernodeck.index.sources import locker_pip_settings
@@ -725,7 +732,7 @@ def _resolve_and_render(
                 python_version=next(
                     p.python or manifest.python.version for p in manifest.platform if p.name == n
                 ),
-                notes=tuple(d.note_for(n) for d in differences if n in d.versions),
+                notes=tuple(_replace_all(d.note_for(n), back) for d in differences if n in d.versions),
                 unmirror=unmirror,
             )
             for n in ok
