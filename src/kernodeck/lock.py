@@ -85,7 +85,7 @@ from kernodeck.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource
-    from kernodeck.manifest.schema import Manifest
+    from kernodeck.manifest.schema import Manifest, Packages
     from kernodeck.resolve import Resolution, Routing, Session
     from kernodeck.targets import Target
 
@@ -284,7 +284,9 @@ def _platform_lock(
         exclude_newer=session.settings.exclude_newer,
         indexes=tuple(
             IndexLine(line.kind, unmirror(line.url))
-            for line in _index_lines(session.routing, target, (p.candidate.source for p in res.pins))
+            for line in _index_lines(
+                session.routing_for(target), target, (p.candidate.source for p in res.pins)
+            )
         ),
         packages=tuple(packages),
         requires_python=_requires_python(python_version),
@@ -648,12 +650,21 @@ def _resolve_and_render(
     from kernodeck.resolve.joint import Constraints, align
 
     settings = ResolveSettings.from_packages(manifest.packages)
-    if default_index is not None:
-        fixed = default_index
-        routing = Routing.from_packages(manifest.packages, default_url=lambda: fixed)
-    else:
-        routing = Routing.from_packages(manifest.packages)
-    routing, back = _mirrored(routing, mirrors or {})
+
+    def route(packages: Packages) -> Routing:
+        if default_index is not None:
+            fixed = default_index
+            return Routing.from_packages(packages, default_url=lambda: fixed)
+        return Routing.from_packages(packages)
+
+    routing, back = _mirrored(route(manifest.packages), mirrors or {})
+    # A platform that some index is restricted away from (or to) routes on its own.
+    per_platform: dict[str, Routing] = {}
+    for n in names:
+        own = manifest.packages_for(n)
+        if own is not manifest.packages:
+            per_platform[n], more = _mirrored(route(own), mirrors or {})
+            back.extend(more)
     unmirror = _unmirror(back)
     targets = {t.name: t for t in _targets(manifest, names)}
     if progress is None and not quiet and sys.stderr.isatty():
@@ -670,6 +681,7 @@ def _resolve_and_render(
         cache_dir=Path(cache_dir) if cache_dir is not None else None,
         offline=offline,
         refresh=refresh,
+        per_platform=per_platform,
     )
     same = manifest.packages.same_versions
     differences: list[Difference] = []
@@ -760,7 +772,9 @@ def _resolve_and_render(
         )
         for n in ok
     }
-    failures = {n: _failure(n, errors[n], routing, targets[n]) for n in names if n in errors}
+    failures = {
+        n: _failure(n, errors[n], per_platform.get(n, routing), targets[n]) for n in names if n in errors
+    }
     return rendered, failures, differences, metadata_reads, pages
 
 

@@ -198,6 +198,8 @@ class Index(_Model):
     default: bool = False
     format: Literal["simple", "find-links"] = "simple"
     packages: list[ProjectName] = []
+    # Only on these platforms (empty: every platform, unless a platform's `indexes` names it).
+    platforms: list[Name] = []
 
 
 class Packages(_Model):
@@ -234,6 +236,8 @@ class Platform(_Model):
     python: PythonVersion | None = None
     backend: BackendName | None = None
     markers: dict[str, str] = {}
+    # Indexes used on this platform only (like listing it in each index's `platforms`).
+    indexes: list[Name] = []
 
 
 class Gpu(_Model):
@@ -366,6 +370,31 @@ class Manifest(_Model):
     def get_platform(self, name: str) -> Platform | None:
         return next((p for p in self.platform if p.name == name), None)
 
+    def index_platforms(self, index: str) -> frozenset[str]:
+        """The platforms an index is restricted to (its `platforms` and every platform whose
+        `indexes` names it); empty: every platform."""
+        ix = next((i for i in self.packages.index if i.name == index), None)
+        named = {p.name for p in self.platform if index in p.indexes}
+        return frozenset([*(ix.platforms if ix else []), *named])
+
+    def packages_for(self, platform: str) -> Packages:
+        """`[packages]` as one platform sees it: without the indexes restricted to other platforms
+        (and the `sources` entries that name them)."""
+        keep = [
+            ix
+            for ix in self.packages.index
+            if not self.index_platforms(ix.name) or platform in self.index_platforms(ix.name)
+        ]
+        if len(keep) == len(self.packages.index):
+            return self.packages
+        names = {ix.name for ix in keep}
+        return self.packages.model_copy(
+            update={
+                "index": keep,
+                "sources": {k: v for k, v in self.packages.sources.items() if v in names},
+            }
+        )
+
 
 # --- cross-field rules ---------------------------------------------------------------------------
 
@@ -401,8 +430,24 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
     for i in defaults[1:]:
         out.append((("packages", "index", i, "default"), "only one index may be the default"))
     names = {ix.name for ix in m.packages.index}
+    platform_names = {p.name for p in m.platform}
     owner: dict[str, str] = {}
     for i, ix in enumerate(m.packages.index):
+        for j, pname in enumerate(ix.platforms):
+            if pname not in platform_names:
+                out.append(
+                    (
+                        ("packages", "index", i, "platforms", j),
+                        f"unknown platform {pname!r} (platforms: {', '.join(sorted(platform_names))})",
+                    )
+                )
+        if ix.default and m.index_platforms(ix.name):
+            out.append(
+                (
+                    ("packages", "index", i, "platforms"),
+                    "the default index serves every platform; give a per-platform index no `default`",
+                )
+            )
         if ix.url is None and not ix.default:
             out.append(
                 (
@@ -412,7 +457,7 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             )
         for j, pkg in enumerate(ix.packages):
             project = canonicalize_name(pkg)
-            if project in owner and owner[project] != ix.name:
+            if project in owner and owner[project] != ix.name and not _disjoint(m, owner[project], ix.name):
                 out.append(
                     (
                         ("packages", "index", i, "packages", j),
@@ -432,6 +477,12 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             out.append((("packages", "sources", pkg), str(e)))
 
     for i, p in enumerate(m.platform):
+        for j, ixname in enumerate(p.indexes):
+            if ixname not in names:
+                known = ", ".join(sorted(names)) or "none declared"
+                out.append(
+                    (("platform", i, "indexes", j), f"unknown index {ixname!r} (declared indexes: {known})")
+                )
         b = parse_backend(p.backend) if p.backend else None
         if b is not None and b.kind == "mps" and p.os != "macos":
             out.append((("platform", i, "backend"), "backend 'mps' exists only on os = 'macos'"))
@@ -505,6 +556,12 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             if o.min is not None and o.max is not None and o.min > o.max:
                 out.append(((*loc, "min"), f"min {o.min} is greater than max {o.max}"))
     return out
+
+
+def _disjoint(m: Manifest, a: str, b: str) -> bool:
+    """Two indexes that never serve the same platform (each restricted, no platform in common)."""
+    pa, pb = m.index_platforms(a), m.index_platforms(b)
+    return bool(pa) and bool(pb) and not (pa & pb)
 
 
 _MARKER_KEYS = {
