@@ -114,7 +114,9 @@ def test_no_replay_when_an_input_changes(
     lock_manifest(manifest, cache_dir=cache)
     assert len(resolutions) == 6
     # a changed lock input
-    manifest.write_text(manifest.read_text().replace("exclude-newer", "prereleases = false\nexclude-newer", 1))
+    manifest.write_text(
+        manifest.read_text().replace("exclude-newer", "prereleases = false\nexclude-newer", 1)
+    )
     lock_manifest(manifest, cache_dir=cache)
     assert len(resolutions) == 6
     manifest.write_text(manifest.read_text().replace("prereleases = false", "prereleases = true", 1))
