@@ -189,3 +189,21 @@ def test_torch_local_labels_may_differ_public_versions_may_not(
     lock_manifest(path, output_dir=tmp_path / "alone", upgrade=True)
     assert pins((tmp_path / "alone" / requirements_filename("cpu")).read_text()) == {"torch": "2.7.0+cpu"}
     assert pins((tmp_path / "alone" / requirements_filename("gpu")).read_text()) == {"torch": "2.6.0+cu126"}
+
+
+def test_a_platform_that_cannot_go_down_lifts_the_others(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path
+) -> None:
+    """windows keeps num 1.0 from its existing file; linux has no 1.0 wheel, so windows moves up."""
+    f = index_factory
+    f.add_wheel("num", "1.0", tags=WINDOWS_ONLY)
+    f.add_wheel("num", "2.0")
+    path = write_manifest(
+        tmp_path / "p", requirements=["num"], default_url=served_index.url(), platforms=[LINUX, WINDOWS]
+    )
+    (path.parent / requirements_filename("windows")).write_text("num==1.0\n", encoding="utf-8")
+    alone = lock_manifest(path, ["windows"])  # on its own, the existing pin is kept
+    assert alone.ok and pins(_read(path, "windows")) == {"num": "1.0"}
+    result = lock_manifest(path)
+    assert result.ok and result.differences == ()
+    assert pins(_read(path, "linux")) == pins(_read(path, "windows")) == {"num": "2.0"}

@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from kernodeck.cli import main
 from kernodeck.index.sources import builtin_index_url
+from kernodeck.lock import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.lockfile.read import read_lockfile
 from tests.fixtures.index_factory import IndexFactory, Server
@@ -103,3 +107,63 @@ def test_files_do_not_depend_on_the_lockers_pip_settings(
     assert str(links) in note and served_index.url("mirror") in note
     assert "[[packages.index]]" in note
     assert "note: " not in clean.stderr
+
+
+def test_a_mirror_changes_where_pages_come_from_not_what_is_written(
+    index_factory: IndexFactory,
+    served_index: Server,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    f = index_factory
+    f.add_wheel("app", "1.0", requires=["dep"])
+    f.add_wheel("dep", "1.0")
+    for artifact in [*f.artifacts("app"), *f.artifacts("dep")]:
+        f.add_file(artifact.path, index="mirror")  # the same files, served elsewhere
+    manifest = write_manifest(
+        tmp_path / "proj",
+        requirements=["app"],
+        indexes=[{"name": "team", "url": served_index.url(), "default": True}],
+        platforms=[LINUX, WINDOWS],
+    )
+    direct = lock_manifest(manifest, output_dir=tmp_path / "direct", cache_dir=tmp_path / "c1", fmt="pylock")
+    assert direct.ok
+    served_index.reset()
+    assert (
+        main(
+            [
+                "lock",
+                str(manifest),
+                "-q",
+                "--mirror",
+                f"team={served_index.url('mirror')}",
+                "--output-dir",
+                str(tmp_path / "mirrored"),
+                "--cache-dir",
+                str(tmp_path / "c2"),
+            ]
+        )
+        == 0
+    )
+    assert served_index.count(contains="/mirror/") > 0
+    assert served_index.count(contains="/default/") == 0
+    for platform in ("linux", "windows"):
+        name = requirements_filename(platform)
+        assert (tmp_path / "direct" / name).read_bytes() == (tmp_path / "mirrored" / name).read_bytes()
+
+    # the same through KERNODECK_MIRRORS; pylock names the declared index too (its wheel URLs are
+    # where the files were fetched from when a mirror serves them outside its index URL)
+    served_index.reset()
+    monkeypatch.setenv("KERNODECK_MIRRORS", f"team={served_index.url('mirror')}")
+    env_lock = lock_manifest(manifest, output_dir=tmp_path / "env", cache_dir=tmp_path / "c3", fmt="pylock")
+    assert env_lock.ok and served_index.count(contains="/default/") == 0
+    pylock = (tmp_path / "env" / "pylock.linux.toml").read_text()
+    assert f'index = "{served_index.url()}"' in pylock
+    for platform in ("linux", "windows"):
+        name = requirements_filename(platform)
+        assert (tmp_path / "direct" / name).read_bytes() == (tmp_path / "env" / name).read_bytes()
+
+    capsys.readouterr()
+    assert main(["lock", str(manifest), "--mirror", "nosuch=http://127.0.0.1:9/simple"]) == 2
+    assert "mirror for unknown index 'nosuch'" in capsys.readouterr().err

@@ -18,7 +18,10 @@ makes a difference a failure of the platforms involved.
 
 Locker independence: the indexes come from the manifest only; without a declared default index,
 pip's built-in default (PyPI) is used, never the locker's pip configuration or `PIP_*` variables.
-Settings of the locker's pip that are not used are named once in `result.notices`. Platforms resolve concurrently and share one index client (and its
+Settings of the locker's pip that are not used are named once in `result.notices`. A mirror
+(`mirrors={"NAME": URL}`, or `KERNODECK_MIRRORS="NAME=URL ..."`; NAME a declared index, `default`
+or `pytorch`) changes where pages are fetched, never what is written: the files name the index
+as declared. Platforms resolve concurrently and share one index client (and its
 caches), so metadata read for one platform serves every other platform that installs the same file.
 
 Unless `upgrade`, the versions pinned in the existing requirements file of a platform are tried
@@ -47,7 +50,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,7 +87,7 @@ from kernodeck.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource
-    from kernodeck.manifest.schema import Manifest
+    from kernodeck.manifest.schema import Manifest, Packages
     from kernodeck.resolve import Resolution, Routing, Session
     from kernodeck.targets import Target
 
@@ -116,6 +119,7 @@ class PlatformResult:
     text: str  # the requirements file content
     diff: str = ""  # --check: unified diff of what would change
     reasons: tuple[str, ...] = ()  # --check: why the file is stale, in words
+    warnings: tuple[str, ...] = ()  # e.g. an exact pin that selects a yanked release
 
 
 @dataclass(frozen=True)
@@ -244,6 +248,7 @@ def _platform_lock(
     python_version: str,
     notes: tuple[str, ...] = (),
     inputs: dict[str, str] | None = None,
+    unmirror: Callable[[str], str] = lambda url: url,
 ) -> PlatformLock:
     packages: list[LockedPackage] = []
     for pin in res.pins:
@@ -251,7 +256,7 @@ def _platform_lock(
         files = tuple(
             LockedFile(
                 filename=f.filename,
-                url=f.url,
+                url=unmirror(f.url),
                 sha256=session.sha256(f),
                 is_wheel=f.is_wheel,
                 size=f.size,
@@ -260,14 +265,16 @@ def _platform_lock(
             for f in cand.files
         )
         rp = cand.metadata_file.requires_python
+        yanked = [f.yanked for f in cand.files if f.yanked is not None]
         packages.append(
             LockedPackage(
                 name=cand.name,
                 version=cand.version,
-                index=cand.source.url,
+                index=unmirror(cand.source.url),
                 files=files,
                 via=pin.via,
                 requires_python=str(rp) if rp else None,
+                yanked=(next((y for y in yanked if y), "") if yanked else None),
             )
         )
     target = res.target
@@ -278,7 +285,12 @@ def _platform_lock(
         lock_inputs_sha256=lock_inputs,
         notes=notes,
         exclude_newer=session.settings.exclude_newer,
-        indexes=_index_lines(session.routing, target, (p.candidate.source for p in res.pins)),
+        indexes=tuple(
+            IndexLine(line.kind, unmirror(line.url))
+            for line in _index_lines(
+                session.routing_for(target), target, (p.candidate.source for p in res.pins)
+            )
+        ),
         packages=tuple(packages),
         requires_python=_requires_python(python_version),
         environment=_environment(target),
@@ -337,6 +349,7 @@ def lock_manifest(
     cache_dir: str | os.PathLike[str] | None = None,
     progress: LockProgress | None = None,
     extra_inputs: Mapping[str, str] | None = None,
+    mirrors: Sequence[str] | None = None,
 ) -> LockResult:
     """Lock a manifest for its platforms; raises ManifestError/UsageError (bad input). A platform
     that cannot be locked (failed resolution, unreadable index) is reported in `result.failed`.
@@ -351,6 +364,9 @@ def lock_manifest(
     upgrades = [_upgrade_requirement(u) for u in upgrade_packages]
     skip_pref = {canonicalize_name(r.name) for r in upgrades}
     default_index = default_index_for(manifest)
+    mirror_map = parse_mirrors(
+        manifest, os.environ.get("KERNODECK_MIRRORS", "").split() if mirrors is None else mirrors
+    )
     notices = _pip_notices(manifest)
     # The digest is of the manifest as written: --upgrade-package constraints are a one-off choice.
     digests = {
@@ -377,7 +393,11 @@ def lock_manifest(
         prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
 
     cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
-    key = None if extra_constraints else _replay_key(manifest, digests, path.name, names, fmt, prefs)
+    key = (
+        None
+        if extra_constraints
+        else _replay_key(manifest, digests, path.name, names, fmt, prefs, mirror_map)
+    )
     record = None if (key is None or refresh) else _replayable(cache, key, manifest, offline)
     failures: dict[str, PlatformFailure] = {}
     if record is not None:
@@ -400,6 +420,7 @@ def lock_manifest(
             digests=digests,
             default_index=default_index,
             inputs=inputs,
+            mirrors=mirror_map,
             fmt=fmt,
             offline=offline,
             refresh=refresh,
@@ -436,6 +457,75 @@ def lock_manifest(
     )
 
 
+def parse_mirrors(manifest: Manifest, specs: Sequence[str]) -> dict[str, str]:
+    """`NAME=URL` items: NAME a declared index, `default` (the default index) or `pytorch` (the
+    PyTorch index base)."""
+    known = {ix.name for ix in manifest.packages.index} | {"default", "pytorch"}
+    out: dict[str, str] = {}
+    for spec in specs:
+        name, sep, url = spec.partition("=")
+        name, url = name.strip(), url.strip()
+        if not sep or not name or not url:
+            raise UsageError(
+                f"mirror {redact(spec)!r} is not NAME=URL",
+                hint="e.g. --mirror default=https://mirror.example/simple",
+            )
+        if name not in known:
+            raise UsageError(
+                f"mirror for unknown index {name!r}",
+                context=[f"indexes: {', '.join(sorted(known))}"],
+                hint="name an index of repro.toml, `default` or `pytorch`",
+            )
+        if not url.startswith(("http://", "https://", "file://")):
+            raise UsageError(f"mirror url {redact(url)!r} must start with https://, http:// or file://")
+        out[name] = url
+    return out
+
+
+def _mirrored(routing: Routing, mirrors: Mapping[str, str]) -> tuple[Routing, list[tuple[str, str]]]:
+    """The routing with mirrored URLs, and (mirror URL, declared URL) pairs to map back."""
+    back: list[tuple[str, str]] = []
+
+    def swap(src: IndexSource) -> IndexSource:
+        url = mirrors.get(src.name)
+        if url is None:
+            return src
+        back.append((url, src.url))
+        return dataclasses.replace(src, url=url)
+
+    base = routing.pytorch_base
+    if "pytorch" in mirrors:
+        back.append((mirrors["pytorch"], base))
+        base = mirrors["pytorch"]
+    mirrored = dataclasses.replace(
+        routing,
+        defaults=tuple(swap(s) for s in routing.defaults),
+        pinned={k: swap(s) for k, s in routing.pinned.items()},
+        pytorch_base=base,
+    )
+    return mirrored, back
+
+
+def _unmirror(back: Sequence[tuple[str, str]]) -> Callable[[str], str]:
+    """Map a URL under a mirror back to the declared index (longest mirror first)."""
+    pairs = sorted(((m.rstrip("/"), d.rstrip("/")) for m, d in back), key=lambda p: -len(p[0]))
+
+    def unmirror(url: str) -> str:
+        for m, d in pairs:
+            if url == m or url.startswith(m + "/"):
+                return d + url[len(m) :]
+        return url
+
+    return unmirror
+
+
+def _replace_all(text: str, back: Sequence[tuple[str, str]]) -> str:
+    """`text` naming the declared indexes instead of their mirrors (what a file may say)."""
+    for m, d in sorted(back, key=lambda p: -len(p[0])):
+        text = text.replace(m.rstrip("/"), strip_userinfo(d).rstrip("/"))
+    return text
+
+
 def _pip_notices(manifest: Manifest) -> list[str]:
     """One notice naming the locker's pip index settings that the lock does not use."""
     from kernodeck.index.sources import locker_pip_settings
@@ -465,6 +555,7 @@ class _Rendered:
     pylock: str | None
     pins: int
     hash_lines: int
+    warnings: tuple[str, ...] = ()
 
 
 _REPLAY_FORMAT = 2
@@ -492,6 +583,7 @@ def _replay_key(
     names: Sequence[str],
     fmt: str,
     prefs: dict[str, dict[str, Version]],
+    mirrors: Mapping[str, str] | None = None,
 ) -> str | None:
     """The key of a lock's record; None when it must not be recorded (credentials in play)."""
     import packaging
@@ -500,6 +592,7 @@ def _replay_key(
     urls = [ix.url or "" for ix in pk.index] + [pk.pytorch_index or ""]
     default = default_index_for(manifest) or ""
     urls.append(default)
+    urls.extend((mirrors or {}).values())
     if any("${" in u or "@" in u for u in urls):
         return None
     doc = {
@@ -512,6 +605,7 @@ def _replay_key(
         "platforms": list(names),
         "fmt": fmt,
         "default_index": default,
+        "mirrors": sorted((mirrors or {}).items()),
         "preferred": {n: sorted((k, str(v)) for k, v in prefs[n].items()) for n in names},
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
@@ -559,6 +653,7 @@ def _resolve_and_render(
     quiet: bool,
     cache_dir: str | os.PathLike[str] | None,
     progress: LockProgress | None,
+    mirrors: Mapping[str, str] | None = None,
 ) -> tuple[
     dict[str, _Rendered], dict[str, PlatformFailure], list[Difference], int, list[dict[str, Any]] | None
 ]:
@@ -569,11 +664,22 @@ def _resolve_and_render(
     from kernodeck.resolve.joint import Constraints, align
 
     settings = ResolveSettings.from_packages(manifest.packages)
-    if default_index is not None:
-        fixed = default_index
-        routing = Routing.from_packages(manifest.packages, default_url=lambda: fixed)
-    else:
-        routing = Routing.from_packages(manifest.packages)
+
+    def route(packages: Packages) -> Routing:
+        if default_index is not None:
+            fixed = default_index
+            return Routing.from_packages(packages, default_url=lambda: fixed)
+        return Routing.from_packages(packages)
+
+    routing, back = _mirrored(route(manifest.packages), mirrors or {})
+    # A platform that some index is restricted away from (or to) routes on its own.
+    per_platform: dict[str, Routing] = {}
+    for n in names:
+        own = manifest.packages_for(n)
+        if own is not manifest.packages:
+            per_platform[n], more = _mirrored(route(own), mirrors or {})
+            back.extend(more)
+    unmirror = _unmirror(back)
     targets = {t.name: t for t in _targets(manifest, names)}
     if progress is None and not quiet and sys.stderr.isatty():
         progress = RichProgress()
@@ -589,6 +695,7 @@ def _resolve_and_render(
         cache_dir=Path(cache_dir) if cache_dir is not None else None,
         offline=offline,
         refresh=refresh,
+        per_platform=per_platform,
     )
     same = manifest.packages.same_versions
     differences: list[Difference] = []
@@ -652,7 +759,8 @@ def _resolve_and_render(
                 python_version=next(
                     p.python or manifest.python.version for p in manifest.platform if p.name == n
                 ),
-                notes=tuple(d.note_for(n) for d in differences if n in d.versions),
+                notes=tuple(_replace_all(d.note_for(n), back) for d in differences if n in d.versions),
+                unmirror=unmirror,
             )
             for n in ok
         }
@@ -670,10 +778,18 @@ def _resolve_and_render(
             pylock=render_pylock(locks[n]) if fmt == "pylock" else None,
             pins=len(locks[n].packages),
             hash_lines=sum(len(p.hashes) for p in locks[n].packages),
+            warnings=tuple(
+                f"{p.name}=={p.version} is a yanked release"
+                + (f" ({' '.join(p.yanked.split())})" if p.yanked else "")
+                for p in locks[n].packages
+                if p.yanked is not None
+            ),
         )
         for n in ok
     }
-    failures = {n: _failure(n, errors[n], routing, targets[n]) for n in names if n in errors}
+    failures = {
+        n: _failure(n, errors[n], per_platform.get(n, routing), targets[n]) for n in names if n in errors
+    }
     return rendered, failures, differences, metadata_reads, pages
 
 
@@ -762,6 +878,7 @@ def _finish(
                 text=text,
                 diff="".join(diffs) if check else "",
                 reasons=tuple(dict.fromkeys(reasons)),
+                warnings=tuple(r.warnings),
             )
         )
     for fpath, content in pending:

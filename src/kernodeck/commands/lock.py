@@ -50,6 +50,14 @@ if TYPE_CHECKING:
     show_default=True,
     help="pylock also writes a PEP 751 pylock.<platform>.toml per platform.",
 )
+@click.option(
+    "--mirror",
+    "mirrors",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Fetch index NAME (an index of repro.toml, `default` or `pytorch`) from URL; the files still "
+    "name the declared index (repeatable; default: $KERNODECK_MIRRORS, space-separated).",
+)
 @click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, hidden=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
 @json_option("Also write the result as JSON to FILE ('-': stdout): platforms, failures, differences.")
@@ -68,6 +76,7 @@ def lock(
     cache_dir: Path | None,
     quiet: bool,
     json_out: str | None,
+    mirrors: tuple[str, ...],
 ) -> None:
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
     from kernodeck.lock import Format, lock_manifest
@@ -84,6 +93,7 @@ def lock(
         refresh=refresh,
         quiet=quiet,
         cache_dir=cache_dir,
+        mirrors=list(mirrors) or None,
     )
     if json_out is not None:
         text = json.dumps(_json(result), indent=2, sort_keys=True) + "\n"
@@ -127,6 +137,8 @@ def lock(
         click.echo(
             f"{verb} {p.requirements_path.name}: {p.pins} pins, {p.hash_lines} hashes ({p.summary})", err=True
         )
+        for w in p.warnings:
+            click.echo(f"  warning: {w}", err=True)
     if sys.stderr.isatty():
         click.echo(f"locked {len(result.platforms)} platform(s) in {result.seconds:.2f}s", err=True)
     _report_failures(result)
@@ -166,6 +178,7 @@ def _json(result: LockResult) -> dict[str, Any]:
                 "hashes": p.hash_lines,
                 "summary": p.summary,
                 "reasons": list(p.reasons),
+                "warnings": list(p.warnings),
             }
             for p in result.platforms
         ],

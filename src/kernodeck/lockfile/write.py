@@ -39,6 +39,7 @@ class LockedPackage:
     files: tuple[LockedFile, ...]
     via: tuple[str, ...] = ()  # "-r repro.toml" and/or parent project names
     requires_python: str | None = None
+    yanked: str | None = None  # an exact pin that selects a yanked release: the reason ("" for none)
 
     @property
     def hashes(self) -> list[str]:
@@ -124,6 +125,10 @@ def render_requirements(lock: PlatformLock) -> str:
         for i, h in enumerate(hashes):
             out.append(f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else ""))
         out.extend(_via_lines(pkg.via))
+        if pkg.yanked is not None:
+            out.append(
+                f"    # warning: yanked release{': ' + ' '.join(pkg.yanked.split()) if pkg.yanked else ''}"
+            )
     return "\n".join(out) + "\n"
 
 

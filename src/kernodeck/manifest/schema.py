@@ -222,6 +222,8 @@ class Index(_Model):
     """`simple` (PEP 503/691) or `find-links` (a flat folder or page of files)."""
     packages: list[ProjectName] = []
     """Projects taken only from this index (and never from another)."""
+    platforms: list[Name] = []
+    """Only on these platforms (empty: every platform, unless a platform's `indexes` names it)."""
 
 
 class Packages(_Model):
@@ -286,6 +288,8 @@ class Platform(_Model):
     """torch compute backend: its builds come from the matching PyTorch index."""
     markers: dict[str, str] = {}
     """Overrides of environment marker values for this platform."""
+    indexes: list[Name] = []
+    """Indexes used on this platform only (like listing it in each index's `platforms`)."""
 
 
 class Gpu(_Model):
@@ -507,6 +511,31 @@ class Manifest(_Model):
     def get_platform(self, name: str) -> Platform | None:
         return next((p for p in self.platform if p.name == name), None)
 
+    def index_platforms(self, index: str) -> frozenset[str]:
+        """The platforms an index is restricted to (its `platforms` and every platform whose
+        `indexes` names it); empty: every platform."""
+        ix = next((i for i in self.packages.index if i.name == index), None)
+        named = {p.name for p in self.platform if index in p.indexes}
+        return frozenset([*(ix.platforms if ix else []), *named])
+
+    def packages_for(self, platform: str) -> Packages:
+        """`[packages]` as one platform sees it: without the indexes restricted to other platforms
+        (and the `sources` entries that name them)."""
+        keep = [
+            ix
+            for ix in self.packages.index
+            if not self.index_platforms(ix.name) or platform in self.index_platforms(ix.name)
+        ]
+        if len(keep) == len(self.packages.index):
+            return self.packages
+        names = {ix.name for ix in keep}
+        return self.packages.model_copy(
+            update={
+                "index": keep,
+                "sources": {k: v for k, v in self.packages.sources.items() if v in names},
+            }
+        )
+
 
 def unfingerprinted(m: Manifest) -> list[tuple[tuple[str | int, ...], str]]:
     """(location, "data 'NAME'") of every data and local weights entry whose sha256 is not
@@ -578,8 +607,24 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
     for i in defaults[1:]:
         out.append((("packages", "index", i, "default"), "only one index may be the default"))
     names = {ix.name for ix in m.packages.index}
+    platform_names = {p.name for p in m.platform}
     owner: dict[str, str] = {}
     for i, ix in enumerate(m.packages.index):
+        for j, pname in enumerate(ix.platforms):
+            if pname not in platform_names:
+                out.append(
+                    (
+                        ("packages", "index", i, "platforms", j),
+                        f"unknown platform {pname!r} (platforms: {', '.join(sorted(platform_names))})",
+                    )
+                )
+        if ix.default and m.index_platforms(ix.name):
+            out.append(
+                (
+                    ("packages", "index", i, "platforms"),
+                    "the default index serves every platform; give a per-platform index no `default`",
+                )
+            )
         if ix.url is None and not ix.default:
             out.append(
                 (
@@ -589,7 +634,7 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             )
         for j, pkg in enumerate(ix.packages):
             project = canonicalize_name(pkg)
-            if project in owner and owner[project] != ix.name:
+            if project in owner and owner[project] != ix.name and not _disjoint(m, owner[project], ix.name):
                 out.append(
                     (
                         ("packages", "index", i, "packages", j),
@@ -609,6 +654,12 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             out.append((("packages", "sources", pkg), str(e)))
 
     for i, p in enumerate(m.platform):
+        for j, ixname in enumerate(p.indexes):
+            if ixname not in names:
+                known = ", ".join(sorted(names)) or "none declared"
+                out.append(
+                    (("platform", i, "indexes", j), f"unknown index {ixname!r} (declared indexes: {known})")
+                )
         b = parse_backend(p.backend) if p.backend else None
         if b is not None and b.kind == "mps" and p.os != "macos":
             out.append((("platform", i, "backend"), "backend 'mps' exists only on os = 'macos'"))
@@ -680,6 +731,12 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             if o.min is not None and o.max is not None and o.min > o.max:
                 out.append(((*loc, "min"), f"min {o.min} is greater than max {o.max}"))
     return out
+
+
+def _disjoint(m: Manifest, a: str, b: str) -> bool:
+    """Two indexes that never serve the same platform (each restricted, no platform in common)."""
+    pa, pb = m.index_platforms(a), m.index_platforms(b)
+    return bool(pa) and bool(pb) and not (pa & pb)
 
 
 _MARKER_KEYS = {
