@@ -27,7 +27,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -36,6 +36,7 @@ from kernodeck import bundlesums, selfwheel
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fsio import atomic_write_bytes
 from kernodeck.gitstate import git_state, later_commits_touch_only_kernodeck_files
+from kernodeck.index.sources import locker_pip_settings
 from kernodeck.lockfile.names import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
@@ -133,13 +134,15 @@ MIRROR_VARIABLES = (
 )
 
 
-def mirror_urls(environ: Mapping[str, str], declared: list[str]) -> list[str]:
+def mirror_urls(environ: Mapping[str, str], declared: list[str], configured: Iterable[str] = ()) -> list[str]:
     """The author's package locations that the manifest does not declare: the URLs in the
-    variables above (`NAME=URL` entries of KERNODECK_MIRRORS too). The bundle replaces them."""
+    variables above (`NAME=URL` entries of KERNODECK_MIRRORS too) and in pip's configuration
+    (`configured`). The bundle replaces them."""
     keep = {u.rstrip("/") for u in declared}
     out: list[str] = []
-    for var in MIRROR_VARIABLES:
-        for item in environ.get(var, "").replace(",", " ").split():
+    values = [environ.get(var, "") for var in MIRROR_VARIABLES] + list(configured)
+    for value in values:
+        for item in value.replace(",", " ").split():
             url = item.split("=", 1)[1] if "=" in item and "://" not in item.split("=", 1)[0] else item
             if "://" in url and url.rstrip("/") not in keep:
                 out.append(url)
@@ -713,7 +716,11 @@ def write_bundle(
         credential_names=creds,
         extra_paths=[(out_path.absolute(), "<bundle>")],
         home=home,
-        mirrors=mirror_urls(env, [i.url for i in m.packages.index if i.url]),
+        mirrors=mirror_urls(
+            env,
+            [i.url for i in m.packages.index if i.url],
+            [setting.value for setting in locker_pip_settings() if "***" not in setting.value],
+        ),
     )
     result = BundleResult(out=out_path)
     plan = _Plan()
