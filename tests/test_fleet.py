@@ -293,7 +293,7 @@ def test_rank_with_another_interpreter_fails_every_rank_and_names_the_package(
     by_ranks = {tuple(row["ranks"]): row["values"] for row in packages["rows"]}
     assert by_ranks[(0, 1)]["dist:fleetpkg"] == "1.0"
     assert by_ranks[(2,)]["dist:fleetpkg"] == "2.0"
-    assert packages["status"] == {"passed": [0, 1], "failed": [2]}
+    assert packages["status"] == {"warning": [0, 1], "failed": [2]}  # warning: main's unlocked dists
     assert sorted(data["reports"]) == ["0", "1", "2"]
     assert data["reports"]["2"]["kind"] == "verify"
     interp = next(la for la in data["layers"] if la["layer"] == "interpreter")
@@ -419,3 +419,34 @@ def test_require_fleet_inside_a_torchrun_script_uses_its_group(
     if differs:
         assert "ranks disagree on data" in ranks.stdout(0)
         assert "the fleet disagrees; see rank 0" in ranks.stdout(1)
+
+
+def test_rank_whose_verify_raised_reports_its_first_error(fleet: Fleet, tmp_path: Path) -> None:
+    empty = tmp_path / "no-manifest"
+    empty.mkdir()
+    ranks = _launch(fleet, tmp_path / "out", timeout=60, env={"FLEET_DIR_2": str(empty)})
+    assert [ranks.rc(r) for r in range(3)] == ["1", "1", "1"]
+    report = ranks.stdout(0)
+    first = next(line for line in report.splitlines() if line.startswith("  rank 2 (")).lower()
+    assert "repro.toml" in first
+    assert "not run on ranks 2" in report
+
+
+def test_fleet_outside_a_launcher_is_a_usage_error(tmp_path: Path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "MASTER_ADDR", "MASTER_PORT")
+    }
+    (tmp_path / "repro.toml").write_text("schema-version = 1\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernodeck", "verify", "--fleet", "--only", "data"],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "--fleet needs RANK and WORLD_SIZE" in proc.stderr
+    assert "Traceback" not in proc.stderr

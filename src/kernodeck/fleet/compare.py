@@ -123,6 +123,17 @@ def summary_line(cmp: dict[str, Any]) -> str:
     return f"FLEET FAILED ({n} ranks): " + "; ".join(parts)
 
 
+def _value(v: Any, limit: int = 72) -> str:
+    text = "-" if v is None else str(v)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _table(w: Any, table: list[list[str]], indent: str = "") -> None:
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        w(indent + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() + "\n")
+
+
 def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
     """The fleet report as plain text (one screen for a healthy fleet)."""
     out = file if file is not None else sys.stdout
@@ -133,12 +144,14 @@ def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
     for m in cmp["missing"]:
         where = f" on {m['host']}" if m.get("host") else ""
         w(f"  MISSING rank {m['rank']}{where}: {m['stage']}\n")
-    w("\nlayer         passed on all   ranks agree\n")
+    rows = [["layer", "passed on all", "ranks agree"]]
     for la in cmp["layers"]:
         bad = {k: v for k, v in la["status"].items() if k in ("failed", "not run")}
         passed = "yes" if not bad else "; ".join(f"{k} on ranks {_ranks_text(v)}" for k, v in bad.items())
         agree = "yes" if la["agree"] else f"no ({len(la['groups'])} groups)"
-        w(f"{la['layer']:<13} {passed:<15} {agree}\n")
+        rows.append([la["layer"], passed, agree])
+    w("\n")
+    _table(w, rows)
     for la in cmp["layers"]:
         if la["agree"]:
             continue
@@ -153,21 +166,26 @@ def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
                     str(row["node"]),
                     row["host"],
                     _ranks_text(row["ranks"]) + mark,
-                    *(("(not run)" if row["layer_not_run"] else str(row["values"].get(f))) for f in facts),
+                    *(("(not run)" if row["layer_not_run"] else _value(row["values"].get(f))) for f in facts),
                 ]
             )
-        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-        for r in table:
-            w("  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() + "\n")
+        _table(w, table, indent="  ")
     errs = [r for r in cmp["ranks"] if r["first_error"]]
     if errs:
         w("\nfirst error by rank\n")
         for r in errs:
             w(f"  rank {r['rank']} ({r['host']}): {r['first_error']}\n")
+    ex = cmp.get("exchange")
+    if ex:
+        w(
+            f"\nexchange: {ex['bytes']} bytes (digests {ex['digest_bytes']}, plan {ex['plan_bytes']} x "
+            f"{len(cmp['ranks'])}, facts {ex['facts_bytes']} from {ex['ranks_sending_facts']} ranks), "
+            f"{ex['seconds']} s ({ex['seconds_after_last_digest']} s after the last digest)\n"
+        )
     if cmp.get("collective"):
         c = cmp["collective"]
         w(
-            f"\n{c['backend']} all-reduce: {c.get('status')}"
+            f"{c['backend']} all-reduce: {c.get('status')}"
             + (f", {c['detail']}" if c.get("detail") else "")
             + "\n"
         )

@@ -193,9 +193,6 @@ def _plan(digests: dict[int, dict[str, Any]], want_reports: bool) -> dict[str, A
                 for r in rs if d != majority else rs[:1]:
                     if d != "-":
                         send.setdefault(r, []).append(layer)
-    if want_reports:
-        for r in digests:
-            send.setdefault(r, [])
     return {"send": {str(r): v for r, v in sorted(send.items())}, "groups": groups, "reports": want_reports}
 
 
@@ -222,10 +219,12 @@ def exchange(
         if not ch.wait_key("plan", time.monotonic() + timeout):
             missing = [_missing(ch, r) for r in range(n) if not ch.has(f"digest/{r}")]
             if not any(m["rank"] == 0 for m in missing):
-                missing.append({"rank": 0, "joined": True, "stage": "did not publish the fleet plan"})
+                missing.append(
+                    {"rank": 0, "joined": True, "stage": "alive, but did not publish the fleet plan in time"}
+                )
             return Outcome(False, ident.rank, missing, _missing_text(missing, timeout))
         (plan,) = ch.get_many(["plan"])
-        req = plan["send"].get(str(ident.rank))
+        req = plan["send"].get(str(ident.rank), [] if plan["reports"] else None)
         if req is not None and report is not None:
             facts = layer_facts(report)
             body: dict[str, Any] = {"facts": {la: facts.get(la, {}) for la in req}}
@@ -237,9 +236,11 @@ def exchange(
         ch.bump("n:ack")
         return Outcome(bool(plan["ok"]), ident.rank, plan["missing"], plan["message"])
 
-    # rank 0: collect, plan, compare
-    deadline = time.monotonic() + timeout
+    # rank 0: collect, plan, compare. It names the missing ranks at 0.8 x timeout, so that its plan
+    # reaches the others before their own deadline (they wait the whole timeout for it).
+    deadline = time.monotonic() + 0.8 * timeout
     ch.wait_count("n:digest", n, deadline)
+    all_in = time.monotonic()
     present = [r for r in range(n) if r == 0 or ch.has(f"digest/{r}")]
     missing = [_missing(ch, r) for r in range(n) if r not in present]
     digests = dict(zip(present, ch.get_many([f"digest/{r}" for r in present]), strict=True))
@@ -248,16 +249,16 @@ def exchange(
     ok = not missing and agree and all(m["ok"] for m in digests.values())
     message = _missing_text(missing, timeout) if missing else ""
     plan.update(ok=ok, missing=missing, message=message)
-    plan_bytes = ch.put("plan", plan)
+    # what the other ranks read: O(differences), never a list of every rank
+    plan_bytes = ch.put("plan", {k: plan[k] for k in ("ok", "missing", "message", "send", "reports")})
 
     fulls: dict[int, dict[str, Any]] = {}
-    senders = [int(r) for r in plan["send"]]
-    for r in senders:
-        if r == 0:
-            facts = layer_facts(report) if report is not None else {}
-            fulls[0] = {"facts": {la: facts.get(la, {}) for la in plan["send"]["0"]}}
-            if want_reports:
-                fulls[0]["report"] = json.loads(report.to_json()) if report is not None else None
+    senders = sorted({int(r) for r in plan["send"]} | (set(present) if want_reports else set()))
+    if 0 in senders:
+        facts = layer_facts(report) if report is not None else {}
+        fulls[0] = {"facts": {la: facts.get(la, {}) for la in plan["send"].get("0", [])}}
+        if want_reports:
+            fulls[0]["report"] = json.loads(report.to_json()) if report is not None else None
     others = [r for r in senders if r != 0]
     deadline = time.monotonic() + timeout
     got = [r for r in others if ch.wait_key(f"full/{r}", deadline)]
@@ -268,7 +269,9 @@ def exchange(
     if late:
         ok = False
         message = _missing_text(missing, timeout)
-    ch.wait_count("n:ack", len(present) - 1, time.monotonic() + timeout)  # the store outlives the readers
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" and not group_initialized():
+        # rank 0 hosts the store (srun): it stays up until every rank has read the plan
+        ch.wait_count("n:ack", len(present) - 1, time.monotonic() + timeout)
 
     from kernodeck.fleet.compare import compare
 
@@ -281,8 +284,9 @@ def exchange(
         "digest_bytes": digest_bytes,
         "plan_bytes": plan_bytes,
         "facts_bytes": full_bytes,
-        "ranks_sending_facts": len([r for r in senders]),
+        "ranks_sending_facts": len(senders),
         "seconds": round(time.monotonic() - started, 3),
+        "seconds_after_last_digest": round(time.monotonic() - all_in, 3),
     }
     return Outcome(ok, 0, missing, message, comparison)
 
