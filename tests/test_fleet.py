@@ -23,6 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from kernodeck.fleet.exchange import _plan
+from kernodeck.fleet.facts import digest, layer_facts
+from kernodeck.report import Report
 from tests.fixtures.index_factory import build_wheel_bytes
 
 pytestmark = [
@@ -450,3 +453,57 @@ def test_fleet_outside_a_launcher_is_a_usage_error(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "--fleet needs RANK and WORLD_SIZE" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_ranks_started_without_torchrun_like_srun(fleet: Fleet, tmp_path: Path) -> None:
+    # srun sets RANK/WORLD_SIZE (here directly) and no torchrun agent: rank 0 hosts the store
+    out = tmp_path / "out"
+    out.mkdir()
+    port = _free_port()
+    procs = []
+    for r in range(3):
+        env = _env(fleet, out, 60, {})
+        env.update(
+            RANK=str(r), WORLD_SIZE="3", LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+        )
+        procs.append(subprocess.Popen([str(fleet.wrapper)], env=env))
+    try:
+        for p in procs:
+            p.wait(timeout=LAUNCH_TIMEOUT)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=30)
+    ranks = Ranks(out)
+    assert [ranks.rc(r) for r in range(3)] == ["0", "0", "0"], ranks.stderr(0) + ranks.stderr(1)
+    assert "FLEET OK: 3 ranks" in ranks.stdout(0)
+
+
+def _report(steps: list[dict[str, object]], inventory: dict[str, object] | None = None) -> Report:
+    return Report.model_validate({"steps": steps, "inventory": inventory or {}})
+
+
+def test_layer_digest_ignores_timings_and_sees_versions() -> None:
+    step = {"layer": "data", "name": "data:x", "status": "passed", "observed": "abc"}
+    a = layer_facts(_report([{**step, "seconds": 0.1}]))
+    b = layer_facts(_report([{**step, "seconds": 9.0}]))
+    assert digest(a["data"]) == digest(b["data"])
+    inv = {"distributions": [{"name": "foo", "version": "1.0"}]}
+    pk = {"layer": "packages", "name": "pins", "status": "passed"}
+    one = layer_facts(_report([pk], inv))["packages"]
+    two = layer_facts(_report([pk], {"distributions": [{"name": "foo", "version": "2.0"}]}))["packages"]
+    assert one["dist:foo"] == "1.0" and two["dist:foo"] == "2.0"
+    assert digest(one) != digest(two)
+
+
+def test_plan_asks_only_the_minority_and_one_representative() -> None:
+    def msg(d: str) -> dict[str, object]:
+        return {"digests": {"data": "same", "packages": d}}
+
+    digests = {r: msg("a") for r in range(6)} | {4: msg("b"), 5: {"digests": {"data": "same"}}}
+    plan = _plan(digests, want_reports=False)
+    assert plan["send"] == {"0": ["packages"], "4": ["packages"]}  # rank 5 ran no packages layer
+    groups = plan["groups"]["packages"]
+    assert [(g["ranks"], g["majority"]) for g in groups] == [([0, 1, 2, 3], True), ([4], False), ([5], False)]
+    assert [g["ranks"] for g in plan["groups"]["data"]] == [[0, 1, 2, 3, 4, 5]]
