@@ -239,9 +239,10 @@ def exchange(
     # rank 0: collect, plan, compare. It names the missing ranks at 0.8 x timeout, so that its plan
     # reaches the others before their own deadline (they wait the whole timeout for it).
     deadline = time.monotonic() + 0.8 * timeout
-    ch.wait_count("n:digest", n, deadline)
+    everyone = ch.wait_count("n:digest", n, deadline)
     all_in = time.monotonic()
-    present = [r for r in range(n) if r == 0 or ch.has(f"digest/{r}")]
+    # one request per rank only when some are missing, to name them
+    present = list(range(n)) if everyone else [r for r in range(n) if r == 0 or ch.has(f"digest/{r}")]
     missing = [_missing(ch, r) for r in range(n) if r not in present]
     digests = dict(zip(present, ch.get_many([f"digest/{r}" for r in present]), strict=True))
     plan = _plan(digests, want_reports)
