@@ -10,7 +10,8 @@ layer. The verify itself is the data layer only (`--only data --no-compute`), so
 those of the exchange, not of the probes. Columns: bytes exchanged (joins + digests + the plan
 read by every rank + facts of the differing layer), the exchange time seen by rank 0 (from its
 own digest to the end, which includes waiting for the slowest rank's verify), the time after the
-last digest arrived (the protocol itself), and the wall time of the whole torchrun launch.
+last digest arrived (the protocol itself), the time to form the gloo group and all-reduce the
+verdict, and the wall time of the whole torchrun launch.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def run(n: int, differ: bool, work: Path, timeout: float) -> dict[str, float]:
     wall = time.perf_counter() - t0
     text = (out / "out.0").read_text()
     m = EXCHANGE.search(text)
-    if m is None:
+    g = re.search(r"gloo all-reduce: ok, group formed and verdict all-reduced in ([\d.]+) s", text)
+    if m is None or g is None:
         raise SystemExit(f"no exchange line for n={n}:\n{text}\n{(out / 'err.0').read_text()}")
     return {
         "bytes": int(m.group(1)),
@@ -101,6 +103,7 @@ def run(n: int, differ: bool, work: Path, timeout: float) -> dict[str, float]:
         "senders": int(m.group(6)),
         "exchange_s": float(m.group(7)),
         "protocol_s": float(m.group(8)),
+        "gloo_s": float(g.group(1)),
         "wall_s": wall,
     }
 
@@ -121,7 +124,7 @@ def main() -> None:
         (work / "wrapper.sh").chmod(0o755)
         rows = []
         print(f"fleet exchange on {os.cpu_count()} CPUs (gloo, torchrun, 127.0.0.1)\n")
-        head = f"{'ranks':>5} {'case':<11} {'bytes':>7} {'digests':>8} {'plan':>5} {'facts':>6} {'senders':>7} {'exchange s':>10} {'protocol s':>10} {'launch s':>8}"
+        head = f"{'ranks':>5} {'case':<11} {'bytes':>7} {'digests':>8} {'plan':>5} {'facts':>6} {'senders':>7} {'exchange s':>10} {'protocol s':>10} {'gloo s':>6} {'launch s':>8}"
         print(head)
         for n in sizes:
             for differ in (False, True):
@@ -130,7 +133,7 @@ def main() -> None:
                 case = "one differs" if differ else "agree"
                 print(
                     f"{n:>5} {case:<11} {r['bytes']:>7} {r['digest']:>8} {r['plan']:>5} {r['facts']:>6} "
-                    f"{r['senders']:>7} {r['exchange_s']:>10.3f} {r['protocol_s']:>10.3f} {r['wall_s']:>8.1f}",
+                    f"{r['senders']:>7} {r['exchange_s']:>10.3f} {r['protocol_s']:>10.3f} {r['gloo_s']:>6.3f} {r['wall_s']:>8.1f}",
                     flush=True,
                 )
         # model: bytes = N x (join + digest + plan) + facts of the differing ranks

@@ -75,6 +75,7 @@ def _collective(
         ok = int(flag.item()) == 0
         info["status"] = "ok"
         info["seconds"] = round(time.monotonic() - started, 3)
+        info["detail"] = f"group formed and verdict all-reduced in {info['seconds']} s"
         if backend == "nccl":
             info.update(_nccl_allreduce(ident))
             if info.get("nccl_status") != "ok":
