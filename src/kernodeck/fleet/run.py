@@ -151,7 +151,16 @@ def run_cli(
         return 1
     ch = join(ident, store)
     report, error = _verify(verify_fn)
-    out = exchange(ident, store, report, error, timeout=timeout, want_reports=json_out is not None, joined=ch)
+    try:
+        out = exchange(
+            ident, store, report, error, timeout=timeout, want_reports=json_out is not None, joined=ch
+        )
+    except Exception as e:  # the store went away (under srun rank 0 hosts it): fail, never hang
+        print(
+            f"kernodeck fleet: rank {ident.rank}: FLEET FAILED: the exchange broke: {_first(e)}",
+            file=sys.stderr,
+        )
+        return 1
     ok = out.ok
     info: dict[str, Any] | None = None
     if not out.missing and not group_initialized():
@@ -185,7 +194,10 @@ def require_in_group(verify_fn: Callable[[], Report], *, timeout: float = 120.0)
     store = open_store(ident, timeout)
     ch = join(ident, store)
     report, error = _verify(verify_fn)
-    out: Outcome = exchange(ident, store, report, error, timeout=timeout, joined=ch)
+    try:
+        out: Outcome = exchange(ident, store, report, error, timeout=timeout, joined=ch)
+    except Exception as e:
+        raise CheckFailed(f"FLEET FAILED (rank {ident.rank}): the exchange broke: {_first(e)}") from None
     if not out.ok:
         context = [out.message] if out.message else []
         if out.comparison is not None:
