@@ -507,3 +507,23 @@ def test_plan_asks_only_the_minority_and_one_representative() -> None:
     groups = plan["groups"]["packages"]
     assert [(g["ranks"], g["majority"]) for g in groups] == [([0, 1, 2, 3], True), ([4], False), ([5], False)]
     assert [g["ranks"] for g in plan["groups"]["data"]] == [[0, 1, 2, 3, 4, 5]]
+
+
+def test_require_fleet_without_a_group_is_the_plain_require(tmp_path: Path) -> None:
+    from kernodeck.api import require
+    from kernodeck.errors import CheckFailed
+
+    data = b"shard\n"
+    (tmp_path / "train.bin").write_bytes(data)
+    (tmp_path / "repro.toml").write_text(
+        'schema-version = 1\n[reference]\nname = "solo"\nid = "1"\n[python]\nversion = "3.11"\n'
+        '[packages]\nrequirements = []\n[[data]]\nname = "train"\npath = "train.bin"\n'
+        f'sha256 = "{hashlib.sha256(data).hexdigest()}"\n'
+        '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'
+    )
+    report = require(tmp_path / "repro.toml", fleet=True, only=["data"], compute=False)
+    assert report.ok and [s.name for s in report.steps] == ["data:train"]
+    (tmp_path / "train.bin").write_bytes(b"other\n")
+    with pytest.raises(CheckFailed) as info:
+        require(tmp_path / "repro.toml", fleet=True, only=["data"], compute=False)
+    assert "FLEET" not in info.value.message and "data:train" in " ".join(info.value.context)
