@@ -55,7 +55,7 @@ if [ "$mode" = "script" ]; then
   "$py" "$FLEET_SCRIPT" > "$out/out.$RANK" 2> "$out/err.$RANK"
 else
   "$py" -m kernodeck verify --fleet --no-compute --only "$FLEET_LAYERS" \\
-    --fleet-timeout "$FLEET_TIMEOUT" $extra > "$out/out.$RANK" 2> "$out/err.$RANK"
+    --fleet-timeout "$FLEET_TIMEOUT" $FLEET_ARGS $extra > "$out/out.$RANK" 2> "$out/err.$RANK"
 fi
 rc=$?
 echo $rc > "$out/rc.$RANK"
@@ -422,6 +422,8 @@ def test_require_fleet_inside_a_torchrun_script_uses_its_group(
     if differs:
         assert "ranks disagree on data" in ranks.stdout(0)
         assert "the fleet disagrees; see rank 0" in ranks.stdout(1)
+        assert ranks.stderr(0).count("kernodeck fleet verify: 3 ranks") == 1  # the report, on rank 0
+        assert "kernodeck fleet verify" not in ranks.stderr(1) + ranks.stderr(2)
 
 
 def test_rank_whose_verify_raised_reports_its_first_error(fleet: Fleet, tmp_path: Path) -> None:
@@ -527,3 +529,10 @@ def test_require_fleet_without_a_group_is_the_plain_require(tmp_path: Path) -> N
     with pytest.raises(CheckFailed) as info:
         require(tmp_path / "repro.toml", fleet=True, only=["data"], compute=False)
     assert "FLEET" not in info.value.message and "data:train" in " ".join(info.value.context)
+
+
+def test_nccl_backend_without_devices_fails_every_rank(fleet: Fleet, tmp_path: Path) -> None:
+    ranks = _launch(fleet, tmp_path / "out", timeout=60, env={"FLEET_ARGS": "--fleet-backend nccl"})
+    assert [ranks.rc(r) for r in range(3)] == ["1", "1", "1"], ranks.stdout(0) + ranks.stderr(0)
+    assert "nccl all-reduce: failed" in ranks.stdout(0)
+    assert "3 ranks passed and agree" not in ranks.stdout(0)

@@ -120,6 +120,9 @@ def summary_line(cmp: dict[str, Any]) -> str:
     differ = [la["layer"] for la in cmp["layers"] if not la["agree"]]
     if differ:
         parts.append("ranks disagree on " + ", ".join(differ))
+    coll = cmp.get("collective") or {}
+    if coll.get("status") == "failed":
+        parts.append(f"{coll['backend']} all-reduce failed")
     return f"FLEET FAILED ({n} ranks): " + "; ".join(parts)
 
 

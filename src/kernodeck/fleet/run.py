@@ -201,6 +201,7 @@ def require_in_group(verify_fn: Callable[[], Report], *, timeout: float = 120.0)
     if not out.ok:
         context = [out.message] if out.message else []
         if out.comparison is not None:
+            render(out.comparison, sys.stderr)  # rank 0: the fleet report, once
             context = [r["first_error"] for r in out.comparison["ranks"] if r["first_error"]][:10] + context
             msg = summary_line(out.comparison)
         else:
