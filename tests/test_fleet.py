@@ -536,3 +536,11 @@ def test_nccl_backend_without_devices_fails_every_rank(fleet: Fleet, tmp_path: P
     assert [ranks.rc(r) for r in range(3)] == ["1", "1", "1"], ranks.stdout(0) + ranks.stderr(0)
     assert "nccl all-reduce: failed" in ranks.stdout(0)
     assert "3 ranks passed and agree" not in ranks.stdout(0)
+
+
+def test_missing_rank_0_is_named_by_the_others(fleet: Fleet, tmp_path: Path) -> None:
+    ranks = _launch(fleet, tmp_path / "out", timeout=TIMEOUT, env={"FLEET_MODE_0": "absent"})
+    assert ranks.rc(0) == "absent"
+    for r in (1, 2):
+        assert ranks.rc(r) == "1"
+        assert f"rank {r}: FLEET FAILED: missing after {TIMEOUT} s: rank 0 (never joined)" in ranks.stderr(r)
