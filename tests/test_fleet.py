@@ -265,6 +265,7 @@ def test_three_ranks_same_environment_pass_with_one_report(fleet: Fleet, tmp_pat
     for layer in ("interpreter", "packages", "data"):
         assert any(line.split()[:3] == [layer, "yes", "yes"] for line in report.splitlines()), report
     assert "gloo all-reduce: ok" in report
+    assert "environment probes: 1 for 3 ranks" in report  # one host, one interpreter: one probe
 
 
 def test_rank_with_another_interpreter_fails_every_rank_and_names_the_package(
@@ -280,6 +281,7 @@ def test_rank_with_another_interpreter_fails_every_rank_and_names_the_package(
     assert [ranks.rc(r) for r in range(3)] == ["1", "1", "1"], ranks.stdout(0) + ranks.stderr(0)
     report = ranks.stdout(0)
     assert "ranks disagree on packages" in report
+    assert "environment probes: 2 for 3 ranks" in report  # venv-a shared by ranks 0-1, venv-b
     table = report.split("packages: ", 1)[1]
     assert "dist:fleetpkg" in table
     rows = {line.split()[2]: line for line in table.splitlines()[2:4]}

@@ -103,7 +103,7 @@ def verify(
 
         sys.exit(
             run_cli(
-                lambda: run(
+                lambda **kw: run(
                     manifest,
                     python=python,
                     platform=platform,
@@ -112,10 +112,13 @@ def verify(
                     strict=strict,
                     compute=not no_compute,
                     rehash=rehash,
+                    **kw,
                 ),
                 json_out=json_out,
                 timeout=fleet_timeout,
                 backend=fleet_backend,
+                python=python,
+                rehash=rehash,
             )
         )
     report = run(

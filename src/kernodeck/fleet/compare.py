@@ -185,6 +185,10 @@ def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
             f"{len(cmp['ranks'])}, facts {ex['facts_bytes']} from {ex['ranks_sending_facts']} ranks), "
             f"{ex['seconds']} s ({ex['seconds_after_last_digest']} s after the last digest)\n"
         )
+        if ex.get("environment_probes"):
+            w(
+                f"environment probes: {ex['environment_probes']} for {len(cmp['ranks'])} ranks (shared per host and interpreter)\n"
+            )
     if cmp.get("collective"):
         c = cmp["collective"]
         w(

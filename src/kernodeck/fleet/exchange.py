@@ -288,6 +288,7 @@ def exchange(
         "ranks_sending_facts": len(senders),
         "seconds": round(time.monotonic() - started, 3),
         "seconds_after_last_digest": round(time.monotonic() - all_in, 3),
+        "environment_probes": ch.count("n:probe-runs"),
     }
     return Outcome(ok, 0, missing, message, comparison)
 

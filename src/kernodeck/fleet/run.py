@@ -127,11 +127,13 @@ def _first(e: BaseException) -> str:
 
 
 def run_cli(
-    verify_fn: Callable[[], Report],
+    verify_fn: Callable[..., Report],
     *,
     json_out: str | None,
     timeout: float,
     backend: str = "gloo",
+    python: str | None = None,
+    rehash: bool = False,
 ) -> int:
     """The whole `verify --fleet` on one rank; returns the exit status (the fleet verdict)."""
     if timeout <= 0:
@@ -150,7 +152,14 @@ def run_cli(
         print(f"kernodeck fleet: rank {ident.rank}: FLEET FAILED: {e}", file=sys.stderr)
         return 1
     ch = join(ident, store)
-    report, error = _verify(verify_fn)
+
+    def verify_shared() -> Report:
+        # ranks on one host with one interpreter share the environment probe
+        from kernodeck.fleet.probe import make
+
+        return verify_fn(probe=make(python, rehash, ch, ident))
+
+    report, error = _verify(verify_shared)
     try:
         out = exchange(
             ident, store, report, error, timeout=timeout, want_reports=json_out is not None, joined=ch
