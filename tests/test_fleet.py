@@ -546,3 +546,34 @@ def test_missing_rank_0_is_named_by_the_others(fleet: Fleet, tmp_path: Path) -> 
     for r in (1, 2):
         assert ranks.rc(r) == "1"
         assert f"rank {r}: FLEET FAILED: missing after {TIMEOUT} s: rank 0 (never joined)" in ranks.stderr(r)
+
+
+def test_shared_probe_runs_once_and_keeps_each_ranks_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch.distributed import HashStore
+
+    from kernodeck.fleet.exchange import Channel
+    from kernodeck.fleet.facts import Identity
+    from kernodeck.fleet.probe import SharedProbe, probe_runs
+    from kernodeck.probe.runner import ProbeRequest, RealProbe
+
+    store = HashStore()
+    ch = Channel(store, "t/")
+    request = ProbeRequest(records=False, torch=False, compute=False, smi=False)
+
+    def probe(rank: int) -> SharedProbe:
+        ident = Identity(rank=rank, world_size=2, local_rank=rank, node=0, host="h")
+        return SharedProbe(RealProbe(sys.executable), ch, ident, wait=60)
+
+    first, second = probe(0), probe(1)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    facts0 = first.collect(request)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    facts1 = second.collect(request)
+    assert (first.shared_from, second.shared_from) == (True, False)
+    assert probe_runs(ch) == 1
+    assert facts0.env["CUDA_VISIBLE_DEVICES"] == "0" and facts1.env["CUDA_VISIBLE_DEVICES"] == "1"
+    assert facts1.interpreter == facts0.interpreter and facts1.dists() == facts0.dists()
+
+    other = SharedProbe(RealProbe(sys.executable), ch, Identity(2, 3, 0, 1, "elsewhere"), wait=60)
+    other.collect(request)
+    assert other.shared_from is True and probe_runs(ch) == 2  # another host probes for itself

@@ -25,8 +25,9 @@ from kernodeck.probe.runner import ProbeFailed, ProbeRequest, RealProbe
 class SharedProbe:
     """A RealProbe whose environment probe is shared by the ranks of one host and interpreter."""
 
-    def __init__(self, inner: RealProbe, ch: Channel, ident: Identity) -> None:
+    def __init__(self, inner: RealProbe, ch: Channel, ident: Identity, wait: float) -> None:
         self.inner = inner
+        self.wait = wait  # how long to wait for the claimer's facts before probing here
         self.ch = ch
         self.ident = ident
         self.shared_from: bool | None = None  # True: this rank ran it for others; False: reused
@@ -51,7 +52,7 @@ class SharedProbe:
             self.ch.put(key, {"facts": json.loads(facts.model_dump_json())})
             self.shared_from = True
             return facts
-        if not self.ch.wait_key(key, time.monotonic() + self.inner.timeout + 30):
+        if not self.ch.wait_key(key, time.monotonic() + self.wait):
             return self.inner.collect(request)  # the claimer is gone: probe here
         (got,) = self.ch.get_many([key])
         if "facts" not in got:
@@ -73,8 +74,8 @@ def probe_runs(ch: Channel) -> int:
     return ch.count("n:probe-runs")
 
 
-def make(python: str | None, rehash: bool, ch: Channel, ident: Identity) -> Any:
+def make(python: str | None, rehash: bool, ch: Channel, ident: Identity, wait: float) -> Any:
     from kernodeck.fingerprint import FingerprintCache
 
     cache = FingerprintCache.open(None, rehash=rehash)
-    return SharedProbe(RealProbe(python, cache=cache, rehash=rehash), ch, ident)
+    return SharedProbe(RealProbe(python, cache=cache, rehash=rehash), ch, ident, wait)

@@ -157,7 +157,7 @@ def run_cli(
         # ranks on one host with one interpreter share the environment probe
         from kernodeck.fleet.probe import make
 
-        return verify_fn(probe=make(python, rehash, ch, ident))
+        return verify_fn(probe=make(python, rehash, ch, ident, timeout / 2))
 
     report, error = _verify(verify_shared)
     try:
