@@ -90,12 +90,29 @@ def verify(
             launch.discard(started)  # nothing to do when the probe was taken
 
 
-def require(path: str | os.PathLike[str] = "repro.toml", **kw: object) -> Report:
+def require(
+    path: str | os.PathLike[str] = "repro.toml",
+    *,
+    fleet: bool = False,
+    fleet_timeout: float = 120.0,
+    **kw: object,
+) -> Report:
     """Verify (the interpreter chosen as for `kernodeck verify`: `python=`, else the activated
     venv, else the activated conda environment, else this one), and raise CheckFailed with the
-    report summary, the interpreter checked and the failed steps when any required step failed."""
+    report summary, the interpreter checked and the failed steps when any required step failed.
+
+    `fleet=True` inside a job with an initialised torch.distributed group: every rank verifies,
+    the ranks compare over the group's store (no group is created), and every rank raises when
+    the fleet fails or disagrees (kernodeck.fleet). Without a group it is the plain require."""
     from kernodeck.report import Status
 
+    if fleet:
+        from kernodeck.fleet.exchange import group_initialized
+
+        if group_initialized():
+            from kernodeck.fleet.run import require_in_group
+
+            return require_in_group(lambda: verify(path, **kw), timeout=fleet_timeout)  # type: ignore[arg-type]
     report = verify(path, **kw)  # type: ignore[arg-type]
     if not report.ok:
         failed = [s for s in report.steps if s.status is Status.FAILED and s.required]
