@@ -171,6 +171,11 @@ def read_pins(path: Path) -> dict[str, Version]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return {}
+    return pins_of_text(text)
+
+
+def pins_of_text(text: str) -> dict[str, Version]:
+    """`name==version` lines of a requirements file's text."""
     out: dict[str, Version] = {}
     for line in text.splitlines():
         m = _PIN.match(line.strip())
@@ -432,15 +437,23 @@ def lock_manifest(
             # Nothing could be locked: the error itself, as for a single platform.
             raise _combine_failures([failures[n] for n in names])
         if key is not None and pages is not None and not failures:
+            entry = {
+                "pages": pages,
+                "platforms": {n: dataclasses.asdict(r) for n, r in rendered.items()},
+                "differences": [d.to_json() for d in differences],
+            }
+            # The next run prefers the pins this run writes: record the lock under that run's key
+            # too, so the first re-lock after a lock replays (the resolution, with its own output
+            # preferred, can only come out the same).
+            next_prefs = {n: pins_of_text(rendered[n].text) for n in names}
+            next_key = (
+                None
+                if check
+                else _replay_key(manifest, digests, path.name, names, fmt, next_prefs, mirror_map)
+            )
             with contextlib.suppress(OSError):
-                cache.put_lock_record(
-                    key,
-                    {
-                        "pages": pages,
-                        "platforms": {n: dataclasses.asdict(r) for n, r in rendered.items()},
-                        "differences": [d.to_json() for d in differences],
-                    },
-                )
+                for k in dict.fromkeys(k for k in (key, next_key) if k is not None):
+                    cache.put_lock_record(k, entry)
     return _finish(
         path,
         out_dir,
