@@ -220,7 +220,7 @@ def run_verify(
                                 layer,
                                 "probe",
                                 probe_error or "no facts",
-                                hint="check --python",
+                                hint=f"check that {ctx.python} starts, or pass --python PATH",
                                 details={"cause": "probe-failed"},
                             )
                         ]
