@@ -76,9 +76,11 @@ class CaptureResult:
     notes: list[str] = field(default_factory=list)
     variant: str | None = None
     written: bool = False
+    #: the interpreter observed and why it was chosen (kernodeck.interpreters)
+    interpreter: str | None = None
 
     def render(self) -> str:
-        lines: list[str] = []
+        lines: list[str] = [f"python: {self.interpreter}"] if self.interpreter else []
         if not self.changes:
             lines.append(f"{self.path.name}: nothing changed; reference id stays {self.old_id}")
         else:
@@ -340,7 +342,8 @@ def capture(
     original = dumps_document(doc)
     manifest = loads_manifest(original, str(path))
     folder = path.parent
-    interpreter = choose(python).path
+    chosen = choose(python)
+    interpreter = chosen.path
     notes: list[str] = []
     system = system_probe(interpreter) if system_probe is not None else None
     if system_probe is not None and system is None:
@@ -359,7 +362,13 @@ def capture(
 
     old_id = manifest.reference.id
     result = CaptureResult(
-        path=path, old_id=old_id, new_id=None, changes=changes, notes=notes, variant=variant
+        path=path,
+        old_id=old_id,
+        new_id=None,
+        changes=changes,
+        notes=notes,
+        variant=variant,
+        interpreter=chosen.describe(),
     )
     if not changes:
         if variant:
