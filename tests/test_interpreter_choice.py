@@ -329,6 +329,7 @@ def test_wrong_environment_is_said_once_with_one_folded_step(world: World, activ
     assert later and all(s["status"] == "skipped" for s in later)
     assert all(s["details"]["cause"] == "not-the-project-environment" for s in later)
     assert "resume" not in {s["layer"] for s in data["steps"]}  # nothing declared, nothing skipped
+    assert data["inventory"]["torch"]["status"] == "not-run"  # no `import torch` in the wrong place
     assert "application: - skipped: not run: the packages layer found another environment" in p.stdout
 
 
