@@ -27,8 +27,8 @@ from packaging.version import InvalidVersion, Version
 from tomlkit.container import Container
 from tomlkit.items import Item
 
-from kernodeck.errors import KernodeckError
-from kernodeck.fingerprint import sha256_file
+from kernodeck.errors import KernodeckError, UsageError
+from kernodeck.fingerprint import fingerprint, sha256_file
 from kernodeck.fsio import atomic_write_text
 from kernodeck.gitstate import git_state
 from kernodeck.interpreters import choose
@@ -76,11 +76,15 @@ class CaptureResult:
     notes: list[str] = field(default_factory=list)
     variant: str | None = None
     written: bool = False
+    filled: list[Change] = field(default_factory=list)  # fingerprints recorded for the first time
     #: the interpreter observed and why it was chosen (kernodeck.interpreters)
     interpreter: str | None = None
 
     def render(self) -> str:
         lines: list[str] = [f"python: {self.interpreter}"] if self.interpreter else []
+        if self.filled:
+            lines.append(f"{self.path.name}: {len(self.filled)} fingerprint(s) recorded:")
+            lines.extend(f"  {c.key} = {c.new}" for c in self.filled)
         if not self.changes:
             lines.append(f"{self.path.name}: nothing changed; reference id stays {self.old_id}")
         else:
@@ -250,6 +254,9 @@ def _observe(
                 notes.append(f"config file {cfg.path} not found; its fingerprint was not captured")
     for i, d in enumerate(manifest.data):
         p = folder / d.path
+        if p.is_dir():  # a folder: the digest verify computes (kernodeck.fingerprint)
+            obs[f"data[{i}].sha256"] = fingerprint(p).sha256
+            continue
         if not p.is_file():
             notes.append(f"data {d.name}: {d.path} not found; its fingerprint was not captured")
             continue
@@ -279,6 +286,9 @@ def _observe(
             wp = located
         else:
             wp = folder / w.path
+            if wp.is_dir():
+                obs[f"weights[{i}].sha256"] = fingerprint(wp).sha256
+                continue
             if not wp.is_file():
                 notes.append(f"weights {w.name}: {w.path} not found; its fingerprint was not captured")
                 continue
@@ -333,8 +343,13 @@ def capture(
     system_probe: SystemProbe | None = observe_system,
     today: _dt.date | None = None,
     dry_run: bool = False,
+    only: str | None = None,
 ) -> CaptureResult:
-    """Observe this environment, record what changed in the manifest (or as a variant), write it."""
+    """Observe this environment, record what changed in the manifest (or as a variant), write it.
+
+    A data or weights fingerprint that was not recorded yet (left out, or "") is filled in
+    without a new reference id: the reference did not change, its fingerprint was written down.
+    `only` names one [[data]] or [[weights]] entry: just its fingerprint (and size) is refreshed."""
     path = Path(manifest_path)
     if path.is_dir():
         path = path / "repro.toml"
@@ -345,6 +360,18 @@ def capture(
     chosen = choose(python)
     interpreter = chosen.path
     notes: list[str] = []
+    prefixes: tuple[str, ...] = ()
+    if only is not None:
+        prefixes = tuple(f"data[{i}]." for i, d in enumerate(manifest.data) if d.name == only) + tuple(
+            f"weights[{i}]." for i, w in enumerate(manifest.weights) if w.name == only
+        )
+        if not prefixes:
+            known = sorted({d.name for d in manifest.data} | {w.name for w in manifest.weights})
+            raise UsageError(
+                f"no [[data]] or [[weights]] entry named {only!r} in {path.name}",
+                hint=f"names: {', '.join(known) or 'none declared'}",
+            )
+        system_probe = None
     system = system_probe(interpreter) if system_probe is not None else None
     if system_probe is not None and system is None:
         notes.append(
@@ -352,6 +379,9 @@ def capture(
             f"(`kernodeck doctor --python {interpreter}` says why)"
         )
     observed = _observe(manifest, folder, interpreter, system, notes)
+    if prefixes:
+        observed = {k: v for k, v in observed.items() if k.startswith(prefixes)}
+        notes[:] = [n for n in notes if n.startswith(("data ", "weights ")) and f" {only}:" in n]
 
     changes: list[Change] = []
     for key, new in observed.items():
@@ -361,6 +391,8 @@ def capture(
             changes.append(Change(key, old_plain, new))
 
     old_id = manifest.reference.id
+    fills = [c for c in changes if c.old in (None, "") and c.key.endswith(".sha256")]
+    changes = [c for c in changes if c not in fills]
     result = CaptureResult(
         path=path,
         old_id=old_id,
@@ -368,8 +400,18 @@ def capture(
         changes=changes,
         notes=notes,
         variant=variant,
+        filled=fills,
         interpreter=chosen.describe(),
     )
+    for c in fills:
+        set_value(doc, c.key, c.new)
+    if not changes and fills:
+        text = dumps_document(doc)
+        loads_manifest(text, str(path))  # never write a manifest that does not load
+        if not dry_run:
+            atomic_write_text(path, text)
+            result.written = True
+        return result
     if not changes:
         if variant:
             notes.append(f"nothing differs from the reference; variant {variant!r} was not written")

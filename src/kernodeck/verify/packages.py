@@ -252,20 +252,26 @@ def _wrong_environment_step(missing: list[Pin], pins: int, ctx: Context, lock_na
 
 
 def _stale(lock: LockFile, ctx: Context) -> list[Step]:
-    recorded = lock.manifest_sha256
-    if not recorded:
-        return []
-    try:
-        actual = hashlib.sha256(ctx.manifest_file.read_bytes()).hexdigest()
-    except OSError:
-        return []
-    if actual == recorded:
+    what = "changed"
+    if lock.lock_inputs_sha256 and ctx.platform is not None:
+        from kernodeck.lockinputs import current_lock_inputs
+
+        recorded: str | None = lock.lock_inputs_sha256
+        actual = current_lock_inputs(ctx.manifest_file, ctx.platform.name)
+        what = "changed its lock inputs"
+    else:
+        recorded = lock.manifest_sha256
+        try:
+            actual = hashlib.sha256(ctx.manifest_file.read_bytes()).hexdigest()
+        except OSError:
+            return []
+    if not recorded or actual is None or actual == recorded:
         return []
     return [
         Step.warning(
             LAYER,
             "lock-current",
-            f"{ctx.manifest_file.name} changed since {lock.path.name} was written",
+            f"{ctx.manifest_file.name} {what} since {lock.path.name} was written",
             expected=recorded,
             observed=actual,
             hint=f"kernodeck lock --platform {ctx.platform.name if ctx.platform else 'NAME'}",
