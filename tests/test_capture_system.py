@@ -67,6 +67,7 @@ def test_a_probe_that_cannot_run_is_a_note_not_a_failure(tmp_path: Path) -> None
         n.startswith(f"the system was not observed: the environment probe could not run under {broken}")
         for n in result.notes
     )
+    assert result.render().splitlines()[0] == f"python: {broken} (--python)"
     # a system probe that answers is used as it is
     result = capture(manifest, python=str(broken), system_probe=lambda _p: SystemObservation(), dry_run=True)
     assert not any("the system was not observed" in n for n in result.notes)

@@ -271,6 +271,12 @@ def test_a_bad_python_option_exits_2_without_a_traceback(world: World, tmp_path:
         assert "no interpreter at that path" in p.stderr and "Traceback" not in p.stderr
 
 
+def test_capture_observes_the_activated_venv(world: World) -> None:
+    p = _kernodeck(world, "capture", "--dry-run", env=_env(world, VIRTUAL_ENV=str(world.good)))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _first_line(p.stdout) == f"python: {world.python(world.good)} ({VENV_REASON})"
+
+
 def test_rebuilds_verify_step_checks_the_rebuilt_venv_whatever_is_activated(
     world: World, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -323,6 +329,7 @@ def test_wrong_environment_is_said_once_with_one_folded_step(world: World, activ
     assert later and all(s["status"] == "skipped" for s in later)
     assert all(s["details"]["cause"] == "not-the-project-environment" for s in later)
     assert "resume" not in {s["layer"] for s in data["steps"]}  # nothing declared, nothing skipped
+    assert data["inventory"]["torch"]["status"] == "not-run"  # no `import torch` in the wrong place
     assert "application: - skipped: not run: the packages layer found another environment" in p.stdout
 
 

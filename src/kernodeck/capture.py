@@ -77,9 +77,11 @@ class CaptureResult:
     variant: str | None = None
     written: bool = False
     filled: list[Change] = field(default_factory=list)  # fingerprints recorded for the first time
+    #: the interpreter observed and why it was chosen (kernodeck.interpreters)
+    interpreter: str | None = None
 
     def render(self) -> str:
-        lines: list[str] = []
+        lines: list[str] = [f"python: {self.interpreter}"] if self.interpreter else []
         if self.filled:
             lines.append(f"{self.path.name}: {len(self.filled)} fingerprint(s) recorded:")
             lines.extend(f"  {c.key} = {c.new}" for c in self.filled)
@@ -355,7 +357,8 @@ def capture(
     original = dumps_document(doc)
     manifest = loads_manifest(original, str(path))
     folder = path.parent
-    interpreter = choose(python).path
+    chosen = choose(python)
+    interpreter = chosen.path
     notes: list[str] = []
     prefixes: tuple[str, ...] = ()
     if only is not None:
@@ -391,7 +394,14 @@ def capture(
     fills = [c for c in changes if c.old in (None, "") and c.key.endswith(".sha256")]
     changes = [c for c in changes if c not in fills]
     result = CaptureResult(
-        path=path, old_id=old_id, new_id=None, changes=changes, notes=notes, variant=variant, filled=fills
+        path=path,
+        old_id=old_id,
+        new_id=None,
+        changes=changes,
+        notes=notes,
+        variant=variant,
+        filled=fills,
+        interpreter=chosen.describe(),
     )
     for c in fills:
         set_value(doc, c.key, c.new)

@@ -87,7 +87,8 @@ def fresh_out(base: Path, name: str) -> Path:
 
 def resolve_python(python: str) -> str:
     """A path-like interpreter made absolute (the command runs in the manifest's folder); a bare
-    name is left to PATH. Symlinks are kept: a venv's python must stay inside its venv."""
+    name is left to PATH. Symlinks are kept: a venv's python must stay inside its venv. Which
+    interpreter that is was decided by kernodeck.interpreters (the callers pass its choice)."""
     if os.sep in python or (os.altsep and os.altsep in python):
         return os.path.abspath(python)
     return python

@@ -132,7 +132,11 @@ def bundle(
 )
 @click.option("--note", default=None, help="A note for the variant.")
 @click.option(
-    "--python", "python", default=None, help="The reference environment's interpreter (default: this one)."
+    "--python",
+    "python",
+    default=None,
+    metavar="PATH",
+    help="The reference environment's interpreter (default: the activated venv, else the activated conda environment, else this one).",
 )
 @click.option("--no-system", is_flag=True, help="Do not probe the system (driver, CUDA/ROCm, devices).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")

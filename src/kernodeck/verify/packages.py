@@ -220,6 +220,20 @@ def is_wrong_environment(missing: int, pins: int) -> bool:
     return missing >= WRONG_ENV_MIN and 2 * missing > pins
 
 
+def wrong_environment(facts: Facts, ctx: Context) -> bool:
+    """Whether `check` will find most of the lock missing (decided before the torch probe runs)."""
+    if ctx.platform is None:
+        return False
+    try:
+        lock = read_lockfile(lockfile_path(ctx.manifest_file.parent, ctx.platform.name))
+    except LockfileError:  # reported by `check`
+        return False
+    installed = facts.dists()
+    env = dict(facts.markers)
+    pins = [p for p in lock.pins if p.applies(env)]
+    return is_wrong_environment(sum(1 for p in pins if p.key not in installed), len(pins))
+
+
 def _wrong_environment_step(missing: list[Pin], pins: int, ctx: Context, lock_name: str) -> Step:
     names = [p.name for p in missing]
     return Step.failed(

@@ -194,7 +194,8 @@ def run_verify(
         request = _probe_request(
             manifest, layers, compute, device.torch_device_kind(device.needed_kind(manifest, facts, ctx))
         )
-        if request.torch:
+        # in the wrong environment the layers that need torch are not run: no `import torch` there
+        if request.torch and not (Layer.PACKAGES in layers and packages.wrong_environment(facts, ctx)):
             facts.torch = probe.collect_torch(request)
         report.inventory = inventory(facts)
 
@@ -220,7 +221,7 @@ def run_verify(
                                 layer,
                                 "probe",
                                 probe_error or "no facts",
-                                hint="check --python",
+                                hint=f"check that {ctx.python} starts, or pass --python PATH",
                                 details={"cause": "probe-failed"},
                             )
                         ]
