@@ -14,7 +14,7 @@ from kernodeck.index.cache import IndexCache
 from kernodeck.lock import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import LINUX, WINDOWS, write_manifest
+from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
@@ -61,13 +61,14 @@ def test_replay_is_identical_and_offline(
     first = lock_manifest(manifest, cache_dir=cache)
     assert resolutions == [1] and {p.status for p in first.platforms} == {"written"}
     written = _texts(manifest.parent)
-    # the files written now are preferred by the next lock: a new input, so one more resolution,
-    # the same result; from then on the lock replays
-    assert {p.status for p in lock_manifest(manifest, cache_dir=cache).platforms} == {"unchanged"}
-    assert resolutions == [1, 1]
+    # the files written now are preferred by the next lock, and the lock was recorded under that
+    # run's key too: the first re-lock after a lock already replays
     served_index.reset()
+    assert {p.status for p in lock_manifest(manifest, cache_dir=cache).platforms} == {"unchanged"}
+    assert resolutions == [1]
+    assert served_index.requests == []
     again = lock_manifest(manifest, cache_dir=cache, output_dir=tmp_path / "again")
-    assert resolutions == [1, 1]  # replayed (the pins in the manifest folder are the same)
+    assert resolutions == [1]  # replayed (no pins there: the first run's own key)
     assert served_index.requests == []
     assert _texts(tmp_path / "again") == written
     assert [(p.platform, p.pins, p.hash_lines, p.summary) for p in again.platforms] == [
@@ -76,11 +77,11 @@ def test_replay_is_identical_and_offline(
     # in place: unchanged; --check: fresh; --offline replays too
     assert {p.status for p in lock_manifest(manifest, cache_dir=cache).platforms} == {"unchanged"}
     assert lock_manifest(manifest, cache_dir=cache, check=True).ok
-    assert resolutions == [1, 1]
+    assert resolutions == [1]
     # the same inputs without any cache: the same bytes
     lock_manifest(manifest, cache_dir=tmp_path / "fresh-cache", output_dir=tmp_path / "fresh", upgrade=True)
     assert _texts(tmp_path / "fresh") == written
-    assert resolutions == [1, 1, 1]
+    assert resolutions == [1, 1]
 
 
 def test_no_replay_when_an_input_changes(
@@ -109,8 +110,17 @@ def test_no_replay_when_an_input_changes(
     assert "dep==1.0" in linux.read_text()
     lock_manifest(manifest, cache_dir=cache, upgrade=True)
     assert len(resolutions) == 6 and "dep==2.0" in linux.read_text()
-    # a changed manifest
+    # a comment cannot change a pin (not a lock input): replayed
     manifest.write_text(manifest.read_text() + "\n# a comment\n")
+    lock_manifest(manifest, cache_dir=cache)
+    assert len(resolutions) == 6
+    # a changed lock input
+    manifest.write_text(
+        manifest.read_text().replace("exclude-newer", "prereleases = false\nexclude-newer", 1)
+    )
+    lock_manifest(manifest, cache_dir=cache)
+    assert len(resolutions) == 6
+    manifest.write_text(manifest.read_text().replace("prereleases = false", "prereleases = true", 1))
     lock_manifest(manifest, cache_dir=cache)
     assert len(resolutions) == 7
     # a cached page rewritten (another lock refreshed it)
