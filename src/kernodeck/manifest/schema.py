@@ -831,7 +831,7 @@ def _path_bounds(m: Manifest) -> list[Problem]:
             (("code", "config", i, "path"), "config", c.path, c.external) for i, c in enumerate(m.code.config)
         ]
     found += [(("data", i, "path"), "data path", d.path, d.external) for i, d in enumerate(m.data)]
-    found += [(("packages", "from", i), "requirements file", f, None) for i, f in enumerate(m.packages.from_)]
+    # [packages] from may name a parent folder's pyproject.toml (a project in a sub-folder): not bounded
     found += [
         (("weights", i, "path"), "weights path", w.path, w.external)
         for i, w in enumerate(m.weights)
