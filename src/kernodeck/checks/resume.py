@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from kernodeck.checks.runner import expand_argv, fresh_out, make_base, resolve_p
 from kernodeck.fingerprint import sha256_file
 from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, outside_message
 from kernodeck.manifest.schema import Manifest, Resume, Trajectory
+from kernodeck.probe import launch
 from kernodeck.report import Step
 
 LAYER = "resume"
@@ -280,24 +281,24 @@ def _state_step(r: Resume, ckpt: Path, root: Path, python: str, env: Mapping[str
     name = f"checkpoint {r.checkpoint.path}: state"
     expected = list(r.required_state)
     try:
-        proc = subprocess.run(
+        # its own process group, killed whole at the end: torch may leave helpers holding the pipes
+        started = launch.spawn(
             [python, "-c", _STATE_SCRIPT, str(ckpt), json.dumps(expected)],
+            dict(os.environ) if env is None else dict(env),
             cwd=root,
-            env=None if env is None else dict(env),
-            capture_output=True,
-            text=True,
-            timeout=STATE_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return Step.failed(
-            LAYER, name, f"reading the checkpoint timed out after {STATE_TIMEOUT:g} s", expected=expected
         )
     except OSError as e:
         return Step.failed(LAYER, name, f"cannot run {python}: {e.strerror or e}", expected=expected)
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("KERNODECK-STATE ")), None)
+    done = launch.finish(started, None, STATE_TIMEOUT)
+    if done.timed_out:
+        return Step.failed(
+            LAYER, name, f"reading the checkpoint timed out after {STATE_TIMEOUT:g} s", expected=expected
+        )
+    stdout = done.out.decode("utf-8", "replace")
+    stderr = done.err.decode("utf-8", "replace")
+    line = next((ln for ln in stdout.splitlines() if ln.startswith("KERNODECK-STATE ")), None)
     if line is None:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return Step.failed(LAYER, name, f"reading the checkpoint failed: {tail}", expected=expected)
     data = json.loads(line[len("KERNODECK-STATE ") :])
     if "error" in data:

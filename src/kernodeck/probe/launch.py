@@ -56,10 +56,13 @@ def script_command(
     return cmd
 
 
-def spawn(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def spawn(
+    cmd: list[str], env: dict[str, str] | None = None, *, cwd: str | os.PathLike[str] | None = None
+) -> subprocess.Popen[bytes]:
     """Start a probe in its own process group (session), so that a timeout ends all it started."""
     return subprocess.Popen(
         cmd,
+        cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
