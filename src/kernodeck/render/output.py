@@ -1,0 +1,33 @@
+"""Every output a command was asked for, from one report: the human report on the terminal, and
+the files of `--junit`, `--markdown` and `--html`; under GitHub Actions also the annotations and
+the job's step summary. The options are declared once in `kernodeck.commands.options`."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from kernodeck.report import Report
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """What `report_options` parsed: how to print the report and which files to write."""
+
+    color: str = "auto"
+    quiet: bool = False
+    verbose: bool = False
+    junit: Path | None = None
+    markdown: Path | None = None
+    html: Path | None = None
+
+
+def emit(report: Report, options: OutputOptions | None = None, stream: IO[str] | None = None) -> None:
+    """Print the human report to `stream` (stdout) and write the requested files."""
+    from kernodeck.render.terminal import render_report
+
+    opts = options or OutputOptions()
+    out = stream if stream is not None else sys.stdout
+    render_report(report, out, color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
