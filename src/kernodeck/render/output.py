@@ -26,8 +26,21 @@ class OutputOptions:
 
 def emit(report: Report, options: OutputOptions | None = None, stream: IO[str] | None = None) -> None:
     """Print the human report to `stream` (stdout) and write the requested files."""
+    from kernodeck.render.markdown import github_outputs, write_markdown
     from kernodeck.render.terminal import render_report
 
     opts = options or OutputOptions()
     out = stream if stream is not None else sys.stdout
+    if opts.junit is not None:
+        from kernodeck.render.junit import write_junit
+
+        write_junit(report, opts.junit)
+    if opts.markdown is not None:
+        write_markdown(report, opts.markdown)
+    if opts.html is not None:
+        from kernodeck.render.html import write_html
+
+        write_html(report, opts.html)
+    # annotations first: the human report's summary stays the last line
+    github_outputs(report, out)
     render_report(report, out, color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
