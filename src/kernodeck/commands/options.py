@@ -94,6 +94,10 @@ def report_options(*, files: bool = True) -> Callable[[F], F]:
                 value = kwargs.pop(key, None)
                 return Path(value) if value else None
 
+            if kwargs.get("_html"):
+                from kernodeck.render.html import require_matplotlib
+
+                require_matplotlib()  # before the run: say so now, not after minutes of work
             kwargs["output"] = OutputOptions(
                 color=kwargs.pop("_color"),
                 quiet=kwargs.pop("_quiet"),

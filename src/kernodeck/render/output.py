@@ -37,10 +37,10 @@ def emit(report: Report, options: OutputOptions | None = None, stream: IO[str] |
         write_junit(report, opts.junit)
     if opts.markdown is not None:
         write_markdown(report, opts.markdown)
+    # annotations first: the human report's summary stays the last line
+    github_outputs(report, out)
+    render_report(report, out, color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     if opts.html is not None:
         from kernodeck.render.html import write_html
 
         write_html(report, opts.html)
-    # annotations first: the human report's summary stays the last line
-    github_outputs(report, out)
-    render_report(report, out, color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
