@@ -212,8 +212,16 @@ def trajectory_svg(step: Step) -> str | None:
         low.fill_between(pos, 0, tol, color="#2da44e", alpha=0.25, linewidth=0, step="mid")
         low.plot(pos, tol, color="#1a7f37", linewidth=1, drawstyle="steps-mid", label="tolerance")
         low.plot(pos, err, color="#0969da", linewidth=1.2, marker="o", markersize=2, label="|run - ref|")
+        positive_tol = [t for t in tol if t > 0]
+        finite_err = [e for e in err if math.isfinite(e)]
+        if positive_tol and finite_err and max(finite_err) > 100 * min(positive_tol):
+            low.set_yscale("symlog", linthresh=min(positive_tol))  # a tiny band stays visible
         low.set_ylabel("abs error")
         low.set_xlabel("step")
+        if numeric_x:
+            from matplotlib.ticker import MaxNLocator
+
+            low.xaxis.set_major_locator(MaxNLocator(integer=True))
         low.legend(loc="upper left", fontsize=8, framealpha=0.85)
         ax.fill_between(
             pos,
@@ -239,6 +247,7 @@ def trajectory_svg(step: Step) -> str | None:
                 textcoords="offset points",
                 color="#cf222e",
                 fontsize=9,
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
             )
         ax.set_ylabel(metric)
         ax.set_title(f"resume: {metric} vs reference", fontsize=10)
