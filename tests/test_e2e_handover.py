@@ -185,6 +185,7 @@ def test_lock_bundle_rebuild_in_a_clean_folder_then_tamper(
         "references.json",
         "observed/verify-report.json",
         "observed/verify-report.md",
+        "observed/verify-report.html",
         "data/samples.jsonl",
         "tinyapp.py",
     } <= names

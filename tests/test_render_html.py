@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.cli import main
+from kernodeck.errors import UsageError
 from kernodeck.render.html import diff_html, html_report, package_rows
 from kernodeck.report import Report, Status, Step
 from tests.fixtures.render_projects import check_project, resume_project
@@ -153,3 +154,23 @@ def test_missing_matplotlib_is_a_usage_error_naming_the_extra(
     out = tmp_path / "out"
     code = main(["check", "--manifest", str(manifest), "--python", PY, "--out", str(out), "--html", "x.html"])
     assert code == 2 and not out.exists()  # refused before the run
+
+
+def test_bundle_page_without_matplotlib_leaves_the_charts_out_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    r = Report(kind="check")
+    r.add(
+        Step.failed(
+            "resume",
+            "trajectory loss",
+            "diverged",
+            details={"series": {"step": [1, 2], "value": [1.0, 2.0], "reference": [1.0, 1.0]}, "atol": 0.1},
+        )
+    )
+    assert "<svg" in html_report(r)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    text = html_report(r, charts_optional=True)
+    assert "<svg" not in text and "kernodeck[report]" in text and "First failure" in text
+    with pytest.raises(UsageError, match="matplotlib"):
+        html_report(r)

@@ -509,14 +509,30 @@ def _inventory_section(report: Report) -> str:
     return "".join(parts)
 
 
-def html_report(report: Report) -> str:
-    """The report as one self-contained HTML page."""
-    require_matplotlib()
+def _has_matplotlib() -> bool:
+    try:
+        require_matplotlib()
+    except UsageError:
+        return False
+    return True
+
+
+def html_report(report: Report, *, charts_optional: bool = False) -> str:
+    """The report as one self-contained HTML page. Without matplotlib: a UsageError naming the
+    extra, or with `charts_optional` the page without its charts and a note saying why."""
+    if not charts_optional:
+        require_matplotlib()
     verdict = "OK" if report.ok else "FAILED"
     cls = "ok" if report.ok else "failed"
     title = f"kernodeck {report.kind}: {verdict}"
-    figures = charts(report)
+    drawable = any(
+        isinstance(s.details.get("series"), dict) or isinstance(s.details.get("rows"), dict)
+        for s in report.steps
+    )
+    figures = charts(report) if _has_matplotlib() else []
     chart_html = ""
+    if drawable and not figures and not _has_matplotlib():
+        chart_html = f'<p class="muted" id="charts">The charts were left out: {_e(EXTRA_HINT)}.</p>'
     if figures:
         chart_html = (
             '<section id="charts"><div class="charts">'
