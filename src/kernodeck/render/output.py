@@ -7,9 +7,10 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from kernodeck.report import Report
+if TYPE_CHECKING:  # the command line imports this module at start-up: no pydantic here
+    from kernodeck.report import Report
 
 
 @dataclass(frozen=True)
