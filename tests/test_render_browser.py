@@ -21,8 +21,7 @@ from kernodeck.cli import main
 from kernodeck.diff import diff_reports
 from kernodeck.render.html import diff_html
 from kernodeck.report import Report, Step
-from tests.fixtures.render_projects import check_project, resume_project
-from tests.test_render_terminal import long_report
+from tests.fixtures.render_projects import check_project, long_report, resume_project
 
 PY = sys.executable
 WIDTH, HEIGHT = 1280, 800

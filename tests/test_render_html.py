@@ -14,8 +14,7 @@ from kernodeck.cli import main
 from kernodeck.errors import UsageError
 from kernodeck.render.html import diff_html, html_report, package_rows
 from kernodeck.report import Report, Status, Step
-from tests.fixtures.render_projects import check_project, resume_project
-from tests.test_render_terminal import SHA_A, long_report
+from tests.fixtures.render_projects import SHA_A, check_project, long_report, resume_project
 
 PY = sys.executable
 

@@ -12,8 +12,7 @@ import xmlschema
 from kernodeck.cli import main
 from kernodeck.render.junit import junit_xml, write_junit
 from kernodeck.report import Report, Status, Step
-from tests.fixtures.render_projects import check_project, resume_project
-from tests.test_render_terminal import ANSI, SHA_A, SHA_B, long_report
+from tests.fixtures.render_projects import ANSI, SHA_A, SHA_B, check_project, long_report, resume_project
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "schemas" / "junit.xsd")
 PY = sys.executable

@@ -10,8 +10,7 @@ import pytest
 from kernodeck.cli import main
 from kernodeck.render.markdown import github_annotations, github_outputs, markdown_summary
 from kernodeck.report import Report, Step
-from tests.fixtures.render_projects import check_project
-from tests.test_render_terminal import SHA_A, long_report
+from tests.fixtures.render_projects import SHA_A, check_project, long_report
 
 PY = sys.executable
 

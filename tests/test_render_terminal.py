@@ -14,49 +14,7 @@ from kernodeck.cli import cli
 from kernodeck.diff import diff_reports
 from kernodeck.render.terminal import diff_lines, render_report, report_lines, short_hashes
 from kernodeck.report import Report, Step
-
-SHA_A = "3f786850e387550fdab836ed7e6dc881de23001b3f786850e387550fdab836ed"
-SHA_B = "89e6c98d92887913cadf06b2adb97f26cde4849b89e6c98d92887913cadf06b2"
-WHEEL = "numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def long_report() -> Report:
-    r = Report(
-        kind="verify",
-        manifest="manifests/embeddings/repro.toml",
-        reference_id="2026-12-02.1",
-        platform="linux-x86_64-cu126",
-    )
-    r.add(
-        Step.passed("interpreter", "version", expected="3.11", observed="3.11.7"),
-        Step.passed("packages", "torch: sha256", expected=SHA_A, observed=SHA_A),
-        Step.failed(
-            "packages",
-            "numpy 1.26.4: installed files",
-            f"{WHEEL}: sha256: expected {SHA_A}, observed {SHA_B}; the installed RECORD does not match the "
-            "wheel that was locked, so something rewrote site-packages after the install",
-            expected=SHA_A,
-            observed=SHA_B,
-            hint="reinstall from the lock with `pip install --require-hashes --no-deps -r "
-            "requirements-rebuild-linux-x86_64-cu126.txt` and find out what rewrote the files (later "
-            "changes to site-packages are what this check exists to catch)",
-            details={"record": "numpy-1.26.4.dist-info/RECORD", "files": 812},
-        ),
-        Step.warning(
-            "packages", "unlocked", "1 installed distribution is not in the lock: tqdm", required=False
-        ),
-        Step.failed(
-            "device",
-            "accelerator",
-            'CUDA_VISIBLE_DEVICES="" hides every GPU from torch in this process and its children',
-            expected="1 × NVIDIA H100 80GB HBM3",
-            observed="0 devices",
-            hint="unset CUDA_VISIBLE_DEVICES",
-        ),
-        Step.skipped("device", "compute", "skipped: no usable cuda device"),
-    )
-    return r
+from tests.fixtures.render_projects import ANSI, SHA_A, SHA_B, WHEEL, long_report
 
 
 def render_text(report: Report, **kw: object) -> str:

@@ -59,6 +59,16 @@ class Step(BaseModel):
         return cls(layer=layer, name=name, status=Status.WARNING, error=error, **kw)
 
 
+class CheckedInterpreter(BaseModel):
+    """The interpreter a report looked at and why it was chosen (see kernodeck.interpreters)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    source: str
+    reason: str
+
+
 class Report(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -67,6 +77,9 @@ class Report(BaseModel):
     manifest: str | None = None
     reference_id: str | None = None
     platform: str | None = None
+    interpreter: CheckedInterpreter | None = None
+    #: Said once, at the top, before the tables (e.g. "this is probably not the project's environment").
+    notices: list[str] = Field(default_factory=list)
     steps: list[Step] = Field(default_factory=list)
     inventory: dict[str, Any] = Field(default_factory=dict)
     settings: dict[str, Any] = Field(default_factory=dict)

@@ -19,7 +19,7 @@ from kernodeck.render.output import OutputOptions
     "python",
     default=None,
     metavar="PATH",
-    help="Interpreter of the environment to check (default: this one).",
+    help="Interpreter of the environment to check (default: the activated venv, else the activated conda environment, else this one).",
 )
 @click.option(
     "--platform",
@@ -85,7 +85,7 @@ def verify(
     "python",
     default=None,
     metavar="PATH",
-    help="Interpreter of the environment to describe (default: this one).",
+    help="Interpreter of the environment to describe (default: as for verify).",
 )
 @click.option(
     "--json",

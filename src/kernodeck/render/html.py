@@ -387,6 +387,17 @@ def _first_failure_html(report: Report) -> str:
     )
 
 
+def _interpreter_html(report: Report) -> str:
+    parts = []
+    if report.interpreter is not None:
+        parts.append(
+            f'<p id="interpreter">python: <code>{_e(report.interpreter.path)}</code> '
+            f"({_e(report.interpreter.reason)})</p>"
+        )
+    parts.extend(f'<p class="notice"><strong>! {_e(n)}</strong></p>' for n in report.notices)
+    return "".join(parts)
+
+
 def _hint(step: Step) -> str:
     return f'<div class="hint">hint: {_e(_short(step.hint))}</div>' if step.hint else ""
 
@@ -546,7 +557,7 @@ def html_report(report: Report, *, charts_optional: bool = False) -> str:
         f'<header class="verdict {cls}" id="verdict"><h1>{_e(title)}</h1>'
         f'<span class="meta">{_e(counts_text(report.counts()))}</span>'
         f'<span class="meta">{_meta(report)}</span></header>'
-        f"{_first_failure_html(report)}{_badges(report)}{chart_html}"
+        f"{_interpreter_html(report)}{_first_failure_html(report)}{_badges(report)}{chart_html}"
         + "".join(_layer_section(report, layer) for layer in layers_of(report))
         + _inventory_section(report)
     )

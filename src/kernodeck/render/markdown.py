@@ -50,6 +50,9 @@ def markdown_summary(report: Report) -> str:
         facts.append(f"platform {_code(report.platform)}")
     if facts:
         out += [" · ".join(facts), ""]
+    if report.interpreter is not None:
+        out += [f"python: {_code(report.interpreter.path)} ({_cell(report.interpreter.reason)})", ""]
+    out += [f"> ⚠️ {_cell(n)}" for n in report.notices] + ([""] if report.notices else [])
     out += [f"**{counts_text(report.counts())}**", ""]
     first = first_failure(report)
     if first is not None:

@@ -329,9 +329,22 @@ def report_lines(
     """The human report as lines (uncoloured), every one at most `width` characters unless one
     word is longer."""
     w = _Writer(width, verbose, _SYMBOLS if unicode else _ASCII_SYMBOLS, unicode)
+    if report.interpreter is not None:  # the interpreter looked at, and why
+        w.add(f"python: {report.interpreter.path} ({report.interpreter.reason})", "title")
+    for notice in report.notices:  # said once, at the top
+        w.add(f"! {notice}", "warning")
     w.add(_title(report), "title")
     for layer in layers_of(report):
         steps = [s for s in report.steps if str(s.layer) == layer]
+        if (
+            not verbose
+            and all(s.status is Status.SKIPPED for s in steps)
+            and len({s.error for s in steps}) == 1
+        ):
+            # a layer skipped for one reason is one line
+            many = f" ({len(steps)} steps)" if len(steps) > 1 else ""
+            w.add(f"{layer}: {w.symbols[Status.SKIPPED]} skipped{many}: {steps[0].error}", "skipped")
+            continue
         w.add(f"{layer}: {counts_text(layer_counts(steps))}", "heading")
         for s in steps:
             if quiet and s.status is Status.PASSED and not verbose:

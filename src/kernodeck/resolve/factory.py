@@ -375,6 +375,7 @@ class Factory:
         *,
         preferred: Mapping[str, Version] | None = None,
         on_metadata: Callable[[], None] | None = None,
+        extra_constraints: Sequence[Requirement] = (),
     ) -> None:
         self.session = session
         self.target = target
@@ -385,7 +386,7 @@ class Factory:
         self._projects: dict[NormalizedName, Future[ProjectFiles]] = {}
         self._candidates: dict[tuple[NormalizedName, Version, bool], Candidate] = {}
         self.constraints: dict[NormalizedName, list[Requirement]] = {}
-        for c in self.settings.constraints:
+        for c in (*self.settings.constraints, *extra_constraints):
             if c.marker is None or target.evaluate_marker(c.marker):
                 self.constraints.setdefault(canonicalize_name(c.name), []).append(c)
         self.required_by: dict[NormalizedName, dict[str, str]] = {}  # dep -> {parent: requirement}

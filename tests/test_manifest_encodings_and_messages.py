@@ -1,4 +1,4 @@
-"""Review of the manifest loader and init: inputs a user's editor or project really produces."""
+"""The manifest loader and init on inputs editors really produce: BOM, non-UTF-8, CRLF, wrong table brackets, very long lines."""
 
 from __future__ import annotations
 
