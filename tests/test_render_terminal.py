@@ -60,6 +60,19 @@ def test_verbose_shows_every_detail_and_full_hashes() -> None:
     assert max(len(ln) for ln in text.splitlines()) <= 80
 
 
+def test_verbose_names_chart_data_instead_of_printing_it() -> None:
+    r = Report(kind="check")
+    series = {"step": list(range(400)), "value": [0.5] * 400, "reference": [0.5] * 400}
+    r.add(
+        Step.passed(
+            "resume", "trajectory loss", observed="400 steps", details={"series": series, "atol": 0.1}
+        )
+    )
+    text = render_text(r, verbose=True)
+    assert "series:   chart data (in the JSON report; drawn by --html)" in text and "atol:     0.1" in text
+    assert len(text.splitlines()) < 12
+
+
 def test_quiet_folds_passed_steps_into_the_heading() -> None:
     text = render_text(long_report(), quiet=True)
     assert "interpreter: 1 passed" in text and "version" not in text

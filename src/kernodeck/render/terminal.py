@@ -51,6 +51,8 @@ SHORT_HASH = 12
 #: Wrapped lines shown per field of a failure unless verbose.
 FIELD_LINES = {"expected": 3, "observed": 3, "error": 6, "hint": 4}
 DETAIL_LINES = 3
+#: Step details that hold the series the HTML charts draw.
+CHART_KEYS = frozenset({"series", "rows"})
 
 STEP_INDENT = "  "
 FIELD_INDENT = "      "
@@ -396,6 +398,9 @@ def _more(w: _Writer, s: Step) -> None:
     if s.status is Status.SKIPPED and s.hint:
         w.field("hint", s.hint, role="hint")
     for key, value in s.details.items():
+        if key in CHART_KEYS:  # a chart's data: hundreds of numbers say nothing on a terminal
+            w.field(str(key), "chart data (in the JSON report; drawn by --html)")
+            continue
         w.field(str(key), _compact(value), limit=DETAIL_LINES)
     if s.seconds is not None:
         w.field("seconds", f"{s.seconds:g}")
