@@ -84,3 +84,30 @@ def test_check_and_resume_write_junit_from_the_cli(tmp_path: Path) -> None:
         report = Report.from_json(js.read_text())
         assert not report.ok
         assert_matches(report, junit)
+
+
+def test_rebuild_writes_junit_and_markdown_for_a_refused_interpreter(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kernodeck.cli import cli
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "repro.toml").write_text(
+        'schema-version = 1\n[reference]\nname = "tiny"\nid = "1"\n[python]\nversion = "3.9"\n'
+        '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'
+    )
+    (proj / "requirements-rebuild-linux-x86_64.txt").write_text("--only-binary :all:\n")
+    junit, md, js = tmp_path / "r.xml", tmp_path / "r.md", tmp_path / "r.json"
+    res = CliRunner().invoke(
+        cli,
+        [
+            *("rebuild", str(proj), "--dest", str(tmp_path / "v"), "--python", PY, "--no-compute"),
+            *("--json", str(js), "--junit", str(junit), "--markdown", str(md)),
+        ],
+    )
+    assert res.exit_code == 2, res.output
+    report = Report.from_json(js.read_text())
+    root = assert_matches(report, junit)
+    assert root.find("testsuite[@name='rebuild']/testcase[@name='interpreter']/failure") is not None
+    assert "does not satisfy" in md.read_text() and "| rebuild | ❌ failed |" in md.read_text()
