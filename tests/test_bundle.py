@@ -93,6 +93,7 @@ def test_bundle_layout_scrubbing_and_checksums(tmp_path: Path) -> None:
         "observed/installed-after.txt",
         "observed/verify-report.json",
         "observed/verify-report.md",
+        "observed/verify-report.html",
         "configs/run.yaml",
         "reference/out.json",
         "app/main.py",

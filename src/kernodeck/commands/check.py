@@ -10,8 +10,9 @@ from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import manifest_option
+from kernodeck.commands.options import manifest_option, report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK
+from kernodeck.render.output import OutputOptions
 
 RESUME = "resume"
 
@@ -41,6 +42,7 @@ RESUME = "resume"
     type=click.Path(path_type=Path, file_okay=False),
     help="Folder for the outputs and logs (default: a new temporary folder).",
 )
+@report_options()
 def check(
     names: tuple[str, ...],
     manifest_path: Path,
@@ -48,12 +50,14 @@ def check(
     record: bool,
     json_out: str | None,
     out_dir: Path | None,
+    output: OutputOptions,
 ) -> None:
     """Run the application checks and the resume check (NAME: only these checks; `resume`: the resume check)."""
     from kernodeck import checks
     from kernodeck.interpreters import choose
     from kernodeck.manifest import load_manifest
-    from kernodeck.report import CheckedInterpreter, Report, render
+    from kernodeck.render import emit
+    from kernodeck.report import CheckedInterpreter, Report
 
     path = manifest_path / "repro.toml" if manifest_path.is_dir() else manifest_path
     manifest = load_manifest(path)
@@ -89,9 +93,9 @@ def check(
         report.settings["determinism"] = det
 
     to_stdout = json_out == "-"
-    # The shared report renderer (tables per layer, colours only on a terminal, NO_COLOR honoured);
-    # with `--json -` stdout carries the JSON, so the tables go to stderr.
-    render(report, sys.stderr if to_stdout else sys.stdout)
+    # The shared report renderer (kernodeck.render); with `--json -` stdout carries the JSON, so
+    # the human report goes to stderr.
+    emit(report, output, sys.stderr if to_stdout else sys.stdout)
     if record and report.ok:
         click.echo(
             f"recorded {len(written)} file(s): {', '.join(written) or 'none'}; "

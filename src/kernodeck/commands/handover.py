@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import manifest_option
+from kernodeck.commands.options import manifest_option, report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from kernodeck.render.output import OutputOptions
 
 
 @click.command()
@@ -35,6 +36,7 @@ from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
     "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
 )
 @click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
+@report_options()
 def rebuild(
     source: str,
     dest: str,
@@ -44,6 +46,7 @@ def rebuild(
     force: bool,
     json_out: str | None,
     no_compute: bool,
+    output: OutputOptions,
 ) -> None:
     """Recreate the environment in a clean folder and re-run the whole sequence.
 
@@ -53,7 +56,8 @@ def rebuild(
     the dependency contract, write installed-after.txt, and verify (application checks included).
     """
     from kernodeck.rebuild import plan_rebuild, run_rebuild
-    from kernodeck.report import Status, render, write_json_report
+    from kernodeck.render import emit
+    from kernodeck.report import Status, write_json_report
 
     to_stdout = json_out == "-"
     plan = plan_rebuild(
@@ -75,7 +79,7 @@ def rebuild(
         click.echo(f"pip --version: {pip_step.observed}", err=to_stdout)
     if json_out is not None:
         write_json_report(report, json_out)
-    render(report, sys.stderr if to_stdout else sys.stdout)
+    emit(report, output, sys.stderr if to_stdout else sys.stdout)
     interp = next((s for s in report.steps if s.layer == "rebuild" and s.name == "interpreter"), None)
     if interp is not None and interp.status is Status.FAILED:
         # the chosen interpreter does not satisfy [python]: refused before anything was created
