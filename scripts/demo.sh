@@ -47,13 +47,13 @@ echo "JSON report: $(wc -c < "$WORK/report.json") bytes, $(grep -c '"layer"' "$W
 cd "$ROOT"
 
 step "4. training-resume: checkpoint state, resume, loss trajectory"
-$KD check --manifest manifests/training-resume/repro.toml --out "$WORK/resume-out"
+$KD check manifests/training-resume/repro.toml --out "$WORK/resume-out"
 
 step "5. a caught problem: the resume run with a doubled learning rate"
 # The HTML report outlives the scratch folder: a folder of its own, printed at the end.
 REPORT_DIR=${KERNODECK_DEMO_REPORTS:-$(mktemp -d "${TMPDIR:-/tmp}/kernodeck-demo-report.XXXXXX")}
 set +e
-TRAIN_LR_SCALE=2 $KD check resume --manifest manifests/training-resume/repro.toml --out "$WORK/drift-out" \
+TRAIN_LR_SCALE=2 $KD check manifests/training-resume/repro.toml resume --out "$WORK/drift-out" \
     --json "$REPORT_DIR/drifted-resume.json" --html "$REPORT_DIR/drifted-resume.html"
 code=$?
 set -e

@@ -192,7 +192,7 @@ def test_resume_check_report(chromium: str, tmp_path: Path) -> None:
     page = tmp_path / "resume.html"
     code = main(
         [
-            *("check", "--manifest", str(manifest), "--python", PY),
+            *("check", str(manifest), "--python", PY),
             *("--out", str(tmp_path / "out"), "--html", str(page)),
         ]
     )

@@ -24,7 +24,7 @@ def run_check(tmp_path: Path, name: str, make: object, **kw: float) -> tuple[Rep
     js, page = tmp_path / f"{name}.json", tmp_path / f"{name}.html"
     code = main(
         [
-            *("check", "--manifest", str(manifest), "--python", PY, "--out", str(tmp_path / f"out-{name}")),
+            *("check", str(manifest), "--python", PY, "--out", str(tmp_path / f"out-{name}")),
             *("--json", str(js), "--html", str(page)),
         ]
     )
@@ -151,7 +151,7 @@ def test_missing_matplotlib_is_a_usage_error_naming_the_extra(
     assert not (tmp_path / "a.html").exists()
     manifest = check_project(tmp_path / "p")
     out = tmp_path / "out"
-    code = main(["check", "--manifest", str(manifest), "--python", PY, "--out", str(out), "--html", "x.html"])
+    code = main(["check", str(manifest), "--python", PY, "--out", str(out), "--html", "x.html"])
     assert code == 2 and not out.exists()  # refused before the run
 
 

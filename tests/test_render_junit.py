@@ -76,7 +76,7 @@ def test_check_and_resume_write_junit_from_the_cli(tmp_path: Path) -> None:
         junit, js = tmp_path / f"{name}.xml", tmp_path / f"{name}.json"
         code = main(
             [
-                *("check", "--manifest", str(manifest), "--python", PY),
+                *("check", str(manifest), "--python", PY),
                 *("--out", str(tmp_path / f"out-{name}"), "--json", str(js), "--junit", str(junit)),
             ]
         )

@@ -68,7 +68,7 @@ def test_check_cli_under_github_actions(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     code = main(
         [
-            *("check", "--manifest", str(manifest), "--python", PY),
+            *("check", str(manifest), "--python", PY),
             *("--out", str(tmp_path / "out"), "--markdown", str(md)),
         ]
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import manifest_option, report_options
+from kernodeck.commands.options import DEFAULT_MANIFEST, deprecated, manifest_argument, report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from kernodeck.render.output import OutputOptions
 
@@ -88,8 +88,8 @@ def rebuild(
 
 
 @click.command()
-@click.argument("out", type=click.Path(path_type=Path, file_okay=False))
-@manifest_option()
+@click.argument("paths", nargs=-1, required=True, metavar="[MANIFEST] OUT")
+@click.option("--manifest", "old_manifest", default=None, hidden=True)
 @click.option(
     "--include-data",
     is_flag=True,
@@ -113,10 +113,29 @@ def rebuild(
     help="Bundle code with uncommitted changes (REBUILD.md and verify's code step then say so).",
 )
 def bundle(
-    out: Path, manifest: Path, include_data: bool, no_code: bool, report: Path | None, allow_dirty: bool
+    paths: tuple[str, ...],
+    old_manifest: str | None,
+    include_data: bool,
+    no_code: bool,
+    report: Path | None,
+    allow_dirty: bool,
 ) -> None:
-    """Write a hand-over folder another launch can use, scrubbed of secrets and host paths."""
+    """Write a hand-over folder OUT another launch can use, scrubbed of secrets and host paths.
+
+    MANIFEST (default ./repro.toml; a folder means the repro.toml inside it) comes first, as in
+    every command; `kernodeck bundle OUT` bundles ./repro.toml."""
     from kernodeck.bundle import write_bundle
+
+    if len(paths) > 2:
+        raise click.UsageError("give at most two paths: [MANIFEST] OUT")
+    manifest = Path(paths[0]) if len(paths) == 2 else None
+    out = Path(paths[-1])
+    if old_manifest is not None:
+        deprecated("--manifest PATH", "the first positional argument (kernodeck bundle MANIFEST OUT)")
+        if manifest is not None and manifest != Path(old_manifest):
+            raise click.UsageError(f"the manifest is given twice: {manifest} and --manifest {old_manifest}")
+        manifest = Path(old_manifest)
+    manifest = manifest if manifest is not None else Path(DEFAULT_MANIFEST)
 
     result = write_bundle(
         out,
@@ -130,7 +149,7 @@ def bundle(
 
 
 @click.command()
-@manifest_option()
+@manifest_argument()
 @click.option(
     "--variant", default=None, help="Record the differences as a [[variant]] NAME beside the reference."
 )
