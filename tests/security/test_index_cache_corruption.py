@@ -36,7 +36,9 @@ def _forget_locks(cache: Path) -> None:
     shutil.rmtree(cache / "index-v2" / "lock-records", ignore_errors=True)
 
 
-def _offline_lock(manifest: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def _offline_lock(
+    manifest: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
     monkeypatch.setenv("KERNODECK_CACHE_DIR", str(cache))
     capsys.readouterr()
     code = main(["lock", str(manifest), "--offline", "-q"])
@@ -90,7 +92,10 @@ def test_flipped_hex_digit_in_cached_page_is_never_written_into_a_lock(
     cache = tmp_path / "cache"
     with HostileServer(factory) as srv:
         m = write_manifest(
-            tmp_path / "proj", requirements=["foo"], default_url=srv.url(), exclude_newer="2030-01-01T00:00:00Z"
+            tmp_path / "proj",
+            requirements=["foo"],
+            default_url=srv.url(),
+            exclude_newer="2030-01-01T00:00:00Z",
         )
         lock(m, cache)
         out = m.parent / requirements_filename("linux")

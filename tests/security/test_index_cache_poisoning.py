@@ -36,7 +36,10 @@ def test_evil_index_claiming_the_same_hash_cannot_poison_a_later_lock(
     ):
         m_evil = write_manifest(tmp_path / "evil-proj", requirements=["foo"], default_url=bad.url())
         lock(m_evil, cache)
-        assert pins((m_evil.parent / requirements_filename("linux")).read_text()) == {"foo": "1.0", "evil": "1.0"}
+        assert pins((m_evil.parent / requirements_filename("linux")).read_text()) == {
+            "foo": "1.0",
+            "evil": "1.0",
+        }
 
         m_good = write_manifest(tmp_path / "good-proj", requirements=["foo"], default_url=honest.url())
         for refresh in (False, True):
