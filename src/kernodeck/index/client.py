@@ -346,7 +346,7 @@ class IndexClient:
             with self._lock:
                 http = self._h1 if host in self._h1_hosts else self._http
             try:
-                r = self._read(http, request_url, headers, end, limit)
+                r = self._read(http, request_url, headers, end, limit, public=url)
             except _Deadline:
                 raise IndexError_(
                     f"reading {what} from {shown} did not finish within {seconds:g} s",
@@ -389,8 +389,11 @@ class IndexClient:
         headers: Mapping[str, str] | None,
         end: float,
         limit: int | None,
+        *,
+        public: str,
     ) -> _Reply:
-        """One attempt: the whole body, or _Deadline / _TooBig / an httpx error."""
+        """One attempt: the whole body, or _Deadline / _TooBig / an httpx error. URLs in the
+        reply are public: `public` itself unless a redirect led elsewhere."""
         left = end - time.monotonic()
         if left <= 0:
             raise _Deadline()
@@ -421,8 +424,8 @@ class IndexClient:
                 reason_phrase=r.reason_phrase,
                 headers=r.headers,
                 content=b"".join(chunks),
-                url=public_url(str(r.url)),
-                request_url=public_url(str(r.request.url)),
+                url=public if str(r.url) == url else public_url(str(r.url)),
+                request_url=public if str(r.request.url) == url else public_url(str(r.request.url)),
             )
 
     def _status_error(
