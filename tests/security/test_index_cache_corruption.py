@@ -130,3 +130,27 @@ def test_flipped_hex_digit_in_cached_page_is_never_written_into_a_lock(
         _forget_locks(cache)
         lock(m, cache)
         assert out.read_text() == want
+
+
+def test_flipped_hex_digit_in_a_lock_record_is_never_replayed(factory: IndexFactory, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    with HostileServer(factory) as srv:
+        m = write_manifest(
+            tmp_path / "proj",
+            requirements=["foo"],
+            default_url=srv.url(),
+            exclude_newer="2030-01-01T00:00:00Z",
+        )
+        lock(m, cache)
+        out = m.parent / requirements_filename("linux")
+        want = out.read_text()
+        records = _entries(cache, "lock-records")
+        assert len(records) == 1
+        good = factory.artifact("bar-1.0-py3-none-any.whl").sha256
+        data = bytearray(records[0].read_bytes())
+        i = data.index(good.encode()) + 5
+        data[i] = ord("0") if data[i] != ord("0") else ord("1")
+        records[0].write_bytes(bytes(data))
+        out.unlink()
+        lock(m, cache)
+        assert out.read_text() == want

@@ -1,6 +1,6 @@
 """Every run ends: a page body trickling one byte at a time cannot hold a lock past the request
 deadline (`KERNODECK_HTTP_TIMEOUT`), and a page over the size cap (`KERNODECK_MAX_PAGE_BYTES`) is
-refused with a clear error. Each lock runs in a subprocess bounded by a timeout."""
+refused with a clear error, and so is metadata over its cap. Each lock runs in a subprocess bounded by a timeout."""
 
 from __future__ import annotations
 
@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from kernodeck.errors import IndexError_
+from kernodeck.index import IndexClient, IndexSource, ProjectPage
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.hostile_index import HostileServer
 from tests.fixtures.index_factory import IndexFactory
@@ -63,3 +67,18 @@ def test_page_over_the_size_cap_is_refused_clearly(tmp_path: Path) -> None:
         # the same page under the default cap locks
         ok = _lock(m, tmp_path / "cache2")
         assert ok.returncode == 0, ok.stderr
+
+
+def test_metadata_over_the_size_cap_is_refused_clearly(tmp_path: Path) -> None:
+    f = IndexFactory(tmp_path / "ix")
+    f.add_wheel("foo", "1.0", extras={f"x{i}": [f"dep{i}"] for i in range(400)})
+    for metadata_files in (True, False):
+        with (
+            HostileServer(f, metadata_files=metadata_files) as srv,
+            IndexClient(cache_dir=tmp_path / f"c{metadata_files}", max_metadata_bytes=4000) as c,
+        ):
+            page = c.project_page(IndexSource("default", srv.url()), "foo")
+            assert isinstance(page, ProjectPage)
+            with pytest.raises(IndexError_, match="limit") as e:
+                c.metadata(page.files[0])
+            assert "KERNODECK_MAX_METADATA_BYTES" in (e.value.hint or "")
