@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.cli import main
+from kernodeck.index.sources import expand
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.urls import redact, remember_secret
 from tests.fixtures.hostile_index import HostileServer
@@ -89,3 +90,16 @@ def test_validate_refuses_literal_secrets_without_echoing_them(
     assert secret not in printed
     assert "placeholder" in printed or "fragment" in printed
     assert "Traceback" not in printed
+
+
+def test_placeholder_values_go_only_to_their_own_index_host() -> None:
+    r = expand("https://good.example/s/${KD_OWN_T}/simple", env={"KD_OWN_T": "own-value-3c9d"})
+    assert r.url == "https://good.example/s/own-value-3c9d/simple"
+    assert r.public == "https://good.example/s/${KD_OWN_T}/simple"
+    assert r.for_request("https://good.example/s/${KD_OWN_T}/files/x.whl") == (
+        "https://good.example/s/own-value-3c9d/files/x.whl"
+    )
+    # a page (evil or not) that links elsewhere with the placeholder gets nothing expanded
+    assert r.for_request("https://evil.example/steal/${KD_OWN_T}") is None
+    assert r.for_request("http://good.example/s/${KD_OWN_T}/x") is None  # another scheme
+    assert "own-value-3c9d" not in repr(r)
