@@ -424,8 +424,9 @@ class IndexClient:
                 reason_phrase=r.reason_phrase,
                 headers=r.headers,
                 content=b"".join(chunks),
-                url=public if str(r.url) == url else public_url(str(r.url)),
-                request_url=public if str(r.request.url) == url else public_url(str(r.request.url)),
+                # a redirect elsewhere may carry a signed query: kept without its secret values
+                url=public if str(r.url) == url else redact(public_url(str(r.url))),
+                request_url=public if str(r.request.url) == url else redact(public_url(str(r.request.url))),
             )
 
     def _status_error(
