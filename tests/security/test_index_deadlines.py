@@ -82,3 +82,12 @@ def test_metadata_over_the_size_cap_is_refused_clearly(tmp_path: Path) -> None:
             with pytest.raises(IndexError_, match="limit") as e:
                 c.metadata(page.files[0])
             assert "KERNODECK_MAX_METADATA_BYTES" in (e.value.hint or "")
+
+
+def test_slow_body_cannot_hold_a_lock_past_the_lock_deadline(tmp_path: Path) -> None:
+    with HostileServer(_factory(tmp_path), slow_pages=0.3) as srv:
+        m = write_manifest(tmp_path / "proj", requirements=["foo"], default_url=srv.url())
+        proc = _lock(m, tmp_path / "cache", KERNODECK_LOCK_TIMEOUT="2")
+    assert proc.returncode == 1, proc.stderr
+    assert "ran past the time this lock may spend on indexes" in proc.stderr
+    assert "KERNODECK_LOCK_TIMEOUT" in proc.stderr and "Traceback" not in proc.stderr

@@ -333,7 +333,8 @@ class IndexClient:
             )
         shown = redact(url)
         seconds = self.deadline if deadline is None else deadline
-        end = min(time.monotonic() + seconds, self._client_deadline)
+        own_end = time.monotonic() + seconds
+        end = min(own_end, self._client_deadline)
         request_url = self._request_url(url)
         host = urlsplit(request_url).netloc.lower()
         last: Exception | None = None
@@ -348,6 +349,12 @@ class IndexClient:
             try:
                 r = self._read(http, request_url, headers, end, limit, public=url)
             except _Deadline:
+                if self._client_deadline < own_end:
+                    raise IndexError_(
+                        f"reading {what} from {shown} ran past the time this lock may spend on indexes",
+                        hint="the index is too slow or stalls; raise KERNODECK_LOCK_TIMEOUT (seconds) "
+                        "if it is only slow",
+                    ) from None
                 raise IndexError_(
                     f"reading {what} from {shown} did not finish within {seconds:g} s",
                     hint="the index is too slow or stalls; raise KERNODECK_HTTP_TIMEOUT (seconds) "
