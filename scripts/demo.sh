@@ -7,6 +7,8 @@
 #     lock it against the index pip is configured to use, verify this environment layer by layer
 #     (the real model runs on the CPU, and its outputs are read back and judged)
 #  4. training-resume example: checkpoint state, resume run, loss trajectory vs the reference
+#  5. a caught problem: the same resume with a doubled learning rate drifts from the reference;
+#     the check fails at the first step outside the tolerance and writes the HTML diagnosis
 set -euo pipefail
 PY=${1:-.venv/bin/python}
 PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")
@@ -45,6 +47,21 @@ echo "JSON report: $(wc -c < "$WORK/report.json") bytes, $(grep -c '"layer"' "$W
 cd "$ROOT"
 
 step "4. training-resume: checkpoint state, resume, loss trajectory"
-$KD check --manifest manifests/training-resume/repro.toml --out "$WORK/resume-out"
+$KD check manifests/training-resume/repro.toml --out "$WORK/resume-out"
+
+step "5. a caught problem: the resume run with a doubled learning rate"
+# The HTML report outlives the scratch folder: a folder of its own, printed at the end.
+REPORT_DIR=${KERNODECK_DEMO_REPORTS:-$(mktemp -d "${TMPDIR:-/tmp}/kernodeck-demo-report.XXXXXX")}
+set +e
+TRAIN_LR_SCALE=2 $KD check manifests/training-resume/repro.toml resume --out "$WORK/drift-out" \
+    --json "$REPORT_DIR/drifted-resume.json" --html "$REPORT_DIR/drifted-resume.html"
+code=$?
+set -e
+if [ "$code" -ne 1 ]; then
+    echo "expected the drifted resume to fail the check (exit 1), got exit $code" >&2
+    exit 1
+fi
+echo "caught: the drifted run left the reference trajectory (exit 1, as it should)"
+echo "HTML report: $REPORT_DIR/drifted-resume.html"
 
 step "done"

@@ -93,6 +93,7 @@ def test_bundle_layout_scrubbing_and_checksums(tmp_path: Path) -> None:
         "observed/installed-after.txt",
         "observed/verify-report.json",
         "observed/verify-report.md",
+        "observed/verify-report.html",
         "configs/run.yaml",
         "reference/out.json",
         "app/main.py",
@@ -172,7 +173,7 @@ def test_existing_folders(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     (other / "keep.txt").write_text("mine")
-    res = CliRunner().invoke(cli, ["bundle", str(other), "--manifest", str(proj)])
+    res = CliRunner().invoke(cli, ["bundle", str(proj), str(other)])
     assert res.exit_code == 2 and "not a bundle" in res.output
     assert (other / "keep.txt").read_text() == "mine"
     out = tmp_path / "bundle"
@@ -180,7 +181,7 @@ def test_existing_folders(tmp_path: Path) -> None:
     (out / "stale.txt").write_text("old")
     write_bundle(out, manifest=proj, environ={}, home=tmp_path)  # an existing bundle is replaced
     assert not (out / "stale.txt").exists()
-    res = CliRunner().invoke(cli, ["bundle", str(proj.parent), "--manifest", str(proj)])
+    res = CliRunner().invoke(cli, ["bundle", str(proj), str(proj.parent)])
     assert res.exit_code == 2
 
 
@@ -191,7 +192,7 @@ def test_cli_bundle_with_explicit_report(tmp_path: Path) -> None:
     rep.add(Step.failed("device", "gpu", "no GPU visible"))
     rep.write_json(tmp_path / "last.json")
     res = CliRunner().invoke(
-        cli, ["bundle", str(tmp_path / "b"), "--manifest", str(proj), "--report", str(tmp_path / "last.json")]
+        cli, ["bundle", str(proj), str(tmp_path / "b"), "--report", str(tmp_path / "last.json")]
     )
     assert res.exit_code == 0, res.output
     assert "has failures" in res.output

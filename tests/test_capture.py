@@ -162,6 +162,6 @@ def test_next_reference_id() -> None:
 
 
 def test_cli_capture(project: Path) -> None:
-    res = CliRunner().invoke(cli, ["capture", "--manifest", str(project), "--no-system"])
+    res = CliRunner().invoke(cli, ["capture", str(project), "--no-system"])
     assert res.exit_code == 0, res.output
     assert "code.revision" in res.output and "new reference id" in res.output

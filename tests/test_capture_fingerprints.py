@@ -130,7 +130,7 @@ def test_capture_data_refreshes_one_entry(project: Path) -> None:
     (project / "checkpoints" / "init.bin").write_bytes(b"changed too")
     before = (project / "repro.toml").read_text()
     result = CliRunner().invoke(
-        cli, ["capture", "--manifest", str(project / "repro.toml"), "--no-system", "--data", "train"]
+        cli, ["capture", str(project / "repro.toml"), "--no-system", "--data", "train"]
     )
     assert result.exit_code == 0, result.output
     assert "data[0].sha256" in result.output
@@ -142,6 +142,6 @@ def test_capture_data_refreshes_one_entry(project: Path) -> None:
     assert m.reference.id != "2026-11-01.1"  # a recorded fingerprint changed: a new reference
     assert before.count("\n") == after.count("\n")
 
-    bad = CliRunner().invoke(cli, ["capture", "--manifest", str(project / "repro.toml"), "--data", "nope"])
+    bad = CliRunner().invoke(cli, ["capture", str(project / "repro.toml"), "--data", "nope"])
     assert bad.exit_code == 2
     assert "no [[data]] or [[weights]] entry named 'nope'" in bad.output and "train" in bad.output

@@ -124,25 +124,16 @@ def test_record_writes_nothing_when_a_criterion_fails(project: Path) -> None:
 
 def test_cli_check_exit_codes_and_json(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifest = str(project / "repro.toml")
-    assert (
-        main(["check", "--manifest", manifest, "--python", PY, "--out", str(project / "out"), "--json", "-"])
-        == 1
-    )
+    assert main(["check", manifest, "--python", PY, "--out", str(project / "out"), "--json", "-"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["kind"] == "check"
     failed = [s["name"] for s in report["steps"] if s["status"] == "failed"]
     assert failed == ["scores/scores.npy: reference"]  # no reference recorded yet
 
-    assert (
-        main(["check", "--manifest", manifest, "--python", PY, "--record", "--out", str(project / "out")])
-        == 0
-    )
+    assert main(["check", manifest, "--python", PY, "--record", "--out", str(project / "out")]) == 0
     assert "recorded 2 file(s)" in capsys.readouterr().out
-    assert (
-        main(["check", "scores", "--manifest", manifest, "--python", PY, "--json", str(project / "r.json")])
-        == 0
-    )
+    assert main(["check", manifest, "scores", "--python", PY, "--json", str(project / "r.json")]) == 0
     assert json.loads((project / "r.json").read_text())["steps"][0]["name"] == "scores: run"
-    assert main(["check", "nope", "--manifest", manifest]) == 2
+    assert main(["check", manifest, "nope"]) == 2
     assert "no check named 'nope'" in capsys.readouterr().err
-    assert main(["check", "--manifest", str(project / "missing.toml")]) == 2
+    assert main(["check", str(project / "missing.toml")]) == 2

@@ -160,7 +160,7 @@ def test_broken_outputs_of_changed_weights_fail_cosine(
 
 
 def test_training_resume_example_passes_via_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["check", "--manifest", str(TRAIN), "--python", PY, "--out", str(tmp_path), "--json", "-"])
+    code = main(["check", str(TRAIN), "--python", PY, "--out", str(tmp_path), "--json", "-"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0, [s["error"] for s in report["steps"] if s["status"] != "passed"]
     names = [s["name"] for s in report["steps"]]

@@ -120,7 +120,16 @@ def _kernodeck(world: World, *args: str, env: Mapping[str, str]) -> subprocess.C
 
 
 def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text else ""
+    """The report's first line, with the continuation lines the renderer wrapped it into."""
+    lines = text.splitlines()
+    if not lines:
+        return ""
+    first = [lines[0]]
+    for line in lines[1:]:
+        if not line.startswith("  "):
+            break
+        first.append(line.strip())
+    return " ".join(first)
 
 
 # --- the choice itself ---------------------------------------------------------------------------
@@ -306,12 +315,13 @@ def test_wrong_environment_is_said_once_with_one_folded_step(world: World, activ
     assert p.returncode == 1, p.stdout + p.stderr
     lines = p.stdout.splitlines()
     assert len(lines) < 40, p.stdout
-    assert lines[0] == f"python: {python} ({reason})"
+    assert _first_line(p.stdout) == f"python: {python} ({reason})"
     notice = (
         f"this is probably not the project's environment ({python}, {reason}); "
         "activate the project's venv or pass --python PATH"
     )
-    assert " ".join(" ".join(lines[1:4]).split()).startswith(f"! {notice} kernodeck verify")
+    flat = " ".join(p.stdout.split())
+    assert flat.startswith(f"python: {python} ({reason}) ! {notice} kernodeck verify")
     assert p.stdout.count("probably not the project's environment") == 1
 
     data = json.loads(_kernodeck(world, "verify", "--no-compute", "--json", "-", env=env).stdout)
@@ -330,7 +340,7 @@ def test_wrong_environment_is_said_once_with_one_folded_step(world: World, activ
     assert all(s["details"]["cause"] == "not-the-project-environment" for s in later)
     assert "resume" not in {s["layer"] for s in data["steps"]}  # nothing declared, nothing skipped
     assert data["inventory"]["torch"]["status"] == "not-run"  # no `import torch` in the wrong place
-    assert "application: - skipped: not run: the packages layer found another environment" in p.stdout
+    assert "application: - skipped: not run: the packages layer found another environment" in flat
 
 
 def test_wrong_environment_threshold() -> None:

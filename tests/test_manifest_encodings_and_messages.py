@@ -32,7 +32,7 @@ def test_a_byte_order_mark_is_accepted_and_lines_stay_right(tmp_path: Path) -> N
 def test_a_file_that_is_not_utf8_is_a_located_error_for_edits_too(tmp_path: Path) -> None:
     p = tmp_path / "repro.toml"
     p.write_bytes(BASE.encode() + b"# caf\xe9\n" + PLATFORM.encode())
-    res = CliRunner().invoke(cli, ["capture", "--manifest", str(p), "--no-system"])
+    res = CliRunner().invoke(cli, ["capture", str(p), "--no-system"])
     assert res.exit_code == 2 and f"{p}:7: file is not valid UTF-8" in res.output, res.output
 
 

@@ -36,11 +36,17 @@ def test_human_report_tables_and_summary(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "\x1b[" not in text  # not a terminal: no colours
     for layer in ("interpreter", "device", "packages"):
         assert f"\n{layer}" in text
-    assert "hint: unset CUDA_VISIBLE_DEVICES" in text
-    last = text.strip().splitlines()[-1]
-    assert last.startswith(
-        "FAILED: 1 passed, 1 failed, 1 warnings, 1 skipped; first failure: device/accelerator"
-    )
+    assert "hint: unset CUDA_VISIBLE_DEVICES" in " ".join(text.split())
+    summary = text.strip().splitlines()[-2:]
+    assert summary == [
+        "FAILED: 1 failed, 1 warning, 1 passed, 1 skipped",
+        'first failure: device/accelerator: CUDA_VISIBLE_DEVICES="" hides every GPU',
+    ]
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
 
 def test_colour_only_when_asked_and_never_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,10 +54,13 @@ def test_colour_only_when_asked_and_never_with_no_color(monkeypatch: pytest.Monk
     buf = io.StringIO()
     render(_report(), buf, color=True)
     assert "\x1b[" in buf.getvalue()
+    tty = _Tty()
+    render(_report(), tty)  # auto: a terminal gets colours ...
+    assert "\x1b[" in tty.getvalue()
     monkeypatch.setenv("NO_COLOR", "1")
-    buf = io.StringIO()
-    render(_report(), buf, color=True)
-    assert "\x1b[" not in buf.getvalue()
+    tty = _Tty()
+    render(_report(), tty)  # ... but not with NO_COLOR set
+    assert "\x1b[" not in tty.getvalue()
 
 
 def test_json_round_trip_atomic(tmp_path: Path) -> None:

@@ -41,11 +41,15 @@ def _report() -> Report:
 
 def test_an_empty_no_color_does_not_turn_colours_off(monkeypatch: pytest.MonkeyPatch) -> None:
     # https://no-color.org: only a non-empty NO_COLOR disables colour
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
     monkeypatch.setenv("NO_COLOR", "")
-    buf = io.StringIO()
-    render(_report(), buf, color=True)
+    buf = Tty()
+    render(_report(), buf)
     assert "\x1b[" in buf.getvalue()
     monkeypatch.setenv("NO_COLOR", "1")
-    buf = io.StringIO()
-    render(_report(), buf, color=True)
+    buf = Tty()
+    render(_report(), buf)
     assert "\x1b[" not in buf.getvalue()

@@ -8,7 +8,7 @@ Layout::
       requirements-rebuild-<platform>.txt every platform's lock (scrubbed), pylock.<platform>.toml too
       references.json                     data, weights and checkpoint: fingerprint, source, access names
       observed/installed-after.txt        the author's observed inventory (pip freeze --all)
-      observed/verify-report.json         the last verify report, and .md for people
+      observed/verify-report.json         the last verify report, and .md and .html for people
       <config files the manifest names>   verbatim, at their paths
       <check references>                  the control results the checks compare with
       <code>                              the sources beside the manifest (unless --no-code)
@@ -48,6 +48,7 @@ BUNDLE_SUMS = bundlesums.NAME
 OBSERVED_DIR = "observed"
 REPORT_JSON = "verify-report.json"
 REPORT_MD = "verify-report.md"
+REPORT_HTML = "verify-report.html"
 REFERENCES = "references.json"
 REBUILD_MD = "REBUILD.md"
 
@@ -790,6 +791,10 @@ def write_bundle(
             result.scrubbed.append(f"{OBSERVED_DIR}/{REPORT_JSON}")
         plan.files[f"{OBSERVED_DIR}/{REPORT_JSON}"] = clean.to_json().encode("utf-8")
         plan.files[f"{OBSERVED_DIR}/{REPORT_MD}"] = scrub.text(report_markdown(clean)).encode("utf-8")
+        from kernodeck.render.html import html_report
+
+        page = html_report(clean, charts_optional=True)  # the charts need the `report` extra
+        plan.files[f"{OBSERVED_DIR}/{REPORT_HTML}"] = scrub.text(page).encode("utf-8")
         result.report_included = True
         loaded = clean
         if any(s.status is Status.FAILED and s.required for s in clean.steps):

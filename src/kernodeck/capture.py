@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -147,19 +146,10 @@ def hub_cache_file(
     hub: str, revision: str, filename: str, environ: dict[str, str] | None = None
 ) -> Path | None:
     """A file of a hub repository at a pinned revision in the local Hugging Face cache, if present."""
-    env = os.environ if environ is None else environ
-    roots = []
-    if env.get("HF_HUB_CACHE"):
-        roots.append(Path(env["HF_HUB_CACHE"]))
-    if env.get("HF_HOME"):
-        roots.append(Path(env["HF_HOME"]) / "hub")
-    roots.append(Path.home() / ".cache" / "huggingface" / "hub")
-    folder = "models--" + hub.replace("/", "--")
-    for root in roots:
-        candidate = root / folder / "snapshots" / revision / filename
-        if candidate.is_file():
-            return candidate
-    return None
+    from kernodeck import hfcache
+
+    candidate = hfcache.snapshot(hfcache.default_root(environ), hub, revision) / filename
+    return candidate if candidate.is_file() else None
 
 
 def observe_system(python: str) -> SystemObservation | None:

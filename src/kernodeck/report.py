@@ -8,7 +8,6 @@ inventory, so that two reports can be compared (`kernodeck diff`).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -121,97 +120,21 @@ class Report(BaseModel):
         atomic_write_text(Path(path), self.to_json())
 
 
-_STYLE = {
-    Status.PASSED: ("✓ passed", "green"),
-    Status.FAILED: ("✗ failed", "bold red"),
-    Status.WARNING: ("! warning", "yellow"),
-    Status.SKIPPED: ("- skipped", "dim"),
-}
-
-
-def _cell(value: Any, limit: int = 70) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (list, tuple)):
-        text = ", ".join(_cell(v, limit) for v in value)
-    elif isinstance(value, dict):
-        text = ", ".join(f"{k}={_cell(v, limit)}" for k, v in value.items())
-    else:
-        text = str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def render(
-    report: Report, file: IO[str] | None = None, *, color: bool | None = None, width: int | None = None
+    report: Report,
+    file: IO[str] | None = None,
+    *,
+    color: str | bool | None = "auto",
+    width: int | None = None,
+    quiet: bool = False,
+    verbose: bool = False,
 ) -> None:
-    """Print the human report: the interpreter looked at and why, the notices, one table per
-    layer (one line for a layer skipped for one reason), then one summary line.
+    """Print the human report (`kernodeck.render.terminal`): a heading per layer, one line per
+    step, failures expanded, the summary last. Colours: `auto` (a terminal without NO_COLOR),
+    `always`/True or `never`/False."""
+    from kernodeck.render.terminal import render_report
 
-    Colours only on a terminal, never with NO_COLOR set (or `color=False`).
-    """
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    out = file if file is not None else sys.stdout
-    is_tty = bool(getattr(out, "isatty", lambda: False)())
-    # https://no-color.org: NO_COLOR counts when it is set to a non-empty value
-    no_color = color is False or bool(os.environ.get("NO_COLOR")) or (color is None and not is_tty)
-    console = Console(
-        file=out,
-        no_color=no_color,
-        force_terminal=True if color else None,
-        highlight=False,
-        width=width or (None if is_tty else 140),
-        color_system=None if no_color else "auto",
-        emoji=False,
-    )
-    if report.interpreter is not None:
-        console.print(Text(f"python: {report.interpreter.path} ({report.interpreter.reason})", style="bold"))
-    for notice in report.notices:
-        console.print(Text(f"! {notice}", style="bold yellow"))
-    title = f"kernodeck {report.kind}"
-    if report.manifest:
-        title += f" {report.manifest}"
-    if report.reference_id:
-        title += f" (reference {report.reference_id})"
-    if report.platform:
-        title += f" on platform {report.platform}"
-    console.print(Text(title, style="bold"))
-    layers = list(dict.fromkeys(s.layer for s in report.steps))
-    for layer in layers:
-        steps = [s for s in report.steps if s.layer == layer]
-        if all(s.status is Status.SKIPPED for s in steps) and len({s.error for s in steps}) == 1:
-            # a layer skipped for one reason is one line, not a table
-            many = f" ({len(steps)} steps)" if len(steps) > 1 else ""
-            console.print(Text(f"{layer}: - skipped{many}: {steps[0].error}", style="dim"))
-            continue
-        table = Table(
-            title=layer, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, expand=False
-        )
-        table.add_column("status", no_wrap=True)
-        table.add_column("step", no_wrap=True)
-        table.add_column("expected", overflow="fold")
-        table.add_column("observed", overflow="fold")
-        table.add_column("first error / hint", overflow="fold")
-        for s in report.steps:
-            if s.layer != layer:
-                continue
-            label, style = _STYLE[s.status]
-            if not s.required and s.status is Status.FAILED:
-                label += " (optional)"
-            note = Text()
-            if s.error:
-                note.append(s.error, style=style if s.status is not Status.SKIPPED else "")
-            if s.hint and s.status is not Status.PASSED:
-                note.append(("\n" if s.error else "") + f"hint: {s.hint}", style="italic")
-            table.add_row(
-                Text(label, style=style), s.name, _cell(s.expected, 50), _cell(s.observed, 50), note
-            )
-        console.print(table)
-    summary_style = "bold green" if report.ok else "bold red"
-    console.print(Text(report.summary(), style=summary_style))
+    render_report(report, file, color=color, width=width, quiet=quiet, verbose=verbose)
 
 
 def write_json_report(report: Report, target: str) -> None:

@@ -401,7 +401,10 @@ def _allclose(j: _Judge, got: Any, ref: Any) -> None:
     max_rel = float(rel.max()) if rel.size else 0.0
     expected = f"|out - ref| <= {atol:g} + {rtol:g}·|ref|"
     observed = f"max abs error {max_abs:.3g}, max rel error {max_rel:.3g}"
-    details = {"max-abs-error": max_abs, "max-rel-error": max_rel}
+    details: dict[str, Any] = {"max-abs-error": max_abs, "max-rel-error": max_rel}
+    if diff.size:
+        details.update(_abs_rows(diff, atol + rtol * np.abs(np.where(np.isnan(b), 0.0, b))))
+        details.update({"atol": atol, "rtol": rtol})
     n_bad = int(bad.sum())
     if n_bad == 0:
         j.ok("vs reference", expected, observed, details=details)
@@ -430,12 +433,54 @@ def _cosine(j: _Judge, got: Any, ref: Any) -> None:
     min_cos = float(cos[worst])
     expected = f"cosine >= {o.cosine_min} on every row"
     observed = f"min cosine {_fmt_cos(min_cos)} (row {worst})"
-    details = {"min-cosine": min_cos if math.isfinite(min_cos) else None, "row": worst}
+    details: dict[str, Any] = {"min-cosine": min_cos if math.isfinite(min_cos) else None, "row": worst}
+    rows, values = _compact_rows(np.where(np.isfinite(cos), cos, -1.0), "min")
+    details["rows"] = {"row": rows, "cosine": values}
+    details["cosine-min"] = o.cosine_min
     if min_cos >= o.cosine_min:
         j.ok("cosine-min", expected, observed, details=details)
     else:
         n_bad = int((cos < o.cosine_min).sum())
         j.fail("cosine-min", expected, f"{observed}; {n_bad} of {len(cos)} rows below", details=details)
+
+
+# --- compact per-row series for the HTML report ------------------------------------------------
+
+#: At most this many rows per output are kept in the report; beyond it consecutive rows are
+#: pooled (the worst of each group kept, labelled by its first row).
+SERIES_ROWS = 400
+
+
+def _compact_rows(per_row: Any, worst: Literal["max", "min"]) -> tuple[list[int], list[float]]:
+    np = _np()
+    n = int(per_row.shape[0])
+    if n <= SERIES_ROWS:
+        return list(range(n)), [float(v) for v in per_row]
+    size = math.ceil(n / SERIES_ROWS)
+    starts = list(range(0, n, size))
+    pick = np.max if worst == "max" else np.min
+    return starts, [float(pick(per_row[i : i + size])) for i in starts]
+
+
+def _abs_rows(diff: Any, allowed: Any) -> dict[str, Any]:
+    """Per row (first axis; each value of a 1-D array is a row): the absolute error of the value
+    that is furthest outside its tolerance, and that tolerance."""
+    np = _np()
+    d = diff.reshape(diff.shape[0] if diff.ndim else 1, -1)
+    lim = np.broadcast_to(allowed, diff.shape).reshape(d.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(lim > 0, d / lim, np.where(d > 0, np.inf, 0.0))
+    at = np.argmax(ratio, axis=1)
+    idx = np.arange(d.shape[0])
+    err_row, lim_row = d[idx, at], lim[idx, at]
+    err_row = np.where(np.isfinite(err_row), err_row, np.finfo(np.float64).max)
+    rows, errs = _compact_rows(err_row, "max")
+    if len(rows) == d.shape[0]:
+        limits = [float(v) for v in lim_row]
+    else:
+        size = math.ceil(d.shape[0] / SERIES_ROWS)
+        limits = [float(np.min(lim_row[i : i + size])) for i in rows]
+    return {"rows": {"row": rows, "abs-error": errs, "limit": limits}}
 
 
 # --- helpers -----------------------------------------------------------------------------------

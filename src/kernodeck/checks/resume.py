@@ -218,6 +218,7 @@ def trajectory_step(t: Trajectory, out: Path, root: Path) -> Step:
         )
     atol, rtol = t.atol or 0.0, t.rtol or 0.0
     expected = f"{len(ref)} steps of {t.metric}, |log - ref| <= {atol:g} + {rtol:g}·|ref|"
+    chart = trajectory_series(got, ref, atol, rtol)
     max_abs = max_rel = 0.0
     for i, ((gstep, g), (rstep, rv)) in enumerate(zip(got, ref, strict=False)):
         if gstep != rstep:
@@ -239,19 +240,60 @@ def trajectory_step(t: Trajectory, out: Path, root: Path) -> Step:
                 f"{t.log}: {t.metric}: {observed}",
                 expected=expected,
                 observed=observed,
-                details={"step": gstep, "value": g, "reference": rv},
+                details={"step": gstep, "value": g, "reference": rv, **chart},
             )
     if len(got) != len(ref):
         observed = f"{len(got)} steps logged, the reference has {len(ref)}"
-        return Step.failed(LAYER, name, f"{t.log}: {observed}", expected=expected, observed=observed)
+        return Step.failed(
+            LAYER, name, f"{t.log}: {observed}", expected=expected, observed=observed, details=chart
+        )
     observed = f"{len(got)} steps, max abs error {max_abs:.3g}, max rel error {max_rel:.3g}"
     return Step.passed(
         LAYER,
         name,
         expected=expected,
         observed=observed,
-        details={"max-abs-error": max_abs, "max-rel-error": max_rel},
+        details={"max-abs-error": max_abs, "max-rel-error": max_rel, **chart},
     )
+
+
+#: At most this many points of a trajectory are kept in the report (evenly spaced, the first
+#: point outside the tolerance always among them).
+SERIES_POINTS = 400
+
+
+def trajectory_series(
+    got: list[tuple[Any, float]], ref: list[tuple[Any, float]], atol: float, rtol: float
+) -> dict[str, Any]:
+    """The compact series the HTML report draws: per logged step the value and the reference's,
+    the tolerance, and the first step outside it (None when none is)."""
+    n = min(len(got), len(ref))
+    first: Any = None
+    first_i: int | None = None
+    for i in range(n):
+        g, rv = got[i][1], ref[i][1]
+        err = abs(g - rv) if math.isfinite(g) else math.inf
+        if not err <= atol + rtol * abs(rv):
+            first, first_i = got[i][0], i
+            break
+    keep = list(range(n))
+    if n > SERIES_POINTS:
+        stride = math.ceil(n / SERIES_POINTS)
+        keep = sorted({*range(0, n, stride), n - 1, *([first_i] if first_i is not None else [])})
+
+    def num(v: float) -> float | None:
+        return v if math.isfinite(v) else None
+
+    return {
+        "series": {
+            "step": [got[i][0] for i in keep],
+            "value": [num(got[i][1]) for i in keep],
+            "reference": [num(ref[i][1]) for i in keep],
+        },
+        "atol": atol,
+        "rtol": rtol,
+        "first-outside": first,
+    }
 
 
 def _read_log(path: Path, metric: str) -> list[tuple[Any, float]] | str:

@@ -10,15 +10,29 @@ from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import manifest_option
+from kernodeck.commands.options import DEFAULT_MANIFEST, deprecated, manifest_file, report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK
+from kernodeck.render.output import OutputOptions
 
 RESUME = "resume"
 
 
+def split_manifest(args: tuple[str, ...], old_manifest: str | None) -> tuple[Path, tuple[str, ...]]:
+    """(manifest, check names) from `[MANIFEST] [NAME]...` and the deprecated `--manifest`."""
+    given: Path | None = None
+    if args and (args[0].endswith(".toml") or Path(args[0]).is_dir()):
+        given, args = Path(args[0]), args[1:]
+    if old_manifest is not None:
+        deprecated("--manifest PATH", "the first positional argument (kernodeck check MANIFEST [NAME]...)")
+        if given is not None and given != Path(old_manifest):
+            raise click.UsageError(f"the manifest is given twice: {given} and --manifest {old_manifest}")
+        given = Path(old_manifest)
+    return (given if given is not None else Path(DEFAULT_MANIFEST)), args
+
+
 @click.command()
-@click.argument("names", nargs=-1)
-@manifest_option("manifest_path")
+@click.argument("names", nargs=-1, metavar="[MANIFEST] [NAME]...")
+@click.option("--manifest", "old_manifest", default=None, hidden=True)
 @click.option(
     "--python",
     "python",
@@ -41,21 +55,28 @@ RESUME = "resume"
     type=click.Path(path_type=Path, file_okay=False),
     help="Folder for the outputs and logs (default: a new temporary folder).",
 )
+@report_options()
 def check(
     names: tuple[str, ...],
-    manifest_path: Path,
+    old_manifest: str | None,
     python: str | None,
     record: bool,
     json_out: str | None,
     out_dir: Path | None,
+    output: OutputOptions,
 ) -> None:
-    """Run the application checks and the resume check (NAME: only these checks; `resume`: the resume check)."""
+    """Run the application checks and the resume check.
+
+    MANIFEST (default ./repro.toml; a folder means the repro.toml inside it) is recognised as a
+    path ending in .toml or a folder; NAME: only these checks (`resume`: the resume check)."""
     from kernodeck import checks
     from kernodeck.interpreters import choose
     from kernodeck.manifest import load_manifest
-    from kernodeck.report import CheckedInterpreter, Report, render
+    from kernodeck.render import emit
+    from kernodeck.report import CheckedInterpreter, Report
 
-    path = manifest_path / "repro.toml" if manifest_path.is_dir() else manifest_path
+    manifest_path, names = split_manifest(names, old_manifest)
+    path = manifest_file(manifest_path)
     manifest = load_manifest(path)
     root = path.parent.resolve()
     chosen = choose(python)
@@ -89,9 +110,9 @@ def check(
         report.settings["determinism"] = det
 
     to_stdout = json_out == "-"
-    # The shared report renderer (tables per layer, colours only on a terminal, NO_COLOR honoured);
-    # with `--json -` stdout carries the JSON, so the tables go to stderr.
-    render(report, sys.stderr if to_stdout else sys.stdout)
+    # The shared report renderer (kernodeck.render); with `--json -` stdout carries the JSON, so
+    # the human report goes to stderr.
+    emit(report, output, sys.stderr if to_stdout else sys.stdout)
     if record and report.ok:
         click.echo(
             f"recorded {len(written)} file(s): {', '.join(written) or 'none'}; "

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import manifest_option
+from kernodeck.commands.options import DEFAULT_MANIFEST, deprecated, manifest_argument, report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from kernodeck.render.output import OutputOptions
 
 
 @click.command()
@@ -35,6 +36,7 @@ from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
     "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
 )
 @click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
+@report_options()
 def rebuild(
     source: str,
     dest: str,
@@ -44,6 +46,7 @@ def rebuild(
     force: bool,
     json_out: str | None,
     no_compute: bool,
+    output: OutputOptions,
 ) -> None:
     """Recreate the environment in a clean folder and re-run the whole sequence.
 
@@ -53,7 +56,8 @@ def rebuild(
     the dependency contract, write installed-after.txt, and verify (application checks included).
     """
     from kernodeck.rebuild import plan_rebuild, run_rebuild
-    from kernodeck.report import Status, render, write_json_report
+    from kernodeck.render import emit
+    from kernodeck.report import Status, write_json_report
 
     to_stdout = json_out == "-"
     plan = plan_rebuild(
@@ -75,7 +79,7 @@ def rebuild(
         click.echo(f"pip --version: {pip_step.observed}", err=to_stdout)
     if json_out is not None:
         write_json_report(report, json_out)
-    render(report, sys.stderr if to_stdout else sys.stdout)
+    emit(report, output, sys.stderr if to_stdout else sys.stdout)
     interp = next((s for s in report.steps if s.layer == "rebuild" and s.name == "interpreter"), None)
     if interp is not None and interp.status is Status.FAILED:
         # the chosen interpreter does not satisfy [python]: refused before anything was created
@@ -84,8 +88,8 @@ def rebuild(
 
 
 @click.command()
-@click.argument("out", type=click.Path(path_type=Path, file_okay=False))
-@manifest_option()
+@click.argument("paths", nargs=-1, required=True, metavar="[MANIFEST] OUT")
+@click.option("--manifest", "old_manifest", default=None, hidden=True)
 @click.option(
     "--include-data",
     is_flag=True,
@@ -109,10 +113,29 @@ def rebuild(
     help="Bundle code with uncommitted changes (REBUILD.md and verify's code step then say so).",
 )
 def bundle(
-    out: Path, manifest: Path, include_data: bool, no_code: bool, report: Path | None, allow_dirty: bool
+    paths: tuple[str, ...],
+    old_manifest: str | None,
+    include_data: bool,
+    no_code: bool,
+    report: Path | None,
+    allow_dirty: bool,
 ) -> None:
-    """Write a hand-over folder another launch can use, scrubbed of secrets and host paths."""
+    """Write a hand-over folder OUT another launch can use, scrubbed of secrets and host paths.
+
+    MANIFEST (default ./repro.toml; a folder means the repro.toml inside it) comes first, as in
+    every command; `kernodeck bundle OUT` bundles ./repro.toml."""
     from kernodeck.bundle import write_bundle
+
+    if len(paths) > 2:
+        raise click.UsageError("give at most two paths: [MANIFEST] OUT")
+    manifest = Path(paths[0]) if len(paths) == 2 else None
+    out = Path(paths[-1])
+    if old_manifest is not None:
+        deprecated("--manifest PATH", "the first positional argument (kernodeck bundle MANIFEST OUT)")
+        if manifest is not None and manifest != Path(old_manifest):
+            raise click.UsageError(f"the manifest is given twice: {manifest} and --manifest {old_manifest}")
+        manifest = Path(old_manifest)
+    manifest = manifest if manifest is not None else Path(DEFAULT_MANIFEST)
 
     result = write_bundle(
         out,
@@ -126,7 +149,7 @@ def bundle(
 
 
 @click.command()
-@manifest_option()
+@manifest_argument()
 @click.option(
     "--variant", default=None, help="Record the differences as a [[variant]] NAME beside the reference."
 )

@@ -77,3 +77,74 @@ def manifest_option(dest: str = "manifest") -> Callable[[F], F]:
         type=click.Path(path_type=Path),
         help="The manifest (or its folder).",
     )
+
+
+def report_options(*, files: bool = True) -> Callable[[F], F]:
+    """How a report is shown, shared by verify, check, rebuild, doctor and diff: `--color
+    auto|always|never`, `--quiet/-q` (passed steps only counted in their layer's heading) and
+    `--verbose/-v` (every detail). With `files`, also `--junit FILE`, `--markdown FILE` and `--html
+    FILE`. The command receives one `kernodeck.render.OutputOptions` as `output`."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from kernodeck.render.output import OutputOptions
+
+            def path(key: str) -> Path | None:
+                value = kwargs.pop(key, None)
+                return Path(value) if value else None
+
+            if kwargs.get("_html"):
+                from kernodeck.render.html import require_matplotlib
+
+                require_matplotlib()  # before the run: say so now, not after minutes of work
+            kwargs["output"] = OutputOptions(
+                color=kwargs.pop("_color"),
+                quiet=kwargs.pop("_quiet"),
+                verbose=kwargs.pop("_verbose"),
+                junit=path("_junit"),
+                markdown=path("_markdown"),
+                html=path("_html"),
+            )
+            return fn(*args, **kwargs)
+
+        wrapped: Any = wrapper
+        if files:
+            wrapped = click.option(
+                "--html",
+                "_html",
+                default=None,
+                metavar="FILE",
+                help="Also write a self-contained HTML report to FILE.",
+            )(wrapped)
+            wrapped = click.option(
+                "--markdown",
+                "_markdown",
+                default=None,
+                metavar="FILE",
+                help="Also write a Markdown summary to FILE.",
+            )(wrapped)
+            wrapped = click.option(
+                "--junit", "_junit", default=None, metavar="FILE", help="Also write JUnit XML to FILE."
+            )(wrapped)
+        wrapped = click.option(
+            "--verbose",
+            "-v",
+            "_verbose",
+            is_flag=True,
+            help="Show every step's expected, observed and details.",
+        )(wrapped)
+        wrapped = click.option(
+            "--quiet", "-q", "_quiet", is_flag=True, help="Count passed steps in their layer's heading only."
+        )(wrapped)
+        wrapped = click.option(
+            "--color",
+            "_color",
+            type=click.Choice(["auto", "always", "never"]),
+            default="auto",
+            show_default=True,
+            help="Colours: on a terminal without NO_COLOR (auto), always, or never.",
+        )(wrapped)
+        return wrapped  # type: ignore[no-any-return]
+
+    return decorate

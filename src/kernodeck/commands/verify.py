@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
 
 import click
 
+from kernodeck.commands.options import report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK
-
-
-def _preload_renderer() -> None:
-    """Import rich in a background thread: it loads while the main thread waits for the probes,
-    instead of after them."""
-
-    def load() -> None:
-        try:
-            import rich.box
-            import rich.console
-            import rich.table
-            import rich.text  # noqa: F401
-        except Exception:  # the renderer imports it again and reports any error then
-            pass
-
-    threading.Thread(target=load, name="kernodeck-preload", daemon=True).start()
+from kernodeck.render.output import OutputOptions
 
 
 @click.command()
@@ -82,6 +67,7 @@ def _preload_renderer() -> None:
     show_default=True,
     help="With --fleet: nccl also times one all-reduce on the devices.",
 )
+@report_options()
 def verify(
     manifest: Path,
     python: str | None,
@@ -95,15 +81,16 @@ def verify(
     fleet: bool,
     fleet_timeout: float,
     fleet_backend: str,
+    output: OutputOptions,
 ) -> None:
     """Check a live environment against repro.toml, layer by layer.
 
     Layers: code, data, interpreter, packages, contract, system, backend, device, application,
     resume. Exit 0 when everything required passed, 1 when a check failed, 2 for bad input.
     """
-    _preload_renderer()
     from kernodeck.api import verify as run
-    from kernodeck.report import render, write_json_report
+    from kernodeck.render import emit
+    from kernodeck.report import write_json_report
 
     if fleet:
         from kernodeck.fleet.run import run_cli
@@ -140,7 +127,7 @@ def verify(
     )
     if json_out is not None:
         write_json_report(report, json_out)
-    render(report, sys.stderr if json_out == "-" else sys.stdout)
+    emit(report, output, sys.stderr if json_out == "-" else sys.stdout)
     sys.exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
@@ -160,12 +147,14 @@ def verify(
     help="Write the JSON report to FILE, or to stdout with '-'.",
 )
 @click.option("--no-compute", is_flag=True, help="Do not run the control computation.")
-def doctor(python: str | None, json_out: str | None, no_compute: bool) -> None:
+@report_options(files=False)
+def doctor(python: str | None, json_out: str | None, no_compute: bool, output: OutputOptions) -> None:
     """Describe the environment: interpreter, packages, system, torch, devices (no manifest)."""
     from kernodeck.api import doctor as run
-    from kernodeck.report import render, write_json_report
+    from kernodeck.render import emit
+    from kernodeck.report import write_json_report
 
     report = run(python=python, compute=not no_compute)
     if json_out is not None:
         write_json_report(report, json_out)
-    render(report, sys.stderr if json_out == "-" else sys.stdout)
+    emit(report, output, sys.stderr if json_out == "-" else sys.stdout)

@@ -2,11 +2,23 @@
 
 Layout under the cache root (`KERNODECK_CACHE_DIR`, else `platformdirs.user_cache_dir("kernodeck")`)::
 
-    index-v1/pages/<key[:2]>/<key>.json          one project page: url, body, validators, fetched-at
-    index-v1/pages/<key[:2]>/<key>.pyXY.parsed   the same page parsed: validated compact entries (marshal)
-    index-v1/metadata/<sha[:2]>/<sha256>          core metadata of the artifact with that sha256
-    index-v1/metadata-url/<key[:2]>/<key>         core metadata of a file published without hashes
-    index-v1/lock-records/<key[:2]>/<key>.json    a finished lock, replayable while its pages stand
+    index-v2/pages/<key[:2]>/<key>.json          one project page: url, body, validators, fetched-at
+    index-v2/pages/<key[:2]>/<key>.pyXY.parsed   the same page parsed: validated compact entries (marshal)
+    index-v2/metadata/<key[:2]>/<key>             core metadata of one file as one index serves it
+    index-v2/lock-records/<key[:2]>/<key>.json    a finished lock, replayable while its pages stand
+
+Every entry starts with a one-line seal, `KDC2 sha256:<digest of the rest>`, written with it. An
+entry whose content does not match its seal (truncated, edited, half-copied) is deleted and
+reported as `CorruptEntry`: online the client fetches it again, offline the error names it. A
+damaged entry is never used.
+
+Metadata is keyed by what vouches for it, never by the artifact hash alone (an index may claim any
+artifact hash): the index it came from (its URL as written, `${VAR}` placeholders unexpanded), the
+file's URL and artifact hash, and the PEP 658 metadata hash the page declared (checked again against
+the content on every read). So metadata read from one index can never answer for another.
+
+Keys and contents hold URLs only in their public form (user-info removed, expanded placeholder
+values replaced by their `${NAME}`, see `kernodeck.urls`): nothing secret reaches the disk.
 
 The parsed form lets a warm lock skip decoding and validating big pages (tens of thousands of
 files); it records the size and mtime of the .json it was made from and is ignored when that file
@@ -37,7 +49,9 @@ import platformdirs
 
 from kernodeck.fsio import atomic_write_bytes
 
-_LAYOUT = "index-v1"
+_LAYOUT = "index-v2"
+_SEAL = b"KDC2 sha256:"
+_SEAL_LEN = len(_SEAL) + 64 + 1  # the seal line, newline included
 DEFAULT_PAGE_TTL = 600.0  # seconds a cached page without validators answers without the network
 _PARSED_FORMAT = 1
 _PARSED_SUFFIX = f".py{sys.version_info[0]}{sys.version_info[1]}.parsed"  # marshal is per version
@@ -70,6 +84,56 @@ def page_is_fresh(
 
 def _key(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+class CorruptEntry(Exception):
+    """A cache entry failed its check; it has been deleted. `path` names it, `reason` says how."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def seal(content: bytes) -> bytes:
+    """`content` with its seal line in front (see the module docstring)."""
+    return _SEAL + hashlib.sha256(content).hexdigest().encode() + b"\n" + content
+
+
+def unseal(data: bytes) -> bytes:
+    """The content of sealed `data`; ValueError when the seal is missing or does not match."""
+    if not data.startswith(_SEAL) or len(data) < _SEAL_LEN or data[_SEAL_LEN - 1 : _SEAL_LEN] != b"\n":
+        raise ValueError("no checksum line")
+    want = data[len(_SEAL) : _SEAL_LEN - 1].decode("ascii", errors="replace")
+    content = data[_SEAL_LEN:]
+    if hashlib.sha256(content).hexdigest() != want:
+        raise ValueError("content does not match its checksum")
+    return content
+
+
+def _discard(path: Path, reason: str) -> CorruptEntry:
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return CorruptEntry(path, reason)
+
+
+def read_sealed(path: Path) -> bytes | None:
+    """The checked content of the entry at `path`; None when there is none; CorruptEntry (after
+    deleting it) when it fails its check."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise _discard(path, f"unreadable ({e.strerror})") from None
+    try:
+        return unseal(data)
+    except ValueError as e:
+        raise _discard(path, str(e)) from None
+
+
+def write_sealed(path: Path, content: bytes) -> None:
+    atomic_write_bytes(path, seal(content), fsync=False)
 
 
 @dataclass(frozen=True)
@@ -143,18 +207,25 @@ class IndexCache:
         return self.root / "pages" / k[:2] / f"{k}.json"
 
     def get_page(self, url: str) -> CachedPage | None:
+        """The cached page of `url` (public form); CorruptEntry when it fails its check."""
         path = self.page_path(url)
         if path is None:
             return None
-        try:
-            return CachedPage.from_json(path.read_bytes())
-        except (OSError, ValueError, KeyError, TypeError):
+        data = read_sealed(path)
+        if data is None:
             return None
+        try:
+            page = CachedPage.from_json(data)
+        except (ValueError, KeyError, TypeError) as e:
+            raise _discard(path, f"not a cached page ({type(e).__name__})") from None
+        if page.url != url:
+            raise _discard(path, "holds the page of another url")
+        return page
 
     def put_page(self, page: CachedPage) -> None:
         path = self.page_path(page.url)
         if path is not None:
-            atomic_write_bytes(path, page.to_json(), fsync=False)
+            write_sealed(path, page.to_json())
 
     def fingerprint(self, url: str) -> tuple[int, int] | None:
         """(size, mtime) of the cached page of `url`; None when there is none."""
@@ -175,8 +246,14 @@ class IndexCache:
         path = self.page_path(url)
         if path is None:
             return None
+        parsed_path = path.with_name(path.stem + _PARSED_SUFFIX)
         try:
-            data = path.with_name(path.stem + _PARSED_SUFFIX).read_bytes()
+            data = read_sealed(parsed_path)
+        except CorruptEntry:
+            return None  # made again from the page
+        if data is None:
+            return None
+        try:
             doc = marshal.loads(data)
             fmt, fp, head, entries, rejected = doc
             if fmt != _PARSED_FORMAT or tuple(fp) != self._fingerprint(url):
@@ -219,7 +296,7 @@ class IndexCache:
             data = marshal.dumps((_PARSED_FORMAT, fp, head, list(entries), [tuple(r) for r in rejected]))
         except ValueError:
             return fp  # something marshal cannot store: the .json alone serves
-        atomic_write_bytes(path.with_name(path.stem + _PARSED_SUFFIX), data, fsync=False)
+        write_sealed(path.with_name(path.stem + _PARSED_SUFFIX), data)
         return fp
 
     # -- finished locks ------------------------------------------------------------------------------
@@ -232,39 +309,51 @@ class IndexCache:
         if path is None:
             return None
         try:
-            doc = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            return None
+            data = read_sealed(path)
+            doc = json.loads(data) if data is not None else None
+        except (CorruptEntry, ValueError):
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None  # the lock is resolved again
         return doc if isinstance(doc, dict) else None
 
     def put_lock_record(self, key: str, record: dict[str, Any]) -> None:
         path = self._lock_path(key)
         if path is not None:
-            atomic_write_bytes(path, json.dumps(record, sort_keys=True).encode("utf-8"), fsync=False)
+            write_sealed(path, json.dumps(record, sort_keys=True).encode("utf-8"))
 
     # -- metadata ------------------------------------------------------------------------------------
 
-    def metadata_path(self, sha256: str | None, url: str) -> Path | None:
+    @staticmethod
+    def metadata_key(index_url: str, file_url: str, sha256: str | None, metadata_sha256: str | None) -> str:
+        """The key of one file's metadata as one index serves it (see the module docstring); all
+        URLs in their public form."""
+        return _key("metadata", index_url, file_url, sha256 or "", metadata_sha256 or "")
+
+    def metadata_path(self, key: str) -> Path | None:
         if self.root is None:
             return None
-        if sha256:
-            return self.root / "metadata" / sha256[:2] / sha256
-        k = _key("metadata-url", url)
-        return self.root / "metadata-url" / k[:2] / k
+        return self.root / "metadata" / key[:2] / key
 
-    def get_metadata(self, sha256: str | None, url: str) -> bytes | None:
-        path = self.metadata_path(sha256, url)
+    def get_metadata(self, key: str, metadata_sha256: str | None = None) -> bytes | None:
+        """The cached metadata under `key`; when the index declared its hash, the content must
+        have it. CorruptEntry (after deleting it) when it fails either check."""
+        path = self.metadata_path(key)
         if path is None:
             return None
-        try:
-            return path.read_bytes()
-        except OSError:
-            return None
+        data = read_sealed(path)
+        if (
+            data is not None
+            and metadata_sha256 is not None
+            and hashlib.sha256(data).hexdigest() != metadata_sha256
+        ):
+            raise _discard(path, "content does not match the metadata hash its index declared")
+        return data
 
-    def put_metadata(self, sha256: str | None, url: str, data: bytes) -> None:
-        path = self.metadata_path(sha256, url)
-        if path is not None and not path.exists():
-            atomic_write_bytes(path, data, fsync=False)
+    def put_metadata(self, key: str, data: bytes) -> None:
+        path = self.metadata_path(key)
+        if path is not None:
+            write_sealed(path, data)
 
     # -- locking ---------------------------------------------------------------------------------------
 

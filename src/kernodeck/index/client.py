@@ -4,14 +4,30 @@
   Cached on disk; revalidated with ETag / Last-Modified when the server sent them, otherwise trusted
   for `page_ttl` seconds. With `exclude_newer`, a page fetched after that instant already holds every
   file the lock may use, so it answers later requests without the network (`refresh=True` re-fetches).
-- Metadata, per file, cheapest first: the memory or disk cache (immutable, keyed by the artifact's
-  sha256); the PEP 658/714 `.metadata` file (hash checked); HTTP range requests reading only the zip
-  tail and the METADATA member; the whole file (hash checked). Sdists: downloaded (hash checked) and
-  their metadata built by PEP 517 in an isolated environment.
-- Offline: only the cache; what is missing is named in the error.
-- Credentials: `${VAR}` placeholders in an index URL are expanded in memory and sent as basic auth
-  to that host only; ~/.netrc (or $NETRC) is used for hosts without them. URLs kept in pages,
-  errors, logs and stats never carry credentials.
+- Metadata, per file, cheapest first: the memory or disk cache (keyed by the index, the file and
+  the hashes its page declared, never by the artifact hash alone; see cache.py); the PEP 658/714
+  `.metadata` file (hash checked); HTTP range requests reading only the zip tail and the METADATA
+  member, every range answer checked (206, `Content-Range` matching the request, length); the
+  whole file (length, then hash checked). Any doubt about range answers falls back to the whole
+  file. Sdists: downloaded (hash checked) and their metadata built by PEP 517 in an isolated
+  environment.
+- Offline: only the cache; what is missing or damaged is named in the error.
+- Every cache entry is checked against the checksum written with it; a damaged one is discarded
+  and fetched again (offline: an error naming it), never used.
+- Every request has a total deadline (`KERNODECK_HTTP_TIMEOUT`, seconds, across its retries; a
+  body trickling one byte at a time cannot hold a lock), the whole client one too
+  (`KERNODECK_LOCK_TIMEOUT`), and pages and metadata have size caps
+  (`KERNODECK_MAX_PAGE_BYTES`, `KERNODECK_MAX_METADATA_BYTES`) refused with a clear error.
+- Broken streams (HTTP/2 stream resets, connections closed mid-body) are retried with backoff on
+  a fresh HTTP/1.1 connection; a host that reset once is asked over HTTP/1.1 from then on.
+- Links on an http(s) page must be http(s) (a page cannot make the client read a local file), and
+  an https page cannot send the client to plain http.
+- Credentials: `${VAR}` placeholders in an index URL are expanded in memory only. Pages and files
+  are addressed by the URL as written (`${NAME}` in place); a source's values are put into a
+  request only when it goes to that source's own scheme and host, and user-info is sent as basic
+  auth to that host only; ~/.netrc (or $NETRC) is used for hosts without them. URLs kept in
+  pages, cache keys and contents, errors, logs and stats never carry credentials or expanded
+  values (`kernodeck.urls`).
 """
 
 from __future__ import annotations
@@ -19,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -28,7 +45,7 @@ from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 from urllib.request import url2pathname
 
 import httpx
@@ -39,11 +56,13 @@ from kernodeck.errors import IndexError_
 from kernodeck.index.cache import (
     DEFAULT_PAGE_TTL,
     CachedPage,
+    CorruptEntry,
     IndexCache,
     default_cache_dir,
     page_is_fresh,
 )
 from kernodeck.index.metadata import (
+    MetadataTooLarge,
     RangeUnsupported,
     build_sdist_metadata,
     read_wheel_metadata,
@@ -65,11 +84,70 @@ from kernodeck.index.models import (
     parse_json_page,
 )
 from kernodeck.index.sources import ResolvedUrl, default_index_url, expand, netrc_auth
-from kernodeck.urls import redact
+from kernodeck.urls import public_url, redact
 
 __all__ = ["ClientStats", "IndexClient", "default_index_url"]
 
 _RETRY_STATUS = {500, 502, 503, 504}
+_ATTEMPTS = 4
+#: Defaults of the limits (each overridable by the environment variable named beside it).
+DEFAULT_REQUEST_DEADLINE = 300.0  # KERNODECK_HTTP_TIMEOUT: seconds for one request, retries included
+DEFAULT_CLIENT_DEADLINE = 3600.0  # KERNODECK_LOCK_TIMEOUT: seconds for everything one client reads
+DEFAULT_MAX_PAGE_BYTES = 128 * 1024 * 1024  # KERNODECK_MAX_PAGE_BYTES
+DEFAULT_MAX_METADATA_BYTES = 16 * 1024 * 1024  # KERNODECK_MAX_METADATA_BYTES
+_MIN_DOWNLOAD_RATE = 1_000_000  # bytes/s a whole-file download is granted beyond the deadline
+
+
+def _env_number(name: str, default: float) -> float:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise IndexError_(
+            f"{name}={text!r} is not a number", hint=f"unset {name} or give it a positive number"
+        ) from None
+    if not value > 0:
+        raise IndexError_(
+            f"{name}={text!r} must be positive", hint=f"unset {name} or give it a positive number"
+        )
+    return value
+
+
+class _Deadline(Exception):
+    pass
+
+
+class _TooBig(Exception):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} > {limit}")
+        self.size = size
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """One HTTP answer read whole (within its deadline and size cap)."""
+
+    status_code: int
+    reason_phrase: str
+    headers: httpx.Headers
+    content: bytes
+    url: str  # public form (see kernodeck.urls.public_url)
+    request_url: str  # public form
+
+
+def _page_url(base: str, canon: str) -> str:
+    """The project page under a simple index root; a query on the root stays a query."""
+    p = urlsplit(base)
+    return urlunsplit((p.scheme, p.netloc, p.path.rstrip("/") + f"/{canon}/", p.query, ""))
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.3g} MiB"
+
+
 _HTML_TYPES = {HTML_CONTENT_TYPE, "text/html"}
 _JSON_TYPES = {JSON_CONTENT_TYPE, "application/vnd.pypi.simple.latest+json"}
 
@@ -121,6 +199,9 @@ class IndexClient:
         page_ttl: float = DEFAULT_PAGE_TTL,
         disk_cache: bool = True,
         timeout: float = 60,
+        deadline: float | None = None,
+        max_page_bytes: int | None = None,
+        max_metadata_bytes: int | None = None,
     ) -> None:
         self.offline = offline
         self.refresh = refresh
@@ -137,26 +218,53 @@ class IndexClient:
         self._meta_errors: dict[str, IndexError_] = {}
         self._resolved: dict[str, ResolvedUrl] = {}
         self._auth: dict[str, tuple[str, str]] = {}
+        self._index_urls: dict[str, str] = {}  # source name -> public URL (metadata cache keys)
+        self._resets: dict[str, int] = {}
+        self._h1_hosts: set[str] = set()
+        self.deadline = (
+            deadline
+            if deadline is not None
+            else _env_number("KERNODECK_HTTP_TIMEOUT", DEFAULT_REQUEST_DEADLINE)
+        )
+        self._client_deadline = time.monotonic() + _env_number(
+            "KERNODECK_LOCK_TIMEOUT", DEFAULT_CLIENT_DEADLINE
+        )
+        self.max_page_bytes = max_page_bytes or int(
+            _env_number("KERNODECK_MAX_PAGE_BYTES", DEFAULT_MAX_PAGE_BYTES)
+        )
+        self.max_metadata_bytes = max_metadata_bytes or int(
+            _env_number("KERNODECK_MAX_METADATA_BYTES", DEFAULT_MAX_METADATA_BYTES)
+        )
+        read_timeout = min(timeout, self.deadline)
         self._local_hashes: dict[tuple[str, int, int], str] = {}
         self._used_pages: dict[str, tuple[tuple[int, int], CachedPage]] = {}
         self.replayable = True
         limits = httpx.Limits(
             max_connections=max(16, self.concurrency * 2), max_keepalive_connections=self.concurrency
         )
+        own = transport is None
         if transport is None:
             transport = httpx.HTTPTransport(http2=_h2_available(), retries=2, limits=limits)
-        self._http = httpx.Client(
-            transport=transport,
-            timeout=httpx.Timeout(timeout, connect=15),
-            follow_redirects=True,
-            headers={"User-Agent": f"kernodeck/{__version__}"},
-            trust_env=True,
-        )
+
+        def client(t: httpx.BaseTransport) -> httpx.Client:
+            return httpx.Client(
+                transport=t,
+                timeout=httpx.Timeout(read_timeout, connect=min(15.0, read_timeout)),
+                follow_redirects=True,
+                headers={"User-Agent": f"kernodeck/{__version__}"},
+                trust_env=True,
+            )
+
+        self._http = client(transport)
+        # fresh HTTP/1.1 connections for retries after a broken stream, and for hosts that reset
+        self._h1 = client(httpx.HTTPTransport(http2=False, retries=2, limits=limits)) if own else self._http
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def close(self) -> None:
         self._http.close()
+        if self._h1 is not self._http:
+            self._h1.close()
 
     def __enter__(self) -> IndexClient:
         return self
@@ -182,6 +290,7 @@ class IndexClient:
         resolved = expand(source.url)
         with self._lock:
             self._resolved[source.url] = resolved
+            self._index_urls[source.name] = resolved.public or resolved.url
             if resolved.auth is not None:
                 self._auth[resolved.host] = resolved.auth
         return resolved
@@ -191,41 +300,146 @@ class IndexClient:
         creds = self._auth.get(host) or netrc_auth(urlsplit(url).hostname or "")
         return httpx.BasicAuth(*creds) if creds else None
 
-    def _get(self, url: str, *, headers: Mapping[str, str] | None = None, what: str) -> httpx.Response:
-        """One GET with retries on connection errors and 5xx; IndexError_ on network failure."""
+    def _request_url(self, url: str) -> str:
+        """`url` (public form) as sent: the placeholders of the source on its scheme and host
+        expanded, nowhere else."""
+        if "${" not in url:
+            return url
+        with self._lock:
+            sources = list(self._resolved.values())
+        for rs in sources:
+            got = rs.for_request(url)
+            if got is not None:
+                return got
+        return url
+
+    def _get(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        what: str,
+        limit: int | None = None,
+        limit_hint: str = "",
+        deadline: float | None = None,
+    ) -> _Reply:
+        """One GET read whole, with retries on broken streams, connection errors and 5xx, within
+        a total deadline; IndexError_ on network failure, on the deadline, or when the body is
+        over `limit` bytes."""
         if self.offline:
             raise IndexError_(
                 f"offline: would need to download {what} from {redact(url)}",
                 hint="run once without --offline to fill the cache",
             )
+        shown = redact(url)
+        seconds = self.deadline if deadline is None else deadline
+        own_end = time.monotonic() + seconds
+        end = min(own_end, self._client_deadline)
+        request_url = self._request_url(url)
+        host = urlsplit(request_url).netloc.lower()
         last: Exception | None = None
-        for attempt in range(3):
+        for attempt in range(_ATTEMPTS):
             if attempt:
-                time.sleep(0.25 * attempt)
+                pause = min(2.0, 0.25 * 2 ** (attempt - 1))
+                if time.monotonic() + pause >= end:
+                    break
+                time.sleep(pause)
+            with self._lock:
+                http = self._h1 if host in self._h1_hosts else self._http
             try:
-                r = self._http.get(
-                    url, headers=dict(headers or {}), auth=self._auth_for(url) or httpx.USE_CLIENT_DEFAULT
-                )
+                r = self._read(http, request_url, headers, end, limit, public=url)
+            except _Deadline:
+                if self._client_deadline < own_end:
+                    raise IndexError_(
+                        f"reading {what} from {shown} ran past the time this lock may spend on indexes",
+                        hint="the index is too slow or stalls; raise KERNODECK_LOCK_TIMEOUT (seconds) "
+                        "if it is only slow",
+                    ) from None
+                raise IndexError_(
+                    f"reading {what} from {shown} did not finish within {seconds:g} s",
+                    hint="the index is too slow or stalls; raise KERNODECK_HTTP_TIMEOUT (seconds) "
+                    "if it is only slow",
+                ) from None
+            except _TooBig as e:
+                raise IndexError_(
+                    f"{what} from {shown} is larger than the limit of {_mib(e.limit)}",
+                    context=[f"at least {e.size} bytes"],
+                    hint=limit_hint or "the index serves something far larger than expected; it is refused",
+                ) from None
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                 last = e  # the transport already retried the connection
                 break
-            except httpx.HTTPError as e:
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
+                last = e  # a reset or broken stream: again on a fresh HTTP/1.1 connection
+                with self._lock:
+                    self._resets[host] = self._resets.get(host, 0) + 1
+                    self._h1_hosts.add(host)
+            except (httpx.HTTPError, OSError) as e:
                 last = e
             else:
-                if r.status_code not in _RETRY_STATUS or attempt == 2:
+                if r.status_code not in _RETRY_STATUS or attempt == _ATTEMPTS - 1:
                     return r
                 last = None
+        if last is None and time.monotonic() >= end:
+            last = TimeoutError(f"no answer within {seconds:g} s")
         detail = redact(f"{type(last).__name__}: {last}") if last is not None else "server error"
         raise IndexError_(
-            f"cannot read {what} from {redact(url)}",
+            f"cannot read {what} from {shown}",
             context=[detail],
             hint="check the network and the index URL; `--offline` locks from the cache only",
         )
 
+    def _read(
+        self,
+        http: httpx.Client,
+        url: str,
+        headers: Mapping[str, str] | None,
+        end: float,
+        limit: int | None,
+        *,
+        public: str,
+    ) -> _Reply:
+        """One attempt: the whole body, or _Deadline / _TooBig / an httpx error. URLs in the
+        reply are public: `public` itself unless a redirect led elsewhere."""
+        left = end - time.monotonic()
+        if left <= 0:
+            raise _Deadline()
+        timeout = httpx.Timeout(min(left, http.timeout.read or left), connect=min(left, 15.0))
+        with http.stream(
+            "GET",
+            url,
+            headers=dict(headers or {}),
+            auth=self._auth_for(url) or httpx.USE_CLIENT_DEFAULT,
+            timeout=timeout,
+        ) as r:
+            declared = r.headers.get("Content-Length")
+            if limit is not None and declared and declared.isdigit() and int(declared) > limit:
+                raise _TooBig(int(declared), limit)
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in r.iter_bytes():
+                size += len(chunk)
+                if limit is not None and size > limit:
+                    raise _TooBig(size, limit)
+                chunks.append(chunk)
+                if time.monotonic() > end:
+                    raise _Deadline()
+            if time.monotonic() > end:
+                raise _Deadline()
+            return _Reply(
+                status_code=r.status_code,
+                reason_phrase=r.reason_phrase,
+                headers=r.headers,
+                content=b"".join(chunks),
+                # a redirect elsewhere may carry a signed query: kept without its secret values
+                url=public if str(r.url) == url else redact(public_url(str(r.url))),
+                request_url=public if str(r.request.url) == url else redact(public_url(str(r.request.url))),
+            )
+
     def _status_error(
-        self, r: httpx.Response, what: str, source: str, variables: tuple[str, ...] = ()
+        self, r: _Reply, what: str, source: str, variables: tuple[str, ...] = ()
     ) -> IndexError_:
-        url = redact(str(r.request.url))
+        url = redact(r.request_url)
         if r.status_code in (401, 403):
             hint = (
                 f"check the credentials in {', '.join(variables)}"
@@ -326,7 +540,18 @@ class IndexClient:
         self, url: str, *, source: IndexSource, what: str, variables: tuple[str, ...]
     ) -> CachedPage:
         """The body of a page from cache or network; `not_found` when the index said 404/410."""
-        cached = None if self.refresh else self.cache.get_page(url)
+        cached = None
+        if not self.refresh:
+            try:
+                cached = self.cache.get_page(url)
+            except CorruptEntry as e:
+                if self.offline:
+                    raise IndexError_(
+                        f"offline: the cached page for {what} on index {source.name!r} was damaged "
+                        "on disk and has been discarded",
+                        context=[f"cache entry: {e.path}", e.reason, f"page: {redact(url)}"],
+                        hint="run `kernodeck lock` once without --offline to fetch it again",
+                    ) from None
         if self.offline:
             if cached is None:
                 raise IndexError_(
@@ -344,7 +569,13 @@ class IndexClient:
                 headers["If-None-Match"] = cached.etag
             if cached.last_modified:
                 headers["If-Modified-Since"] = cached.last_modified
-        r = self._get(url, headers=headers, what=what)
+        r = self._get(
+            url,
+            headers=headers,
+            what=what,
+            limit=self.max_page_bytes,
+            limit_hint="raise KERNODECK_MAX_PAGE_BYTES if this index really serves pages that big",
+        )
         if r.status_code == 304 and cached is not None:
             refreshed = CachedPage(
                 base=cached.base,
@@ -367,8 +598,8 @@ class IndexClient:
             raise self._status_error(r, what, source.name, variables)
         body = r.content
         self._bump(pages_fetched=1, bytes_downloaded=len(body))
-        # links resolve against the final URL after redirects (kept without credentials)
-        final = str(r.url.copy_with(username=None, password=None))
+        # links resolve against the final URL after redirects (kept in its public form)
+        final = r.url
         page = CachedPage(
             url=url,
             body=body,
@@ -396,10 +627,9 @@ class IndexClient:
 
     def _simple_page(self, source: IndexSource, canon: str) -> ProjectPage | NotFound:
         resolved = self.resolve_source(source)
-        base = resolved.url.rstrip("/")
-        if urlsplit(base).scheme == "file":
-            return self._file_page(source, base, canon)
-        url = f"{base}/{canon}/"
+        if urlsplit(resolved.url).scheme == "file":
+            return self._file_page(source, resolved.url.rstrip("/"), canon)
+        url = _page_url(resolved.public or resolved.url, canon)
         quick = self._parsed_page(source, canon)
         if quick is not None:
             return quick
@@ -423,10 +653,10 @@ class IndexClient:
         validation, no lock: cache files are replaced atomically); None otherwise."""
         if self.refresh or source.format != "simple":
             return None
-        base = self.resolve_source(source).url.rstrip("/")
-        if urlsplit(base).scheme == "file":
+        resolved = self.resolve_source(source)
+        if urlsplit(resolved.url).scheme == "file":
             return None
-        url = f"{base}/{canon}/"
+        url = _page_url(resolved.public or resolved.url, canon)
         parsed = self.cache.get_parsed(url)
         if parsed is None or not (self.offline or self._fresh(parsed.head)):
             return None
@@ -482,7 +712,9 @@ class IndexClient:
         mine = tuple(f for f in files if f.project == canon)
         if not mine:
             return NotFound(canon, source.name, f"find-links {source.name!r} has no file of {canon!r}")
-        return ProjectPage(name=canon, index=source.name, files=mine, url=redact(resolved.url))
+        return ProjectPage(
+            name=canon, index=source.name, files=mine, url=redact(resolved.public or resolved.url)
+        )
 
     def _find_links_files(self, source: IndexSource, resolved: ResolvedUrl) -> tuple[IndexFile, ...]:
         url = resolved.url
@@ -518,7 +750,9 @@ class IndexClient:
                 )
             self._bump(pages_fetched=1)
             return tuple(out)
-        cached = self._load_page(url, source=source, what="the find-links page", variables=resolved.variables)
+        cached = self._load_page(
+            resolved.public or url, source=source, what="the find-links page", variables=resolved.variables
+        )
         if cached.not_found:
             raise IndexError_(f"find-links {source.name!r}: {redact(url)} does not exist (404)")
         return self._parse(cached, project=None, index=source.name).files
@@ -574,14 +808,36 @@ class IndexClient:
                 raise IndexError_(
                     f"cannot read {file.filename} from index {file.index!r}: {e.strerror}"
                 ) from None
-        else:
-            r = self._get(file.url, headers={"Accept-Encoding": "identity"}, what=file.filename)
+            self._check_whole(file, data)
+            return data
+        for attempt in range(2):
+            r = self._get(
+                file.url,
+                headers={"Accept-Encoding": "identity"},
+                what=file.filename,
+                limit=file.size,
+                deadline=self.deadline + (file.size or 0) / _MIN_DOWNLOAD_RATE,
+            )
             if r.status_code != 200:
                 raise self._status_error(r, file.filename, file.index)
             data = r.content
             self._bump(whole_downloads=1, bytes_downloaded=len(data))
+            if attempt == 0 and file.size is not None and len(data) != file.size:
+                continue  # cut short (a connection closed without a length): once more
+            self._check_whole(file, data)
+            return data
+        raise AssertionError("unreachable")
+
+    def _check_whole(self, file: IndexFile, data: bytes) -> None:
+        """A whole body is the file: its length (when the index published it), then its hash."""
+        if file.size is not None and len(data) != file.size:
+            raise IndexError_(
+                f"{file.filename} from index {file.index!r} came back with {len(data)} bytes, "
+                f"not the {file.size} its page lists",
+                context=[f"url: {redact(file.url)}"],
+                hint="the download was cut short or the file changed on the index; the file is refused",
+            )
         self._check_hash(file, data)
-        return data
 
     def file_sha256(self, file: IndexFile) -> str:
         """The file's sha256: from the index when published, else computed from a download."""
@@ -594,9 +850,12 @@ class IndexClient:
 
     # -- metadata ------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _meta_key(file: IndexFile) -> str:
-        return file.sha256 or f"url:{file.url}"
+    def _meta_key(self, file: IndexFile) -> str:
+        """Where the metadata of `file` is kept: under its index, its URL and the hashes its page
+        declared (see `IndexCache.metadata_key`), never under the artifact hash alone."""
+        with self._lock:
+            index = self._index_urls.get(file.index, f"name:{file.index}")
+        return IndexCache.metadata_key(index, public_url(file.url), file.sha256, file.metadata_sha256)
 
     def metadata(self, file: IndexFile) -> CoreMetadata:
         """Core metadata of a file; raises MetadataError (an IndexError_) when unusable."""
@@ -632,9 +891,9 @@ class IndexClient:
 
     def prefetch_metadata(self, files: Iterable[IndexFile]) -> None:
         """Load the metadata of many files concurrently into the memory and disk caches."""
-        todo = list({self._meta_key(f): f for f in files}.values())
+        keyed = {self._meta_key(f): f for f in files}
         with self._lock:
-            todo = [f for f in todo if self._meta_key(f) not in self._meta]
+            todo = [f for k, f in keyed.items() if k not in self._meta]
         if not todo:
             return
 
@@ -647,13 +906,23 @@ class IndexClient:
             list(pool.map(one, todo))
 
     def _cached_metadata(self, file: IndexFile) -> CoreMetadata | None:
-        data = self.cache.get_metadata(file.sha256, file.url)
+        try:
+            data = self.cache.get_metadata(self._meta_key(file), file.metadata_sha256)
+        except CorruptEntry as e:
+            if self.offline:
+                raise MetadataError(
+                    f"offline: the cached metadata of {file.filename} (index {file.index!r}) was "
+                    "damaged on disk and has been discarded",
+                    context=[f"cache entry: {e.path}", e.reason],
+                    hint="run `kernodeck lock` once without --offline to fetch it again",
+                ) from None
+            return None  # fetched again
         if data is None:
             return None
         try:
             meta = self._checked(parse_core_metadata(data, source=file.filename), file)
         except MetadataError:
-            return None  # a damaged cache entry is fetched again
+            return None  # an unusable cache entry is fetched again
         self._bump(metadata_from_cache=1)
         return meta
 
@@ -668,7 +937,7 @@ class IndexClient:
             )
         data = self._fetch_metadata_bytes(file)
         meta = self._checked(parse_core_metadata(data, source=file.filename), file)
-        self.cache.put_metadata(file.sha256, file.url, data)
+        self.cache.put_metadata(self._meta_key(file), data)
         self._bump(metadata_fetched=1)
         return meta
 
@@ -700,7 +969,7 @@ class IndexClient:
         if local:
             path = _local_path(file.url)
             self._check_hash(file, path.read_bytes())
-            return read_wheel_metadata(path, file.filename)
+            return read_wheel_metadata(path, file.filename, max_size=self.max_metadata_bytes)
         return self._metadata_by_ranges(file)
 
     def _metadata_file(self, file: IndexFile, local: bool) -> bytes | None:
@@ -711,7 +980,12 @@ class IndexClient:
                 return None
             data = p.read_bytes()
         else:
-            r = self._get(file.metadata_url, what=f"the metadata of {file.filename}")
+            r = self._get(
+                file.metadata_url,
+                what=f"the metadata of {file.filename}",
+                limit=self.max_metadata_bytes,
+                limit_hint="raise KERNODECK_MAX_METADATA_BYTES if this metadata really is that big",
+            )
             if r.status_code in (404, 410):
                 return None
             if r.status_code != 200:
@@ -728,19 +1002,37 @@ class IndexClient:
         return data
 
     def _metadata_by_ranges(self, file: IndexFile) -> bytes:
+        """METADATA by range requests; every answer is checked (206, a `Content-Range` that matches
+        the request and the file, the length), and any doubt falls back to the whole file, whose
+        length and hash are checked before use."""
+        sizes: set[int] = set() if file.size is None else {file.size}
+
         def fetch(start: int | None, length: int) -> tuple[int, int, bytes]:
             rng = f"bytes=-{length}" if start is None else f"bytes={start}-{start + length - 1}"
-            r = self._get(file.url, headers={"Range": rng, "Accept-Encoding": "identity"}, what=file.filename)
+            r = self._get(
+                file.url,
+                headers={"Range": rng, "Accept-Encoding": "identity"},
+                what=file.filename,
+                limit=file.size if file.size is not None else None,
+                deadline=self.deadline + (file.size or 0) / _MIN_DOWNLOAD_RATE,
+            )
             body = r.content
             self._bump(range_requests=1, range_bytes=len(body), bytes_downloaded=len(body))
             if r.status_code == 206:
-                cr = r.headers.get("Content-Range", "")
-                try:
-                    span, total = cr.split(" ", 1)[1].split("/")
-                    first = int(span.split("-")[0])
-                    return first, int(total), body
-                except (IndexError, ValueError):
-                    raise RangeUnsupported(b"") from None
+                got = _content_range(r.headers.get("Content-Range", ""))
+                if got is None:
+                    raise RangeUnsupported(b"")
+                first, last, total = got
+                if sizes and total not in sizes:
+                    raise RangeUnsupported(b"")  # another file, or another version of it
+                sizes.add(total)
+                if start is None:
+                    want_first, want_last = max(0, total - length), total - 1
+                else:
+                    want_first, want_last = start, min(start + length, total) - 1
+                if (first, last) != (want_first, want_last) or len(body) != last - first + 1:
+                    raise RangeUnsupported(b"")
+                return first, total, body
             if r.status_code == 200:
                 self._bump(whole_downloads=1)
                 raise RangeUnsupported(body)
@@ -748,10 +1040,36 @@ class IndexClient:
                 raise RangeUnsupported(b"")
             raise self._status_error(r, file.filename, file.index)
 
+        whole = b""
         try:
-            data, _requests, _read = read_wheel_metadata_by_ranges(fetch, file.filename)
+            data, _requests, _read = read_wheel_metadata_by_ranges(
+                fetch, file.filename, max_size=self.max_metadata_bytes
+            )
             return data
         except RangeUnsupported as e:
-            whole = e.body or self.fetch_file(file)
-            self._check_hash(file, whole)
-            return read_wheel_metadata(whole, file.filename)
+            whole = e.body
+        except MetadataTooLarge:
+            raise
+        except MetadataError:
+            pass  # bytes that do not add up: judge the whole, checked file
+        if whole:
+            try:
+                self._check_whole(file, whole)
+            except IndexError_:
+                whole = b""  # a whole body that is not the file: download it again, checked
+        if not whole:
+            whole = self.fetch_file(file)
+        return read_wheel_metadata(whole, file.filename, max_size=self.max_metadata_bytes)
+
+
+def _content_range(text: str) -> tuple[int, int, int] | None:
+    """(first, last, total) of `bytes first-last/total`; None when it is anything else."""
+    unit, _, rest = text.strip().partition(" ")
+    span, _, total = rest.partition("/")
+    first, _, last = span.partition("-")
+    if unit.lower() != "bytes" or not (first.isdigit() and last.isdigit() and total.isdigit()):
+        return None
+    a, b, n = int(first), int(last), int(total)
+    if a > b or b >= n:
+        return None
+    return a, b, n

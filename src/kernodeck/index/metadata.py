@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import struct
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,24 @@ from kernodeck.index.models import MetadataError
 TAIL_BYTES = 16 * 1024
 #: Slack read beyond the METADATA member's compressed size for its local header's extra field.
 _LOCAL_HEADER_SLACK = 30 + 1024
+
+
+class MetadataTooLarge(MetadataError):
+    """A METADATA member larger than the cap (see `kernodeck.index.client`)."""
+
+
+#: Errors zipfile raises on bytes that are not a sound zip (truncated, crossed, tampered).
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    KeyError,
+    ValueError,
+    EOFError,
+    OSError,
+    zlib.error,
+    struct.error,
+    NotImplementedError,
+)
 
 
 class RangeUnsupported(Exception):
@@ -129,29 +149,42 @@ def _metadata_member(zf: zipfile.ZipFile, filename: str) -> zipfile.ZipInfo:
     return chosen[0]
 
 
-def read_wheel_metadata(data: bytes | Path, filename: str) -> bytes:
+def _check_size(info: zipfile.ZipInfo, filename: str, max_size: int | None) -> None:
+    if max_size is not None and info.file_size > max_size:
+        raise MetadataTooLarge(
+            f"the METADATA of {filename} is {info.file_size} bytes, over the limit of {max_size}",
+            hint="raise KERNODECK_MAX_METADATA_BYTES if this metadata really is that big",
+        )
+
+
+def read_wheel_metadata(data: bytes | Path, filename: str, *, max_size: int | None = None) -> bytes:
     """The METADATA member of a whole wheel (bytes or a local path)."""
     src: Any = io.BytesIO(data) if isinstance(data, bytes) else data
     try:
         with zipfile.ZipFile(src) as zf:
-            return zf.read(_metadata_member(zf, filename))
-    except (zipfile.BadZipFile, OSError, KeyError) as e:
-        raise MetadataError(f"{filename} is not a readable wheel: {e}") from None
+            info = _metadata_member(zf, filename)
+            _check_size(info, filename, max_size)
+            return zf.read(info)
+    except _ZIP_ERRORS as e:
+        raise MetadataError(f"{filename} is not a readable wheel: {type(e).__name__}: {e}") from None
 
 
-def read_wheel_metadata_by_ranges(fetch: RangeFetch, filename: str) -> tuple[bytes, int, int]:
+def read_wheel_metadata_by_ranges(
+    fetch: RangeFetch, filename: str, *, max_size: int | None = None
+) -> tuple[bytes, int, int]:
     """(METADATA bytes, range requests made, bytes read). Raises RangeUnsupported from `fetch`."""
     rf = _RangeFile(fetch)
     try:
         with zipfile.ZipFile(rf) as zf:
             info = _metadata_member(zf, filename)
+            _check_size(info, filename, max_size)
             rf.prefetch(
                 info.header_offset,
                 info.header_offset + _LOCAL_HEADER_SLACK + len(info.filename) + info.compress_size,
             )
             data = zf.read(info)
-    except (zipfile.BadZipFile, KeyError) as e:
-        raise MetadataError(f"{filename} is not a readable wheel: {e}") from None
+    except _ZIP_ERRORS as e:
+        raise MetadataError(f"{filename} is not a readable wheel: {type(e).__name__}: {e}") from None
     return data, rf.requests, rf.bytes_read
 
 

@@ -532,6 +532,21 @@ _PLAIN_URL = re.compile(r"^https?://[^/?#;@\s]+/[^?#;\s]*\Z")
 _PLAIN_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z\Z")
 
 
+def _check_link_scheme(page_url: str, absolute: str, written: str) -> None:
+    """A link on an http(s) page stays on http(s) (no file://: a page must not make the client
+    read local files), and an https page does not send the client to plain http."""
+    page = page_url[: page_url.find(":")].lower()
+    if page not in ("http", "https"):
+        return
+    link = absolute[: absolute.find(":")].lower()
+    if link not in ("http", "https"):
+        raise ValueError(
+            f"url {written!r} leaves the index: a page served over {page} may link only to http(s) files"
+        )
+    if page == "https" and link == "http":
+        raise ValueError(f"url {written!r} downgrades an https index to plain http")
+
+
 def _version_text(filename: str) -> str:
     """The version part of a valid distribution filename, as written."""
     if filename.endswith(".whl"):
@@ -570,6 +585,7 @@ def _entry(
         if urlsplit(absolute).scheme not in ("http", "https", "file"):
             raise ValueError(f"url {url!r} has an unsupported scheme")
         absolute = strip_userinfo(absolute)
+    _check_link_scheme(page_url, absolute, url)
     hashes = _check_hashes(hashes)
     if fragment:
         algo, _, digest = fragment.partition("=")

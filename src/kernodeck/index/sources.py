@@ -1,7 +1,11 @@
 """Index URLs: the default index from pip's configuration, ${VAR} credentials, and redaction.
 
 Credentials never leave memory: `expand()` resolves placeholders into a `ResolvedUrl` whose `url`
-has no user-info and whose `auth` is kept apart; every message goes through `redact()`.
+has no user-info and whose `auth` is kept apart, and remembers every expanded value with
+`kernodeck.urls.remember_secret` so that `redact()`/`conceal()` put its `${NAME}` back in whatever
+is written or printed. `ResolvedUrl.public` is the URL as written (placeholders in place): the
+client keys caches and builds page and file URLs with it, and expands the placeholders of a
+source only in requests to that source's own scheme and host (`ResolvedUrl.for_request`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from kernodeck.errors import IndexError_, UsageError
-from kernodeck.urls import redact
+from kernodeck.urls import redact, remember_secret
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -32,13 +36,32 @@ class MissingCredential(UsageError):
 class ResolvedUrl:
     """An index URL ready for requests: no user-info in `url`; `auth` only in memory."""
 
-    url: str
+    url: str = field(repr=False)
     auth: tuple[str, str] | None = field(default=None, repr=False)
     variables: tuple[str, ...] = ()  # the placeholder names it used, for hints
+    public: str = ""  # the URL without user-info, placeholders not expanded
+    values: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (name, value) expanded
 
     @property
     def host(self) -> str:
         return urlsplit(self.url).netloc.lower()
+
+    @property
+    def public_origin(self) -> str:
+        p = urlsplit(self.public or self.url)
+        return f"{p.scheme}://{p.netloc}".lower()
+
+    def for_request(self, url: str) -> str | None:
+        """`url` (public form) with this source's placeholders expanded, when it is on this
+        source's own scheme and host; None otherwise (its values go nowhere else)."""
+        if not self.values:
+            return None
+        p = urlsplit(url)
+        if f"{p.scheme}://{p.netloc}".lower() != self.public_origin:
+            return None
+        for name, value in self.values:
+            url = url.replace(f"${{{name}}}", value)
+        return url
 
 
 def expand(url: str, *, env: dict[str, str] | None = None) -> ResolvedUrl:
@@ -55,6 +78,9 @@ def expand(url: str, *, env: dict[str, str] | None = None) -> ResolvedUrl:
             + " before running kernodeck; values are never written anywhere",
         )
 
+    for n in names:
+        remember_secret(n, environ[n])  # from now on every message and cache key conceals it
+
     def sub(text: str) -> str:
         return _PLACEHOLDER.sub(lambda m: environ[m.group(1)], text)
 
@@ -66,8 +92,16 @@ def expand(url: str, *, env: dict[str, str] | None = None) -> ResolvedUrl:
         userinfo, netloc = netloc.rsplit("@", 1)
         user, _, password = userinfo.partition(":")
         auth = (sub(unquote(user)), sub(unquote(password)))
-    expanded = sub(parts._replace(netloc=netloc).geturl())
-    return ResolvedUrl(url=expanded, auth=auth, variables=names)
+    public = parts._replace(netloc=netloc).geturl()
+    expanded = sub(public)
+    used = tuple(dict.fromkeys(n for n in _PLACEHOLDER.findall(public)))
+    return ResolvedUrl(
+        url=expanded,
+        auth=auth,
+        variables=names,
+        public=public,
+        values=tuple((n, environ[n]) for n in used),
+    )
 
 
 @functools.lru_cache(maxsize=64)

@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from kernodeck.backends import BACKEND_FORMS, parse_backend
+from kernodeck.urls import PLACEHOLDER, is_placeholder_userinfo, redact, secret_query_params
 
 SCHEMA_VERSION = 1
 
@@ -90,9 +91,17 @@ def _project_name(v: str) -> str:
 
 def _requirement(v: str) -> str:
     try:
-        Requirement(v)
+        req = Requirement(v)
     except InvalidRequirement as e:
-        raise ValueError(f"invalid requirement {v!r}: {str(e).splitlines()[0]}") from None
+        raise ValueError(f"invalid requirement {redact(v)!r}: {redact(str(e).splitlines()[0])}") from None
+    if req.url:
+        netloc = urlsplit(req.url).netloc
+        if "@" in netloc and not is_placeholder_userinfo(netloc.rsplit("@", 1)[0]):
+            raise ValueError(
+                f"the direct url of {req.name!r} holds literal credentials; write them as environment "
+                "variable placeholders (${USER}:${TOKEN}@host), and set those variables when you run kernodeck"
+            )
+        _no_literal_secrets(req.url, f"direct url of {req.name!r}")
     return v
 
 
@@ -138,10 +147,26 @@ def _backend(v: str) -> str:
     return v
 
 
+def _no_literal_secrets(v: str, what: str) -> None:
+    """Refuse a URL holding a literal secret (a secret-shaped query parameter, a fragment),
+    without echoing it."""
+    secret = secret_query_params(v)
+    if secret:
+        raise ValueError(
+            f"the {what} holds a literal secret in its query parameter {secret[0]!r}; write it as an "
+            f"environment variable placeholder instead, e.g. {secret[0]}=${{INDEX_TOKEN}}, and set that "
+            "variable when you run kernodeck"
+        )
+    fragment = urlsplit(v).fragment
+    if fragment and not PLACEHOLDER.fullmatch(fragment):
+        raise ValueError(f"the {what} has a fragment ('#...'); an index url has none, remove it")
+
+
 def _index_url(v: str) -> str:
     parts = urlsplit(v)
     if parts.scheme not in ("http", "https", "file"):
-        raise ValueError(f"index url {v!r} must start with https://, http:// or file://")
+        raise ValueError(f"index url {redact(v)!r} must start with https://, http:// or file://")
+    _no_literal_secrets(v, "index url")
     if "@" in parts.netloc:
         userinfo = parts.netloc.rsplit("@", 1)[0]
         pieces = userinfo.split(":", 1)

@@ -207,7 +207,7 @@ class Session:
         return self.page_future(source, name).result()
 
     def metadata_future(self, file: IndexFile) -> Future[CoreMetadata]:
-        key = file.sha256 or file.url
+        key = f"{file.index}\0{file.sha256 or file.url}"  # per index: another may claim the same hash
         with self._lock:
             fut = self._metadata.get(key)
             if fut is None:

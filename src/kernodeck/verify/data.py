@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kernodeck import hfcache
 from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, outside_message
 from kernodeck.manifest.schema import Data, Manifest, Weights
 from kernodeck.probe.facts import Facts
@@ -132,24 +133,13 @@ def _data(d: Data, ctx: Context, facts: Facts | None) -> Step:
     )
 
 
-def _hub_dir(cache: str, hub: str) -> Path:
-    kind = "models"
-    repo = hub
-    for prefix in ("datasets/", "spaces/", "models/"):
-        if hub.startswith(prefix):
-            kind, repo = prefix[:-1], hub[len(prefix) :]
-    return Path(cache) / f"{kind}--{repo.replace('/', '--')}"
-
-
 def _weights(w: Weights, ctx: Context, facts: Facts | None) -> list[Step]:
     name = f"weights:{w.name}"
     hint = _access_hint(w.source, w.access, facts)
     if w.hub:
-        cache = (facts.hf_hub_cache if facts is not None else None) or os.path.join(
-            os.path.expanduser("~"), ".cache", "huggingface", "hub"
-        )
-        repo_dir = _hub_dir(cache, w.hub)
-        snap = repo_dir / "snapshots" / str(w.revision)
+        cache = (facts.hf_hub_cache if facts is not None else None) or hfcache.default_root()
+        repo_dir = hfcache.repo_folder(cache, w.hub)
+        snap = hfcache.snapshot(cache, w.hub, str(w.revision))
         if not snap.is_dir():
             have = (
                 sorted(p.name[:12] for p in (repo_dir / "snapshots").glob("*")) if repo_dir.is_dir() else []

@@ -1,0 +1,46 @@
+"""`kernodeck report REPORT.json [B.json] [-o FILE]`: the HTML diagnosis of a report, or two
+reports side by side by layer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("report")
+@click.argument("reports", nargs=-1, required=True, metavar="REPORT.json [OTHER.json]")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    default=None,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The HTML file (default: the report's name with .html; for two reports A-vs-B.html beside A).",
+)
+def report(reports: tuple[str, ...], out: Path | None) -> None:
+    """Write one self-contained HTML page for a verify, check or rebuild report (JSON).
+
+    With two reports, the page shows them side by side by layer, the layers that differ first.
+    The page makes no network request; its charts need the `report` extra (matplotlib).
+    """
+    from kernodeck.diff import diff_reports, load_report
+    from kernodeck.errors import UsageError
+    from kernodeck.fsio import atomic_write_text
+    from kernodeck.render.html import diff_html, html_report, require_matplotlib
+
+    if len(reports) > 2:
+        raise UsageError(f"report takes one or two report files, got {len(reports)}")
+    require_matplotlib()
+    first = Path(reports[0])
+    loaded = [load_report(p) for p in reports]
+    if len(loaded) == 1:
+        target = out or first.with_suffix(".html")
+        text = html_report(loaded[0])
+    else:
+        second = Path(reports[1])
+        target = out or first.with_name(f"{first.stem}-vs-{second.stem}.html")
+        result = diff_reports(loaded[0], loaded[1], a_name=reports[0], b_name=reports[1])
+        text = diff_html(loaded[0], loaded[1], result)
+    atomic_write_text(target, text)
+    click.echo(f"wrote {target}")

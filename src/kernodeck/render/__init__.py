@@ -1,0 +1,17 @@
+"""Reports for people and for CI: one package, one module per output.
+
+- `terminal`: the compact human report (verify, check, rebuild, doctor and diff);
+- `junit`: JUnit XML (`--junit FILE`);
+- `markdown`: a Markdown summary (`--markdown FILE`) and, under GitHub Actions, `::error`
+  annotations and the job's step summary;
+- `html`: one self-contained HTML diagnosis (`--html FILE`, `kernodeck report`).
+
+`emit` writes every output a command was asked for; the options themselves are declared once in
+`kernodeck.commands.options` (`report_options`).
+"""
+
+from __future__ import annotations
+
+from kernodeck.render.output import OutputOptions, emit
+
+__all__ = ["OutputOptions", "emit"]
