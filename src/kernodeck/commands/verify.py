@@ -44,7 +44,10 @@ from kernodeck.render.output import OutputOptions
     "--skip", multiple=True, metavar="LAYER[,LAYER]", help="Skip these layers (comma-separated or repeated)."
 )
 @click.option(
-    "--strict", is_flag=True, help="Distributions that are not in the lock fail instead of warning."
+    "--strict",
+    is_flag=True,
+    help="Fail instead of warning for distributions not in the lock, without a readable RECORD, or with "
+    "files no RECORD lists.",
 )
 @click.option("--no-compute", is_flag=True, help="Do not run the control computation on the device.")
 @click.option("--rehash", is_flag=True, help="Hash every file again, ignoring the fingerprint cache.")
