@@ -96,12 +96,19 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 def _await_exit(proc: subprocess.Popen[bytes], deadline: float) -> bool:
     """Wait until the process exits (True) or the deadline passes (False), without reaping it."""
     delay = 0.001
+    # os.waitid is missing on macOS before Python 3.13: there the leader is reaped by poll(), and
+    # its group id is then only very unlikely (not impossibly) reused before the group is killed
+    waitid = getattr(os, "waitid", None)
     while True:
-        try:
-            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+        if waitid is None:
+            if proc.poll() is not None:
                 return True
-        except ChildProcessError:  # already reaped
-            return True
+        else:
+            try:
+                if waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return True
+            except ChildProcessError:  # already reaped
+                return True
         now = time.monotonic()
         if now >= deadline:
             return False
