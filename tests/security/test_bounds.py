@@ -205,3 +205,17 @@ def test_a_full_disk_is_a_clear_error_and_leaves_the_target(
     assert str(target.parent) in e.value.message and "no space left" in e.value.message
     assert target.read_bytes() == b"old\n"
     assert sorted(p.name for p in target.parent.iterdir()) == ["lock.txt"]  # no temp file left
+
+
+def test_a_symlink_inside_a_data_folder_leading_out_fails(project: Path) -> None:
+    folder = project / "data" / "set"
+    folder.mkdir()
+    (folder / "a.bin").write_bytes(DATA)
+    (folder / "nested").mkdir()
+    (folder / "nested" / "stolen").symlink_to(project.parent / "outside.bin")
+    entry = f'[[data]]\nname = "set"\npath = "data/set"\nsha256 = "{ZEROS}"\n'
+    (project / "repro.toml").write_text(manifest_text(entry))
+    report = verify(project / "repro.toml", only=["data"], use_cache=False)
+    step = next(s for s in report.steps if s.name == "data:set")
+    assert step.status is Status.FAILED and step.details["cause"] == "outside-project"
+    assert "data/set/nested/stolen leads outside the project" in (step.error or "")

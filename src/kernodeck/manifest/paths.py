@@ -33,3 +33,24 @@ def outside_message(rel: str, real: Path) -> str:
 OUTSIDE_HINT = (
     "keep the file inside the project, or add `external = true` to the entry if it is a shared mount"
 )
+
+
+def escaping_link(root: Path, folder: Path) -> tuple[Path, Path] | None:
+    """The first symlink below `folder` (in sorted walk order) that leads outside `root`, and where
+    it leads; None when every link stays inside. Only links are resolved: the walk costs no stat."""
+    base = Path(os.path.realpath(root))
+    stack = [str(folder)]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                real = Path(os.path.realpath(entry.path))
+                if real != base and not real.is_relative_to(base):
+                    return Path(entry.path), real
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return None

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from kernodeck import hfcache
-from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, outside_message
+from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, escaping_link, outside_message
 from kernodeck.manifest.schema import Data, Manifest, Weights
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Step
@@ -33,11 +33,19 @@ def file_step(
     it is `external` (then reported as such)."""
     if bounded and not external:
         real = escapes(ctx.root, path)
+        # a folder's own files must not lead out either
+        link = escaping_link(ctx.root, path) if real is None and path.is_dir() else None
         if real is not None:
+            message: str | None = outside_message(_rel(path, ctx), real)
+        elif link is not None:
+            message = outside_message(_rel(link[0], ctx), link[1])
+        else:
+            message = None
+        if message is not None:
             return Step.failed(
                 layer,
                 name,
-                outside_message(_rel(path, ctx), real),
+                message,
                 expected=sha256,
                 hint=OUTSIDE_HINT,
                 details={"cause": "outside-project"},
