@@ -182,7 +182,13 @@ class RealProbe:
         if done.timed_out:
             raise ProbeFailed(f"the environment probe under {self._python} timed out after {self.timeout:g}s")
         if proc.returncode != 0:
-            first = first_error(err.decode("utf-8", "replace"), fallback=True)
+            stderr = err.decode("utf-8", "replace")
+            if _too_old(stderr):
+                raise ProbeFailed(
+                    f"{self._python} is older than Python 3.8, which the environment probe needs",
+                    hint="pass --python an interpreter of Python 3.8 or later (the project's own environment)",
+                )
+            first = first_error(stderr, fallback=True)
             raise ProbeFailed(
                 f"the environment probe failed under {self._python}: {first or f'exit status {proc.returncode}'}",
                 hint="the probe needs Python >= 3.8; check that the interpreter starts: PYTHON -c 'import sys'",
@@ -214,6 +220,15 @@ class RealProbe:
             timed_out=done.timed_out,
             timeout=timeout,
         )
+
+
+#: What interpreters older than the probe's minimum say when started with it: Python 2 and < 3.4
+#: do not know `-I`; 3.4-3.6 cannot compile `from __future__ import annotations`.
+_TOO_OLD = ("Unknown option: -I", "unknown option -I", "future feature annotations is not defined")
+
+
+def _too_old(stderr: str) -> bool:
+    return any(marker in stderr for marker in _TOO_OLD)
 
 
 def _signal_name(rc: int) -> str:
