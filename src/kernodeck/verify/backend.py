@@ -106,9 +106,16 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
     source = "import" if t.imported else "torch/version.py"
     want = expected_kind(manifest, ctx)
     if kind is None:
-        steps.append(
-            Step.skipped(LAYER, "build-kind", "torch is not installed", details={"cause": "torch-missing"})
-        )
+        if t.status in ("crashed", "timeout", "import-failed"):
+            # a `torch` module exists (its import went wrong) but no torch distribution names it
+            why = f"the torch build cannot be told: import torch {t.status} and no torch distribution is installed"
+            steps.append(Step.skipped(LAYER, "build-kind", why, details={"cause": "torch-build-unknown"}))
+        else:
+            steps.append(
+                Step.skipped(
+                    LAYER, "build-kind", "torch is not installed", details={"cause": "torch-missing"}
+                )
+            )
         return steps
     observed = describe_build(kind, cuda, hip)
     details = {"torch.version.cuda": cuda, "torch.version.hip": hip, "source": source, "kind": kind}
