@@ -13,8 +13,8 @@ saying why):
 5. `install`      the platform's requirements file with `--require-hashes --no-deps` (and
                   `--only-binary :all:` unless the manifest allows sdists), in an isolated pip run
                   (`--isolated`, `PIP_CONFIG_FILE=os.devnull`, an environment reduced to the
-                  basics plus the variables the manifest names), or `uv pip install` with the
-                  same strictness;
+                  basics, the machine's network settings and the variables the manifest names:
+                  `kernodeck.installer_env`), or `uv pip install` with the same strictness;
 6. `contract`     `pip check`;
 7. `inventory`    `pip freeze --all` written to installed-after.txt, marked as an observation;
 8. verify against `<dest>/bin/python`, application checks included; its steps are appended.
@@ -35,14 +35,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
+from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.report import Report, Status, Step
+from kernodeck.urls import redact
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
 LAYER = "rebuild"
@@ -53,7 +55,6 @@ INVENTORY_HEADER = (
     "# This is what was installed, NOT a lock: rebuild from {requirements} instead.\n"
 )
 
-Installer = Literal["pip", "uv"]
 Log = Callable[[str], None]
 
 _VERSION_ARG = re.compile(r"^\d+(\.\d+){0,2}$")
@@ -549,7 +550,8 @@ def select_interpreter(
     return Step.passed(LAYER, "interpreter", expected=expected, observed=observed), chosen
 
 
-def install_command(plan: RebuildPlan, py: Path, uv: str | None) -> list[str]:
+def install_command(plan: RebuildPlan, py: Path, uv: str | None, extra: Sequence[str] = ()) -> list[str]:
+    """The install command; `extra` are the network arguments (`InstallerEnvironment.args`)."""
     only_binary = not plan.manifest.packages.allow_sdist
     if plan.installer == "uv":
         argv = [
@@ -565,30 +567,21 @@ def install_command(plan: RebuildPlan, py: Path, uv: str | None) -> list[str]:
         argv += ["--index-strategy", "unsafe-best-match"]  # every artifact is pinned by hash anyway
         if only_binary:
             argv += ["--only-binary", ":all:"]
-        return [*argv, "-r", str(plan.requirements)]
+        return [*argv, *extra, "-r", str(plan.requirements)]
     argv = [str(py), "-m", "pip", "install", "--isolated", "--no-input", "--disable-pip-version-check"]
     argv += ["--require-hashes", "--no-deps"]
     if only_binary:
         argv += ["--only-binary", ":all:"]
-    return [*argv, "-r", str(plan.requirements)]
+    return [*argv, *extra, "-r", str(plan.requirements)]
 
 
-def clean_environment(environ: Mapping[str, str], keep: Sequence[str]) -> dict[str, str]:
-    """The environment of every step in the new venv: the basics, the manifest's credential
-    variables, and settings that keep pip and uv away from the user's configuration."""
-    from kernodeck.scrub import reduced_environment
-
-    env = reduced_environment(environ, keep)
-    env.update(
-        {
-            "PIP_CONFIG_FILE": os.devnull,
-            "PIP_NO_INPUT": "1",
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "PYTHONNOUSERSITE": "1",
-            "UV_NO_CONFIG": "1",
-        }
-    )
-    return env
+def clean_environment(
+    environ: Mapping[str, str], keep: Sequence[str], installer: Installer = "pip"
+) -> InstallerEnvironment:
+    """The environment of every step in the new venv, and the network arguments of the install:
+    owned by `kernodeck.installer_env` (basics, network reach, the manifest's credential
+    variables; isolated from the user's pip and uv configuration)."""
+    return installer_environment(environ, keep, installer=installer)
 
 
 def _skip_rest(report: Report, names: Sequence[str], why: str) -> None:
@@ -621,7 +614,7 @@ def _pretty_argv(plan: RebuildPlan, argv: Sequence[str]) -> list[str]:
         elif os.path.isabs(a):
             out.append(Path(a).name)
         else:
-            out.append(a)
+            out.append(redact(a))
     return out
 
 
@@ -651,6 +644,7 @@ def run_rebuild(
 ) -> Report:
     """Run every stage of a planned rebuild; never raises for a failing stage (it is a Step)."""
     env_in = dict(os.environ if environ is None else environ)
+    ienv = clean_environment(env_in, plan.credential_names, plan.installer)
     m = plan.manifest
     report = Report(
         kind="rebuild",
@@ -663,7 +657,7 @@ def run_rebuild(
             "python": plan.python_request or (plan.platform.python or m.python.version),
             "requirements": plan.requirements.name,
             "compute": compute,
-            "environment-passed": sorted(clean_environment(env_in, plan.credential_names)),
+            "environment-passed": sorted(ienv.env),
         },
     )
     stages = ["venv", "pip-version", "install", "contract", "inventory", "verify"]
@@ -687,7 +681,7 @@ def run_rebuild(
         _skip_rest(report, stages, "no suitable interpreter; nothing was created")
         return report
 
-    env = clean_environment(env_in, plan.credential_names)
+    env = ienv.env
     py = venv_python(plan.dest)
 
     # venv
@@ -753,13 +747,19 @@ def run_rebuild(
         if plan.installer == "uv" and uv is None:
             run = _Run(127, "", "error: uv not found next to this Python or on PATH", 0.0)
         else:
-            argv = install_command(plan, py, uv)
+            argv = install_command(plan, py, uv, ienv.args(plan.installer))
             run = _run(argv, env, cwd=plan.requirements.parent)
-    install_details = {
-        "command": _pretty_argv(plan, install_command(plan, py, uv)),
+    install_details: dict[str, Any] = {
+        "command": _pretty_argv(plan, install_command(plan, py, uv, ienv.args(plan.installer))),
         "environment": sorted(env),
         "returncode": run.returncode,
     }
+    if ienv.settings.describe():
+        install_details["network"] = ienv.settings.describe()
+    if ienv.dropped:
+        install_details["not-passed"] = ienv.dropped
+    if ienv.settings.ignored:
+        install_details["network-ignored"] = list(ienv.settings.ignored)
     if run.returncode != 0:
         install_details["output"] = _tail(run.output)
         report.add(
