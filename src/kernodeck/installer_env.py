@@ -195,12 +195,17 @@ class NetworkSettings:
 
 
 def pip_config_files(
-    environ: Mapping[str, str], *, platform: str = sys.platform, prefix: str = sys.prefix
+    environ: Mapping[str, str],
+    *,
+    platform: str = sys.platform,
+    prefix: str = sys.prefix,
+    global_files: Sequence[str] | None = None,
 ) -> list[tuple[str, str]]:
     """The configuration files pip reads, as (kind, path), in the order pip applies them (later
     wins): "global", "user" (skipped when PIP_CONFIG_FILE names an existing file), "site"
     (`prefix`: the active environment's), "env" (PIP_CONFIG_FILE). Empty when PIP_CONFIG_FILE is
-    os.devnull: pip then reads no file at all."""
+    os.devnull: pip then reads no file at all. `global_files` replaces the system-wide files
+    (tests)."""
     env_file = environ.get("PIP_CONFIG_FILE")
     if env_file is not None and env_file in (os.devnull, "/dev/null", "nul", "NUL"):
         return []
@@ -208,7 +213,9 @@ def pip_config_files(
     base = "pip.ini" if windows else "pip.conf"
     home = environ.get("HOME") or environ.get("USERPROFILE") or os.path.expanduser("~")
     out: list[tuple[str, str]] = []
-    if windows:
+    if global_files is not None:
+        out += [("global", f) for f in global_files]
+    elif windows:
         program_data = environ.get("PROGRAMDATA") or environ.get("ALLUSERSPROFILE") or r"C:\ProgramData"
         out.append(("global", os.path.join(program_data, "pip", base)))
     elif platform == "darwin":
@@ -241,6 +248,7 @@ def read_pip_config(
     platform: str = sys.platform,
     prefix: str | None = None,
     keys: Sequence[str] = PIP_NETWORK_KEYS,
+    global_files: Sequence[str] | None = None,
 ) -> dict[str, Setting]:
     """The values of `keys` in pip's configuration files for `pip install` (the `[install]`
     section over `[global]`, later files over earlier ones). `prefix` is the environment whose site
@@ -249,7 +257,7 @@ def read_pip_config(
     started by Kernodeck must not)."""
     site = prefix if prefix is not None else (environ.get("VIRTUAL_ENV") or sys.prefix)
     found: dict[str, Setting] = {}
-    for _kind, path in pip_config_files(environ, platform=platform, prefix=site):
+    for _kind, path in pip_config_files(environ, platform=platform, prefix=site, global_files=global_files):
         if not os.path.isfile(path):
             continue
         parser = configparser.RawConfigParser()

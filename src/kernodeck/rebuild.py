@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
+from kernodeck.installer_errors import InstallerCause, first_error, installer_cause
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
@@ -173,56 +174,6 @@ def _first_line(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
-
-
-_BOX = re.compile(r"^[\s│├╰─▶×|`]+")
-
-
-def first_error(output: str) -> str:
-    """The first error an installer printed, with the lines that belong to it: pip's `ERROR:` line
-    and its indented details (e.g. which package did not match which hash), or uv's `error:`/`×`
-    block. Falls back to the last non-empty line."""
-    lines = output.splitlines()
-    start = None
-    for i, line in enumerate(lines):
-        s = line.strip()
-        if s.startswith(("ERROR:", "error:", "×")):
-            start = i
-            break
-    if start is None:
-        tail = [ln.strip() for ln in lines if ln.strip()]
-        return tail[-1] if tail else "no output"
-    head = lines[start].strip()
-    for prefix in ("ERROR:", "error:", "×"):
-        if head.startswith(prefix):
-            head = head[len(prefix) :].strip()
-            break
-    if len(head) > 160 and ". " in head:  # pip's long advice after the first sentence
-        head = head.split(". ", 1)[0]
-    details: list[str] = []
-    blank = 0
-    for line in lines[start + 1 :]:
-        if not line.strip():
-            blank += 1
-            if blank > 1 and details:
-                break
-            continue
-        if not line[:1].isspace() and not _BOX.match(line):
-            break
-        blank = 0
-        details.append(_BOX.sub("", line).strip())
-        if len(details) >= 12:
-            break
-    text = head
-    sep = ": "
-    for d in details:
-        d = " ".join(d.split())
-        if not d:
-            continue
-        text += sep + d
-        sep = " " if d.endswith(":") else "; "
-    text = text.replace(":: ", ": ")
-    return text if len(text) <= 1200 else text[:1197] + "..."
 
 
 @dataclass
@@ -762,13 +713,15 @@ def run_rebuild(
         install_details["network-ignored"] = list(ienv.settings.ignored)
     if run.returncode != 0:
         install_details["output"] = _tail(run.output)
+        cause = _install_cause(plan, run, py, uv, ienv, install_details)
+        install_details["cause"] = cause.kind
         report.add(
             Step.failed(
                 LAYER,
                 "install",
-                first_error(run.output),
+                cause.error,
                 expected=f"every pin of {plan.requirements.name} installed with matching hashes",
-                hint=_install_hint(run.output, plan),
+                hint=cause.hint,
                 details=install_details,
                 seconds=round(run.seconds, 3),
             )
@@ -865,17 +818,38 @@ def run_rebuild(
     return report
 
 
-def _install_hint(output: str, plan: RebuildPlan) -> str:
-    if "DO NOT MATCH THE HASHES" in output or "Hash mismatch" in output:
-        return (
-            "an artifact on the index is not the one that was locked: find out why it changed before "
-            f"re-locking (kernodeck lock --platform {plan.platform.name})"
+def _install_cause(
+    plan: RebuildPlan,
+    run: _Run,
+    py: Path,
+    uv: str | None,
+    ienv: InstallerEnvironment,
+    details: dict[str, Any],
+) -> InstallerCause:
+    """The real cause of a failed install. pip prints HTTP errors (401, 403) and wheels skipped for
+    their tags only with -vv, so when its output names no cause the same install is run again with
+    -vv (it fails as fast) and the cause is read from that."""
+
+    def pick(output: str) -> InstallerCause:
+        return installer_cause(
+            output,
+            installer=plan.installer,
+            requirements=plan.requirements.name,
+            platform=plan.platform.name,
+            credentials=plan.credential_names,
         )
-    if "No matching distribution" in output or "not find a version" in output.lower():
-        return "the index does not serve a locked artifact; check the index and its credentials"
-    if "Hashes are required" in output or "missing hash" in output.lower():
-        return f"{plan.requirements.name} has a pin without --hash; regenerate it with kernodeck lock"
-    return "read the installer output in this step's details"
+
+    cause = pick(run.output)
+    if plan.installer != "pip" or cause.kind not in ("not-found", "other") or run.returncode == 124:
+        return cause
+    argv = install_command(plan, py, uv, ienv.args(plan.installer))
+    at = argv.index("install") + 1
+    diag = _run([*argv[:at], "-vv", *argv[at:]], ienv.env, cwd=plan.requirements.parent, timeout=600)
+    better = pick(diag.output)
+    if better.kind in ("not-found", "other"):
+        return cause
+    details["diagnosis"] = f"pip install -vv: {better.kind}"
+    return better
 
 
 def _default_verify() -> VerifyFn | None:
