@@ -27,7 +27,7 @@ from kernodeck.installer_env import (
     read_pip_config,
 )
 from kernodeck.installer_errors import installer_cause
-from kernodeck.rebuild import rebuild
+from kernodeck.rebuild import progress_line, rebuild
 from kernodeck.report import Report, Status, Step
 from tests.fixtures.connect_proxy import ConnectProxy
 from tests.fixtures.index_factory import IndexFactory, Server
@@ -333,6 +333,18 @@ def test_the_cause_is_picked_from_recorded_output(
     assert in_error in cause.error and in_hint in cause.hint, cause
 
 
+def test_progress_lines_are_short_and_carry_no_credentials() -> None:
+    assert (
+        progress_line(
+            "pip", "  Downloading https://u:pw@127.0.0.1:1/default/files/alpha-1.0-py3-none-any.whl (1.2 kB)"
+        )
+        == "pip: Downloading alpha-1.0-py3-none-any.whl (1.2 kB)"
+    )
+    assert progress_line("uv", " + alpha==1.0") == "uv: + alpha==1.0"
+    assert progress_line("pip", "   ") is None
+    assert "pw" not in (progress_line("pip", "Looking in indexes: https://u:pw@host/simple/") or "")
+
+
 def test_the_cause_comes_first_and_the_consequence_follows() -> None:
     cause = installer_cause(PIP_CERT_FAILED)
     assert cause.error.startswith("TLS certificate verification failed: certificate verify failed")
@@ -436,10 +448,20 @@ def test_cli_rebuild_trusts_the_ca_from_ssl_cert_file_and_names_the_certificate_
     assert install["details"]["network"] == {"ca": "SSL_CERT_FILE"}
     assert "--cert" in install["details"]["command"] and "ca.pem" in install["details"]["command"]
     assert srv.count(suffix=".whl", method="GET") == 2
+    # not a terminal: the platform choice is explained, and the installer's progress shown as lines
+    assert "platform here: matches this linux x86_64 machine" in proc.stderr
+    progress = [ln for ln in proc.stderr.splitlines() if ln.startswith("  pip: ")]
+    assert "  pip: Collecting alpha==1.0 (from -r requirements-rebuild-here.txt (line 4))" in progress
+    assert any(ln.startswith("  pip: Downloading beta-2.0-py3-none-any.whl (") for ln in progress)
+    assert any("Successfully installed alpha-1.0 beta-2.0" in ln for ln in progress)
+    assert all(str(tmp_path) not in ln for ln in progress)  # file names, not this machine's paths
+    ok_report = proc.stdout
 
     out = tmp_path / "bad.json"
-    proc = _cli_rebuild(proj, tmp_path / "v2", _base_env(tmp_path), out)
+    proc = _cli_rebuild(proj, tmp_path / "v2", _base_env(tmp_path), out, "--quiet")
     assert proc.returncode == 1
+    assert "pip:" not in proc.stderr and "rebuilding" not in proc.stderr  # --quiet: the report only
+    assert proc.stdout.startswith("kernodeck rebuild") and ok_report.startswith("kernodeck rebuild")
     install = next(s for s in json.loads(out.read_text())["steps"] if s["name"] == "install")
     assert install["status"] == "failed" and install["details"]["cause"] == "certificate"
     assert install["error"].startswith("TLS certificate verification failed: certificate verify failed")
@@ -492,7 +514,13 @@ def test_rebuild_goes_through_the_https_proxy(
         assert "HTTPS_PROXY" in _install(report).details["environment"]
         n = len(proxy.connects)
         # a proxy that is not there is the cause named, not "no matching distribution"
-        dead = _base_env(tmp_path, SSL_CERT_FILE=str(ca.ca_pem), HTTPS_PROXY="http://127.0.0.1:9")
+        dead = _base_env(
+            tmp_path,
+            SSL_CERT_FILE=str(ca.ca_pem),
+            HTTPS_PROXY="http://127.0.0.1:9",
+            PIP_RETRIES="1",  # passed on as --retries: one retry, and pip says why it retried
+        )
         bad = rebuild(proj, dest=tmp_path / "w", verify=_NoVerify(), environ=dead)
         assert _install(bad).details["cause"] == "proxy", _install(bad).error
+        assert "--retries" in _install(bad).details["command"]
         assert len(proxy.connects) == n

@@ -22,6 +22,7 @@ saying why):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -189,8 +190,16 @@ class _Run:
 
 
 def _run(
-    argv: Sequence[str], env: Mapping[str, str], cwd: Path | None = None, timeout: float = _STAGE_TIMEOUT
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    timeout: float = _STAGE_TIMEOUT,
+    on_line: Log | None = None,
 ) -> _Run:
+    """Run a command to its end (or `timeout`); with `on_line`, stdout and stderr are read together,
+    line by line as the command prints them, and each line is handed to `on_line`."""
+    if on_line is not None:
+        return _run_streaming(argv, env, cwd, timeout, on_line)
     t0 = time.monotonic()
     try:
         proc = subprocess.run(
@@ -210,6 +219,73 @@ def _run(
         err = e.stderr if isinstance(e.stderr, str) else ""
         return _Run(124, out, err + f"\nerror: timed out after {timeout:.0f} s", time.monotonic() - t0)
     return _Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+
+
+def _run_streaming(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path | None, timeout: float, on_line: Log
+) -> _Run:
+    import threading
+
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            bufsize=1,
+        )
+    except FileNotFoundError as e:
+        return _Run(127, "", f"error: {argv[0]}: {e.strerror}", time.monotonic() - t0)
+    lines: list[str] = []
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            with contextlib.suppress(Exception):  # a broken display must not break the install
+                on_line(line.rstrip("\r\n"))
+
+    reader = threading.Thread(target=pump, name="installer-output", daemon=True)
+    reader.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        reader.join(timeout=5)
+        return _Run(124, "".join(lines), f"error: timed out after {timeout:.0f} s", time.monotonic() - t0)
+    reader.join(timeout=30)
+    return _Run(code, "".join(lines), "", time.monotonic() - t0)
+
+
+_PROGRESS_URL = re.compile(r"\b(?:https?|file)://\S+")
+_PROGRESS_FILE_URL = re.compile(r"\.(whl|tar\.gz|zip|tar\.bz2|metadata)(#\S*)?$")
+_PROGRESS_PATH = re.compile(r"(?<![\w:/.])(?:/[^\s/()'\"]+)+/([^\s/()'\"]+)")
+
+
+def progress_line(installer: str, line: str) -> str | None:
+    """One line of installer output as a progress line ("pip: Downloading alpha-1.0-py3-none-any.whl
+    (1.2 kB)"): artifact URLs and absolute paths shortened to their file name, credentials never
+    shown; None for a blank line."""
+    text = line.strip()
+    if not text:
+        return None
+
+    def short(m: re.Match[str]) -> str:
+        url = m.group(0).rstrip("):,")
+        rest = m.group(0)[len(url) :]
+        if _PROGRESS_FILE_URL.search(url):
+            return url.rsplit("/", 1)[-1].split("#", 1)[0] + rest
+        return redact(url) + rest
+
+    text = _PROGRESS_PATH.sub(lambda m: m.group(1), _PROGRESS_URL.sub(short, text))
+    text = redact(text)
+    return f"{installer}: {text if len(text) <= 160 else text[:157] + '...'}"
 
 
 def _tail(text: str, n: int = 20) -> list[str]:
@@ -232,6 +308,8 @@ class RebuildPlan:
     bundle_sums: Path | None
     force: bool = False
     credential_names: list[str] = field(default_factory=list)
+    #: Why this platform, when --platform was not given ("" when it was).
+    platform_reason: str = ""
 
 
 def locate_manifest(source: str | Path) -> Path:
@@ -375,7 +453,20 @@ def plan_rebuild(
         bundle_sums=sums if sums.is_file() else None,
         force=force,
         credential_names=credential_names(manifest, reqs.read_text(encoding="utf-8", errors="replace")),
+        platform_reason="" if platform is not None else platform_reason(manifest, plat),
     )
+
+
+def platform_reason(manifest: Manifest, plat: Platform) -> str:
+    """Why `choose_platform` picked `plat` for this machine, in words."""
+    host = f"{os_of_sys_platform(sys.platform)} {norm_arch(_platform.machine())}"
+    why = f"matches this {host} machine"
+    if plat.backend is not None and _backend_kind(plat.backend) != "cpu":
+        why += f" and its {_backend_kind(plat.backend)} devices"
+    others = [p.name for p in manifest.platform if p.name != plat.name]
+    if others:
+        why += f" (pass --platform to choose another: {', '.join(others)})"
+    return why
 
 
 # --- stages ------------------------------------------------------------------------------------
@@ -592,8 +683,11 @@ def run_rebuild(
     verify: VerifyFn | None = None,
     inventory_path: Path | None = None,
     log: Log | None = None,
+    progress: Log | None = None,
 ) -> Report:
-    """Run every stage of a planned rebuild; never raises for a failing stage (it is a Step)."""
+    """Run every stage of a planned rebuild; never raises for a failing stage (it is a Step).
+    `log` gets a line as each stage starts; `progress` gets the installer's output while it
+    installs, one `progress_line` at a time. Neither changes the report."""
     env_in = dict(os.environ if environ is None else environ)
     ienv = clean_environment(env_in, plan.credential_names, plan.installer)
     m = plan.manifest
@@ -699,7 +793,16 @@ def run_rebuild(
             run = _Run(127, "", "error: uv not found next to this Python or on PATH", 0.0)
         else:
             argv = install_command(plan, py, uv, ienv.args(plan.installer))
-            run = _run(argv, env, cwd=plan.requirements.parent)
+            stream = None
+            if progress is not None:
+                show = progress
+
+                def stream(line: str) -> None:
+                    shown = progress_line(plan.installer, line)
+                    if shown is not None:
+                        show(shown)
+
+            run = _run(argv, env, cwd=plan.requirements.parent, on_line=stream)
     install_details: dict[str, Any] = {
         "command": _pretty_argv(plan, install_command(plan, py, uv, ienv.args(plan.installer))),
         "environment": sorted(env),
@@ -888,9 +991,16 @@ def rebuild(
     verify: VerifyFn | None = None,
     inventory_path: Path | None = None,
     log: Log | None = None,
+    progress: Log | None = None,
 ) -> Report:
     """Plan (usage errors raise) and run (stage failures are Steps) a rebuild."""
     plan = plan_rebuild(source, dest=dest, python=python, platform=platform, installer=installer, force=force)
     return run_rebuild(
-        plan, environ=environ, compute=compute, verify=verify, inventory_path=inventory_path, log=log
+        plan,
+        environ=environ,
+        compute=compute,
+        verify=verify,
+        inventory_path=inventory_path,
+        log=log,
+        progress=progress,
     )

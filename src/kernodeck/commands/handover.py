@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from kernodeck.commands.options import manifest_option
+from kernodeck.commands.options import manifest_option, quiet_option
 from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
@@ -35,6 +36,7 @@ from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
     "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
 )
 @click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
+@quiet_option("No stage lines and no installer progress; only the report.")
 def rebuild(
     source: str,
     dest: str,
@@ -44,6 +46,7 @@ def rebuild(
     force: bool,
     json_out: str | None,
     no_compute: bool,
+    quiet: bool,
 ) -> None:
     """Recreate the environment in a clean folder and re-run the whole sequence.
 
@@ -51,6 +54,8 @@ def rebuild(
     Creates a fresh venv at --dest, then calls its interpreter explicitly to print pip's version,
     install the platform's requirements with --require-hashes --no-deps in an isolated run, check
     the dependency contract, write installed-after.txt, and verify (application checks included).
+    While the installer runs, its output is shown as it comes: a status line on a terminal, plain
+    "  pip: ..." lines otherwise (--quiet: nothing).
     """
     from kernodeck.rebuild import plan_rebuild, run_rebuild
     from kernodeck.report import Status, render, write_json_report
@@ -64,12 +69,17 @@ def rebuild(
         installer="uv" if installer == "uv" else "pip",
         force=force,
     )
-    click.echo(
+    display = _StageDisplay(quiet=quiet)
+    display.log(
         f"rebuilding {plan.manifest.reference.name} {plan.manifest.reference.id} for {plan.platform.name} "
-        f"into {dest} with {installer}",
-        err=True,
+        f"into {dest} with {installer}"
     )
-    report = run_rebuild(plan, compute=not no_compute, log=lambda msg: click.echo(msg, err=True))
+    if plan.platform_reason:
+        display.log(f"platform {plan.platform.name}: {plan.platform_reason}")
+    try:
+        report = run_rebuild(plan, compute=not no_compute, log=display.log, progress=display.progress)
+    finally:
+        display.close()
     pip_step = next((s for s in report.steps if s.layer == "rebuild" and s.name == "pip-version"), None)
     if pip_step is not None and pip_step.status is Status.PASSED:
         click.echo(f"pip --version: {pip_step.observed}", err=to_stdout)
@@ -81,6 +91,49 @@ def rebuild(
         # the chosen interpreter does not satisfy [python]: refused before anything was created
         click.get_current_context().exit(EXIT_USAGE)
     click.get_current_context().exit(EXIT_OK if report.ok else EXIT_FAILED)
+
+
+class _StageDisplay:
+    """Rebuild's stage lines and installer progress on stderr: a rich status line that follows the
+    installer on a terminal, plain indented lines otherwise, nothing with --quiet."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self._status: Any = None
+        self._console: Any = None
+        if self.tty and not quiet:
+            from rich.console import Console
+
+            self._console = Console(stderr=True, highlight=False)
+
+    def log(self, message: str) -> None:
+        if self.quiet:
+            return
+        self._stop()
+        click.echo(message, err=True)
+
+    def progress(self, line: str) -> None:
+        if self.quiet:
+            return
+        if self._console is None:
+            click.echo(f"  {line}", err=True)
+            return
+        from rich.markup import escape
+
+        if self._status is None:
+            self._status = self._console.status(escape(line))
+            self._status.start()
+        else:
+            self._status.update(escape(line))
+
+    def _stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def close(self) -> None:
+        self._stop()
 
 
 @click.command()

@@ -77,3 +77,8 @@ def manifest_option(dest: str = "manifest") -> Callable[[F], F]:
         type=click.Path(path_type=Path),
         help="The manifest (or its folder).",
     )
+
+
+def quiet_option(help_text: str = "Print no progress, only the result.") -> Callable[[F], F]:
+    """`--quiet` / `-q`."""
+    return click.option("--quiet", "-q", "quiet", is_flag=True, help=help_text)
