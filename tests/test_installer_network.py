@@ -526,3 +526,37 @@ def test_rebuild_goes_through_the_https_proxy(
         assert _install(bad).details["cause"] == "proxy", _install(bad).error
         assert "--retries" in _install(bad).details["command"]
         assert len(proxy.connects) == n
+
+
+def test_on_a_terminal_progress_is_one_status_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal the installer's lines update one rich status line (no plain lines); stage
+    lines stop it; --quiet shows nothing."""
+    import io
+
+    from kernodeck.commands import handover
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    display = handover._StageDisplay(quiet=False)
+    assert display._console is not None
+    display._console.file = err
+    display.progress("pip: Downloading alpha-1.0-py3-none-any.whl (1.2 kB)")
+    assert display._status is not None
+    display.progress("pip: Installing collected packages: alpha")
+    display.log("rebuild: contract ...")
+    assert display._status is None
+    display.close()
+    shown = err.getvalue()
+    assert "rebuild: contract ..." in shown and "  pip: " not in shown
+
+    quiet_err = Tty()
+    monkeypatch.setattr(sys, "stderr", quiet_err)
+    quiet = handover._StageDisplay(quiet=True)
+    quiet.log("rebuild: venv ...")
+    quiet.progress("pip: Collecting alpha")
+    quiet.close()
+    assert quiet_err.getvalue() == ""
