@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/lock.py [--runs 3] [--skip-pip-compile]
 
 Inputs are the same for every tool: one requirements list, Python 3.11, exclude-newer fixed (for
-the tools that support it), the index pip is configured to use (read at run time, never written
+the tools that support it), pip's built-in default index (read at run time, never written
 here). Kernodeck locks four platforms in one command; uv needs one `uv pip compile` per platform
 (plus, for reference, one `--universal` run); pip-compile can only lock the current platform.
 
@@ -123,7 +123,7 @@ def base_env() -> dict[str, str]:
     return env
 
 
-def manifest_text(index_url: str) -> str:
+def manifest_text(index_url: str, same_versions: str = "prefer") -> str:
     reqs = ", ".join(f'"{r}"' for r in REQUIREMENTS)
     lines = [
         "schema-version = 1",
@@ -138,6 +138,7 @@ def manifest_text(index_url: str) -> str:
         "[packages]",
         f"requirements = [{reqs}]",
         f"exclude-newer = {EXCLUDE_NEWER}",
+        f'same-versions = "{same_versions}"',
         "",
         "[[packages.index]]",
         'name = "default"',
@@ -149,15 +150,20 @@ def manifest_text(index_url: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bench_kernodeck(work: Path, index_url: str, runs: int) -> list[Row]:
-    manifest = work / "kd" / "repro.toml"
+def bench_kernodeck(work: Path, index_url: str, runs: int, same_versions: str = "prefer") -> list[Row]:
+    """`same-versions = "prefer"` (joint resolution, the default) is "kernodeck lock"; "no"
+    (each platform on its own) is "kernodeck lock (same-versions=no)"."""
+    manifest = work / f"kd-{same_versions}" / "repro.toml"
     manifest.parent.mkdir(parents=True)
-    manifest.write_text(manifest_text(index_url))
-    cold = Row("kernodeck lock", "4 platforms, 1 command", "cold")
-    warm = Row("kernodeck lock", "4 platforms, 1 command", "warm")
+    manifest.write_text(manifest_text(index_url, same_versions))
+    tool = (
+        "kernodeck lock" if same_versions == "prefer" else f"kernodeck lock (same-versions={same_versions})"
+    )
+    cold = Row(tool, "4 platforms, 1 command", "cold")
+    warm = Row(tool, "4 platforms, 1 command", "warm")
     for i in range(runs):
-        cache = work / f"kd-cache-{i}"
-        out = work / f"kd-out-{i}"
+        cache = work / f"kd-cache-{same_versions}-{i}"
+        out = work / f"kd-out-{same_versions}-{i}"
         env = {**base_env(), "KERNODECK_CACHE_DIR": str(cache)}
         cmd = [
             sys.executable,
@@ -293,6 +299,11 @@ def ratios(rows: list[Row]) -> str:
         ("kernodeck / uv pip compile (4 runs)", "kernodeck lock", "uv pip compile"),
         ("kernodeck / uv pip compile --universal", "kernodeck lock", "uv pip compile --universal"),
         ("pip-compile / kernodeck", "pip-compile --generate-hashes", "kernodeck lock"),
+        (
+            "joint (prefer) / per platform (no): budget 1.5x",
+            "kernodeck lock",
+            "kernodeck lock (same-versions=no)",
+        ),
     ]
     for label, num, den in pairs:
         cells = []
@@ -309,15 +320,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-pip-compile", action="store_true")
     ap.add_argument("--skip-uv", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    ap.add_argument(
+        "--index-url", default=None, help="the index for every tool (default: pip's built-in one)"
+    )
     args = ap.parse_args(argv)
 
-    from kernodeck.index import default_index_url
+    from kernodeck.index.sources import builtin_index_url
 
-    index_url = default_index_url()
+    # pip's built-in default: what `kernodeck lock` uses when repro.toml names no index.
+    index_url = args.index_url or builtin_index_url()
     work = Path(tempfile.mkdtemp(prefix="kernodeck-bench-"))
     rows: list[Row] = []
     try:
         rows += bench_kernodeck(work, index_url, args.runs)
+        rows += bench_kernodeck(work, index_url, args.runs, same_versions="no")
         if not args.skip_uv:
             rows += bench_uv(work, index_url, args.runs)
         if not args.skip_pip_compile:

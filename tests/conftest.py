@@ -17,3 +17,7 @@ for var in (
     os.environ.pop(var, None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("NO_COLOR", "1")
+# Commands check the activated environment when no --python is given (kernodeck.interpreters): a
+# test starts from none, and a test about that choice sets VIRTUAL_ENV / CONDA_PREFIX itself.
+for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+    os.environ.pop(var, None)

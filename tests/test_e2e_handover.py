@@ -320,7 +320,12 @@ def test_embeddings_example_rebuilt_from_its_bundle_passes_its_checks(
         report = Report.from_json((clean / "rebuild.json").read_text())
         for stage in ("bundle", "interpreter", "venv", "pip-version", "install", "contract", "inventory"):
             assert _stage(report, stage) is Status.PASSED, (stage, done.stdout[-3000:])
-        print("\n".join(f"{s.layer}/{s.name}: {s.status.value} {s.seconds}" for s in report.steps))
+        print(
+            "\n".join(
+                f"{s.layer}/{s.name}: {s.status.value} {s.seconds} {s.error} {s.observed}"
+                for s in report.steps
+            )
+        )
         code = [s for s in report.steps if s.layer == "code"]
         assert code and code[0].name == "revision" and code[0].status is Status.PASSED, code
         app = [s for s in report.steps if s.layer == "application"]

@@ -13,7 +13,7 @@ import pytest
 from kernodeck.cli import main
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import LINUX, WINDOWS, pins, write_manifest
+from tests.fixtures.lock_project import LINUX, WINDOWS, pins, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
@@ -85,7 +85,7 @@ def test_check_fresh_stale_and_missing(project: Path, capsys: pytest.CaptureFixt
     assert main(["lock", str(project), "--check", "--platform", "linux"]) == 1
     captured = capsys.readouterr()
     assert "requirements-rebuild-linux.txt: out of date" in captured.err
-    assert "-# manifest-sha256:" in captured.out and "+# manifest-sha256:" in captured.out
+    assert "-# lock-inputs-sha256:" in captured.out and "+# lock-inputs-sha256:" in captured.out
     assert linux.read_bytes() == before
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from kernodeck.lock import lock_manifest
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import read_lock, write_manifest
+from tests.fixtures.lock_project import read_lock, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 

@@ -11,10 +11,12 @@ import os
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
-from kernodeck.index import default_index_url
+from kernodeck.index.sources import builtin_index_url
 from kernodeck.lock import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
+from kernodeck.lockfile.read import read_lockfile
 from kernodeck.lockfile.write import strip_credentials
 
 pytestmark = pytest.mark.live
@@ -52,8 +54,8 @@ arch = "x86_64"
 
 
 def test_live_lock_matches_expected(tmp_path: Path) -> None:
-    # conftest points PIP_CONFIG_FILE at /dev/null, so this is pip's own default: the public index.
-    default = strip_credentials(default_index_url())
+    # pip's own built-in default (the public index), whatever the locker's pip configuration says.
+    default = strip_credentials(builtin_index_url())
     path = tmp_path / "repro.toml"
     path.write_text(MANIFEST, encoding="utf-8")
     lock_manifest(path, cache_dir=tmp_path / "cache")
@@ -65,3 +67,53 @@ def test_live_lock_matches_expected(tmp_path: Path) -> None:
     if os.environ.get("KERNODECK_UPDATE_LIVE"):
         EXPECTED.write_text(got, encoding="utf-8")
     assert got == EXPECTED.read_text(encoding="utf-8")
+
+
+JOINT = """\
+schema-version = 1
+
+[reference]
+name = "live-joint"
+id = "1"
+
+[python]
+version = "3.11"
+
+[packages]
+requirements = ["numpy", "pandas"]
+exclude-newer = 2025-12-01T00:00:00Z
+
+[[platform]]
+name = "linux-old"
+os = "linux"
+arch = "x86_64"
+glibc = "2.17"
+
+[[platform]]
+name = "linux-x86_64"
+os = "linux"
+arch = "x86_64"
+
+[[platform]]
+name = "macos-arm64"
+os = "macos"
+arch = "arm64"
+macos = "14.0"
+"""
+
+
+def test_live_joint_resolution_gives_one_version_everywhere(tmp_path: Path) -> None:
+    """An old glibc platform would take older numpy/pandas on its own; jointly, every platform
+    gets the same public version (or the difference is reported)."""
+    path = tmp_path / "repro.toml"
+    path.write_text(JOINT, encoding="utf-8")
+    result = lock_manifest(path, cache_dir=tmp_path / "cache")
+    assert result.ok
+    locks = {
+        n: read_lockfile(tmp_path / requirements_filename(n)).by_name()
+        for n in ("linux-old", "linux-x86_64", "macos-arm64")
+    }
+    differing = {d.name for d in result.differences}
+    for project in ("numpy", "pandas"):
+        versions = {Version(str(lk[project].version)).public for lk in locks.values()}
+        assert len(versions) == 1 or project in differing, (project, versions)

@@ -14,7 +14,7 @@ from kernodeck.index.cache import IndexCache
 from kernodeck.lock import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import LINUX, WINDOWS, write_manifest
+from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
@@ -109,8 +109,17 @@ def test_no_replay_when_an_input_changes(
     assert "dep==1.0" in linux.read_text()
     lock_manifest(manifest, cache_dir=cache, upgrade=True)
     assert len(resolutions) == 6 and "dep==2.0" in linux.read_text()
-    # a changed manifest
+    # a comment cannot change a pin (not a lock input): replayed
     manifest.write_text(manifest.read_text() + "\n# a comment\n")
+    lock_manifest(manifest, cache_dir=cache)
+    assert len(resolutions) == 6
+    # a changed lock input
+    manifest.write_text(
+        manifest.read_text().replace("exclude-newer", "prereleases = false\nexclude-newer", 1)
+    )
+    lock_manifest(manifest, cache_dir=cache)
+    assert len(resolutions) == 6
+    manifest.write_text(manifest.read_text().replace("prereleases = false", "prereleases = true", 1))
     lock_manifest(manifest, cache_dir=cache)
     assert len(resolutions) == 7
     # a cached page rewritten (another lock refreshed it)

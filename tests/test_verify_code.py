@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.api import verify
-from kernodeck.bundle import write_bundle
+from kernodeck.bundle import BundleError, write_bundle
 from kernodeck.report import Report, Status
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -62,8 +62,8 @@ def _project(tmp_path: Path, *, dirty: bool = False, allow_dirty: bool = False) 
     return proj, head
 
 
-def _bundle(tmp_path: Path, proj: Path) -> Path:
-    write_bundle(tmp_path / "b", manifest=proj, environ={}, home=tmp_path)
+def _bundle(tmp_path: Path, proj: Path, *, allow_dirty: bool = False) -> Path:
+    write_bundle(tmp_path / "b", manifest=proj, environ={}, home=tmp_path, allow_dirty=allow_dirty)
     clean = tmp_path / "elsewhere" / "clean"
     shutil.copytree(tmp_path / "b", clean)
     return clean
@@ -119,11 +119,19 @@ def test_bundle_with_a_forged_revision_fails(tmp_path: Path) -> None:
 
 def test_bundle_of_a_dirty_tree(tmp_path: Path) -> None:
     proj, head = _project(tmp_path, dirty=True)
-    got = _code(_bundle(tmp_path, proj), tmp_path)
-    assert got["revision"][:2] == ("passed", head)
-    assert got["clean-tree"][0] == "failed"
-    assert "local changes when the bundle was written" in (got["clean-tree"][2] or "")
+    with pytest.raises(BundleError, match=r"uncommitted changes \(1\): app.py") as err:
+        _bundle(tmp_path, proj)
+    assert "--allow-dirty" in (err.value.hint or "")
+    assert not (tmp_path / "b").exists()  # nothing written
 
+    got = _code(_bundle(tmp_path, proj, allow_dirty=True), tmp_path)
+    assert got["revision"][:2] == ("passed", head)
+    assert got["clean-tree"][0] == "warning"
+    assert "written with --allow-dirty" in (got["clean-tree"][2] or "")
+    assert "app.py" in (got["clean-tree"][2] or "")
+    assert "--allow-dirty" in (tmp_path / "elsewhere" / "clean" / "REBUILD.md").read_text()
+
+    # [code] allow-dirty = true in the manifest is the author's consent: bundled, then a warning
     proj2, _ = _project(tmp_path / "2", dirty=True, allow_dirty=True)
     got = _code(_bundle(tmp_path / "2", proj2), tmp_path)
     assert got["clean-tree"][0] == "warning"
@@ -153,3 +161,34 @@ def test_neither_git_nor_bundle(tmp_path: Path) -> None:
     assert first.name == "revision" and first.details["cause"] == "not-a-repository"
     assert "not a git checkout and not a kernodeck bundle" in (first.error or "")
     assert first.hint and "kernodeck bundle" in first.hint
+
+
+def test_bundle_after_capture_and_committing_the_manifest(tmp_path: Path) -> None:
+    """The normal workflow: capture pins HEAD, then repro.toml and the lock files are committed, so
+    HEAD moves on by commits that change only Kernodeck's own files. The bundle's code layer passes,
+    as verify in the repository does."""
+    proj, pinned = _project(tmp_path)
+    for args in (["add", "-A"], ["commit", "-q", "-m", "manifest and lock"]):
+        subprocess.run([*GIT, *args], cwd=proj, check=True, capture_output=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=proj, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert head != pinned
+    in_repo = _code(proj, tmp_path)
+    assert in_repo["revision"][0] == "passed"
+    got = _code(_bundle(tmp_path, proj), tmp_path)
+    assert got["revision"][0] == "passed", got["revision"]
+    assert "later commits change only" in str(got["revision"][1])
+    assert got["clean-tree"][0] == "passed" and got["files"][0] == "passed"
+    refs = json.loads((tmp_path / "b" / "references.json").read_text())
+    assert refs[0]["pinned"] == pinned and refs[0]["revision"] == head
+
+
+def test_bundle_whose_later_commits_change_code_still_fails_revision(tmp_path: Path) -> None:
+    proj, pinned = _project(tmp_path)
+    (proj / "app.py").write_text("print('moved on')\n")
+    for args in (["add", "-A"], ["commit", "-q", "-m", "code moved on"]):
+        subprocess.run([*GIT, *args], cwd=proj, check=True, capture_output=True)
+    got = _code(_bundle(tmp_path, proj), tmp_path)
+    assert got["revision"][0] == "failed"
+    assert f"the manifest pins {pinned[:12]}" in (got["revision"][2] or "")

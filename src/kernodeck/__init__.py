@@ -20,8 +20,12 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     # Imported lazily so that `import kernodeck` (and the CLI's start-up) stays cheap.
-    if name in ("verify", "require"):
-        from kernodeck import api
+    if name == "verify":
+        from kernodeck.api import verify
 
-        return getattr(api, name)
+        return verify
+    if name == "require":
+        from kernodeck.api import require
+
+        return require
     raise AttributeError(f"module 'kernodeck' has no attribute {name!r}")

@@ -3,6 +3,7 @@ script, which raises CheckFailed (carrying the report summary) when anything req
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from kernodeck.errors import CheckFailed, KernodeckError
 from kernodeck.fingerprint import FingerprintCache
+from kernodeck.interpreters import Interpreter, choose
 from kernodeck.probe import launch
 
 if TYPE_CHECKING:
@@ -28,7 +30,7 @@ def _manifest_file(path: str | os.PathLike[str]) -> Path:
 def verify(
     path: str | os.PathLike[str] = "repro.toml",
     *,
-    python: str | os.PathLike[str] | None = None,
+    python: str | os.PathLike[str] | Interpreter | None = None,
     platform: str | None = None,
     only: Iterable[str] = (),
     skip: Iterable[str] = (),
@@ -41,8 +43,10 @@ def verify(
 ) -> Report:
     """Check a live environment against a manifest, layer by layer; never raises for a failed check.
 
-    `python` is the interpreter of the environment to check (default: this one). `probe` replaces
-    the real probes (tests pass a FakeProbe). Raises UsageError / ManifestError for bad input.
+    `python` is the interpreter of the environment to check (default: as kernodeck.interpreters
+    chooses: the activated venv, else the activated conda environment, else this one). `probe`
+    replaces the real probes (tests pass a FakeProbe). Raises UsageError / ManifestError for bad
+    input.
     """
     only, skip = tuple(only), tuple(skip)
     file = _manifest_file(path)
@@ -51,15 +55,15 @@ def verify(
     )
     facts_needed, records = launch.wants_facts(only, skip)
     started: list[str] | None = None
-    if probe is None and facts_needed and file.is_file():
-        try:
-            target = launch.resolve_python(python)
-        except KernodeckError:
-            pass  # reported by RealProbe, after the manifest's own errors
-        else:
-            dirs = launch.records_cache_dir(cache.path.parent if cache.path is not None else None)
-            started = launch.script_command(target, records=records, rehash=rehash, records_cache=dirs)
-            launch.prestart(started)
+    chosen: Interpreter | None = None
+    if probe is None:
+        # a bad --python is raised again below, after the manifest's own errors
+        with contextlib.suppress(KernodeckError):
+            chosen = choose(python)
+    if chosen is not None and facts_needed and file.is_file():
+        dirs = launch.records_cache_dir(cache.path.parent if cache.path is not None else None)
+        started = launch.script_command(chosen.path, records=records, rehash=rehash, records_cache=dirs)
+        launch.prestart(started)
     try:
         from kernodeck.manifest.load import load_manifest
         from kernodeck.probe.runner import RealProbe
@@ -67,7 +71,8 @@ def verify(
 
         manifest = load_manifest(file)
         if probe is None:
-            probe = RealProbe(python, cache=cache, rehash=rehash)
+            chosen = chosen or choose(python)
+            probe = RealProbe(chosen, cache=cache, rehash=rehash)
         return run_verify(
             manifest,
             file.absolute(),
@@ -78,22 +83,47 @@ def verify(
             strict=strict,
             compute=compute,
             cache=cache,
+            checked=chosen,
         )
     finally:
         if started is not None:
             launch.discard(started)  # nothing to do when the probe was taken
 
 
-def require(path: str | os.PathLike[str] = "repro.toml", **kw: object) -> Report:
-    """Verify, and raise CheckFailed with the report summary when any required step failed."""
+def require(
+    path: str | os.PathLike[str] = "repro.toml",
+    *,
+    fleet: bool = False,
+    fleet_timeout: float = 120.0,
+    **kw: object,
+) -> Report:
+    """Verify (the interpreter chosen as for `kernodeck verify`: `python=`, else the activated
+    venv, else the activated conda environment, else this one), and raise CheckFailed with the
+    report summary, the interpreter checked and the failed steps when any required step failed.
+
+    `fleet=True` inside a job with an initialised torch.distributed group: every rank verifies,
+    the ranks compare over the group's store (no group is created), and every rank raises when
+    the fleet fails or disagrees (kernodeck.fleet). Without a group it is the plain require."""
     from kernodeck.report import Status
 
+    if fleet:
+        from kernodeck.fleet.exchange import group_initialized
+
+        if group_initialized():
+            from kernodeck.fleet.run import require_in_group
+
+            return require_in_group(lambda: verify(path, **kw), timeout=fleet_timeout)  # type: ignore[arg-type]
     report = verify(path, **kw)  # type: ignore[arg-type]
     if not report.ok:
         failed = [s for s in report.steps if s.status is Status.FAILED and s.required]
+        checked = (
+            [f"checked {report.interpreter.path} ({report.interpreter.reason})"]
+            if report.interpreter is not None
+            else []
+        )
         err = CheckFailed(
             report.summary(),
-            context=[f"{s.layer}/{s.name}: {s.error}" for s in failed[:10]],
+            context=checked + report.notices + [f"{s.layer}/{s.name}: {s.error}" for s in failed[:10]],
             hint=failed[0].hint
             if failed and failed[0].hint
             else "run `kernodeck verify` for the full report",
@@ -104,10 +134,17 @@ def require(path: str | os.PathLike[str] = "repro.toml", **kw: object) -> Report
 
 
 def doctor(
-    *, python: str | os.PathLike[str] | None = None, compute: bool = True, probe: Probe | None = None
+    *,
+    python: str | os.PathLike[str] | Interpreter | None = None,
+    compute: bool = True,
+    probe: Probe | None = None,
 ) -> Report:
-    """Describe an environment with the same probes, without a manifest."""
+    """Describe an environment with the same probes, without a manifest (the interpreter chosen
+    as for verify)."""
     from kernodeck.probe.runner import RealProbe
     from kernodeck.verify.doctor import run_doctor
 
-    return run_doctor(probe if probe is not None else RealProbe(python), compute=compute)
+    if probe is not None:
+        return run_doctor(probe, compute=compute)
+    chosen = choose(python)
+    return run_doctor(RealProbe(chosen), compute=compute, checked=chosen)

@@ -23,25 +23,28 @@ The folder is assembled beside OUT and renamed into place: a failed bundle leave
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kernodeck import bundlesums, selfwheel
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fsio import atomic_write_bytes
+from kernodeck.gitstate import git_state, later_commits_touch_only_kernodeck_files
+from kernodeck.index.sources import locker_pip_settings
 from kernodeck.lockfile.names import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
-from kernodeck.rebuild import BUNDLE_SUMS, INVENTORY_FILE, credential_names
+from kernodeck.rebuild import INVENTORY_FILE, credential_names, install_argv
 from kernodeck.report import Report, Status
 from kernodeck.scrub import Scrubber
 
+BUNDLE_SUMS = bundlesums.NAME
 OBSERVED_DIR = "observed"
 REPORT_JSON = "verify-report.json"
 REPORT_MD = "verify-report.md"
@@ -117,6 +120,35 @@ class _Plan:
     verbatim: dict[str, str] = field(default_factory=dict)  # rel -> why it is there
 
 
+#: Where the author's machine names package locations of its own (mirrors, local wheel folders).
+MIRROR_VARIABLES = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "KERNODECK_MIRRORS",
+)
+
+
+def mirror_urls(environ: Mapping[str, str], declared: list[str], configured: Iterable[str] = ()) -> list[str]:
+    """The author's package locations that the manifest does not declare: the URLs in the
+    variables above (`NAME=URL` entries of KERNODECK_MIRRORS too) and in pip's configuration
+    (`configured`). The bundle replaces them."""
+    keep = {u.rstrip("/") for u in declared}
+    out: list[str] = []
+    values = [environ.get(var, "") for var in MIRROR_VARIABLES] + list(configured)
+    for value in values:
+        for item in value.replace(",", " ").split():
+            url = item.split("=", 1)[1] if "=" in item and "://" not in item.split("=", 1)[0] else item
+            if "://" in url and url.rstrip("/") not in keep:
+                out.append(url)
+    return sorted(set(out))
+
+
 def _rel(path: str) -> str:
     """A safe relative POSIX path inside the bundle, or raise."""
     p = PurePosixPath(path.replace("\\", "/"))
@@ -126,10 +158,6 @@ def _rel(path: str) -> str:
             hint="paths in repro.toml are relative to its folder",
         )
     return str(p)
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 # --- collecting ---------------------------------------------------------------------------------
@@ -171,6 +199,15 @@ def _walk_files(folder: Path) -> list[str]:
     return out
 
 
+def _leaves(folder: Path, rel: str) -> bool:
+    """Whether `rel` is (or passes through) a symlink whose target is outside `folder`."""
+    path = folder / rel
+    try:
+        return folder.resolve() not in path.resolve().parents
+    except OSError:
+        return True
+
+
 def code_files(folder: Path, exclude: set[str]) -> tuple[list[str], list[str]]:
     """(files to include as code, warnings) from the manifest's folder."""
     names = _git_files(folder)
@@ -178,6 +215,15 @@ def code_files(folder: Path, exclude: set[str]) -> tuple[list[str], list[str]]:
         names = _walk_files(folder)
     keep: list[str] = []
     warnings: list[str] = []
+    leaving = [n for n in names if _leaves(folder, n)]
+    if leaving:
+        raise BundleError(
+            f"{len(leaving)} file{'s' if len(leaving) != 1 else ''} of the code "
+            f"{'are symlinks' if len(leaving) != 1 else 'is a symlink'} to a place outside the project;"
+            " nothing was written",
+            context=[f"{n} -> {os.readlink(folder / n)}" for n in leaving],
+            hint="copy what the link points to into the project, or remove the link (or pass --no-code)",
+        )
     for name in names:
         parts = PurePosixPath(name).parts
         if any(p in _SKIP_DIRS or p.startswith(".venv") for p in parts[:-1]):
@@ -283,6 +329,43 @@ def references(m: Manifest, included: set[str]) -> list[dict[str, Any]]:
     return refs
 
 
+def code_reference(
+    m: Manifest, folder: Path, *, include_code: bool, allow_dirty: bool
+) -> dict[str, Any] | None:
+    """The `code` entry of references.json: the revision the bundled code is at, whether it had
+    local changes, and, when HEAD is the pinned revision plus commits that change only Kernodeck's
+    own files (capture, then committing repro.toml and the lock files), the pinned revision it
+    stands for. Refuses a dirty tree unless `allow_dirty`."""
+    if m.code is None:
+        return None
+    state = git_state(folder)
+    if isinstance(state, str):
+        return {"kind": "code", "revision": None, "dirty": False, "included": include_code}
+    allow_dirty = allow_dirty or m.code.allow_dirty
+    if state.dirty and not allow_dirty:
+        raise BundleError(
+            f"the code has uncommitted changes ({len(state.changed)}): {', '.join(state.changed[:5])}"
+            + (" ..." if len(state.changed) > 5 else ""),
+            hint="commit them (then `kernodeck capture`) and bundle again, or pass --allow-dirty"
+            " (the bundle then says it holds uncommitted code)",
+        )
+    entry: dict[str, Any] = {
+        "kind": "code",
+        "revision": state.revision,
+        "dirty": state.dirty,
+        "included": include_code,
+    }
+    if state.dirty:
+        entry["allow-dirty"] = True
+        entry["changed"] = list(state.changed)
+    if state.revision != m.code.revision:
+        later = later_commits_touch_only_kernodeck_files(folder, m.code.revision, state.revision)
+        if later is not None:
+            entry["pinned"] = m.code.revision
+            entry["kernodeck-files-changed-since"] = sorted(set(later))
+    return entry
+
+
 def find_report(folder: Path, report: str | Path | None) -> Path | None:
     if report is not None:
         p = Path(report)
@@ -334,6 +417,29 @@ def _sh(path: str) -> str:
     return shlex.quote(path)
 
 
+#: Where the bundle keeps Kernodeck itself (its wheel and the pins of its dependencies).
+TOOL_DIR = "_kernodeck"
+TOOL_REQUIREMENTS = f"{TOOL_DIR}/requirements.txt"
+#: Kernodeck as REBUILD.md calls it, once installed from the bundle.
+TOOL = ".kernodeck/bin/kernodeck"
+
+
+def tool_install_commands() -> list[str]:
+    """The commands that install the bundled Kernodeck into `.kernodeck` (nothing from outside
+    the folder but its dependencies, at the versions that wrote the bundle)."""
+    return [
+        "python3 -m venv .kernodeck",
+        f"PIP_CONFIG_FILE=/dev/null .kernodeck/bin/python -m pip install --isolated -r {TOOL_REQUIREMENTS}",
+        f"PIP_CONFIG_FILE=/dev/null .kernodeck/bin/python -m pip install --isolated --no-deps {TOOL_DIR}/{selfwheel.wheel_filename()}",
+    ]
+
+
+def rebuild_command(platform: str | None) -> str:
+    """The rebuild command REBUILD.md gives (for one platform, or letting rebuild pick)."""
+    plat = f" --platform {platform}" if platform else ""
+    return f"{TOOL} rebuild . --dest .venv-rebuild{plat} --json rebuild-report.json"
+
+
 def rebuild_markdown(
     m: Manifest,
     *,
@@ -366,7 +472,13 @@ def rebuild_markdown(
         "",
         f"- Python {py} ({m.python.implementation}) on PATH as `python{py.split('.')[0]}.{py.split('.')[1]}`, or pass"
         " `--python /path/to/python` to the rebuild.",
-        "- kernodeck installed in any environment (`pip install kernodeck`).",
+        "- Kernodeck, from this folder (the version that wrote it), in a venv of its own:",
+        "",
+        "```sh",
+        *tool_install_commands(),
+        "```",
+        "",
+        "  (`.kernodeck/bin/kernodeck` below; on Windows `.kernodeck\\Scripts\\kernodeck.exe`.)",
         "- Access to the package indexes named at the top of the requirement file.",
     ]
     if creds:
@@ -396,6 +508,15 @@ def rebuild_markdown(
             digest = r.get("sha256") or ", ".join(f"{k}: {v}" for k, v in (r.get("files") or {}).items())
             lines.append(f"- {r['kind']} `{r['name']}` -> `{where}` from {src} (sha256 {digest}){access}")
         lines.append(f"\nEvery fingerprint is in `{REFERENCES}`.")
+    code_ref = next((r for r in refs if r.get("kind") == "code"), None)
+    if code_ref is not None and code_ref.get("dirty"):
+        lines += [
+            "",
+            "**This bundle was written with `--allow-dirty`:** its code has uncommitted changes that no",
+            "revision records ("
+            + ", ".join(f"`{c}`" for c in code_ref.get("changed") or [])
+            + "). Verify's code layer reports it as a warning.",
+        ]
     if not with_code:
         rev = m.code.revision if m.code else None
         lines += [
@@ -404,30 +525,39 @@ def rebuild_markdown(
             + (f" revision `{rev}`" if rev else " the project's code")
             + " and copy this folder's files into it.",
         ]
-    plat_default = platforms[0] if platforms else "PLATFORM"
+    lines += ["", "## 1. Rebuild the environment", "", "```sh", rebuild_command(None), "```", ""]
     lines += [
+        "With no `--platform`, rebuild picks the platform of this folder that matches your machine",
+        "(operating system, architecture and, among several, the GPU backend it has) and prints which",
+        "one it took. To choose yourself, run the command of your platform:",
         "",
-        "## 1. Rebuild the environment",
-        "",
-        "```sh",
-        f"kernodeck rebuild . --dest .venv-rebuild --platform {plat_default} --json rebuild-report.json",
-        "```",
-        "",
+        "| platform | os | arch | backend | command |",
+        "|---|---|---|---|---|",
     ]
-    if len(platforms) > 1:
-        lines.append("Platforms locked in this folder: " + ", ".join(f"`{p}`" for p in platforms) + ".")
-        lines.append("")
-    only_binary = "" if m.packages.allow_sdist else " --only-binary :all:"
+    by_name = {p.name: p for p in m.platform}
+    for name in platforms:
+        p = by_name[name]
+        lines.append(f"| `{name}` | {p.os} | {p.arch} | {p.backend or 'cpu'} | `{rebuild_command(name)}` |")
     lines += [
+        "",
         f"It creates a fresh virtual environment with Python {py}, then, with that environment's own",
-        "interpreter and a clean environment (no pip configuration, no variables but the basics and",
-        "the credentials above), does what these commands do:",
+        "interpreter and a clean environment (no pip configuration, no variables but the basics, the",
+        "network settings (CA bundles, proxies) and the credentials above), does what these commands do",
+        "for the chosen platform:",
         "",
         "```sh",
         f"python{'.'.join(py.split('.')[:2])} -m venv .venv-rebuild",
         ".venv-rebuild/bin/python -m pip --version",
-        f"PIP_CONFIG_FILE=/dev/null .venv-rebuild/bin/python -m pip install --isolated --require-hashes --no-deps{only_binary} \\",
-        f"    -r {requirements_filename(plat_default)}",
+        "PIP_CONFIG_FILE=/dev/null "
+        + " ".join(
+            _sh(a)
+            for a in install_argv(
+                "pip",
+                ".venv-rebuild/bin/python",
+                requirements_filename("<platform>"),
+                allow_sdist=m.packages.allow_sdist,
+            )
+        ),
         ".venv-rebuild/bin/python -m pip check",
         f".venv-rebuild/bin/python -m pip freeze --all > {INVENTORY_FILE}   # an observation, not a lock",
         "```",
@@ -437,11 +567,11 @@ def rebuild_markdown(
         "## 2. Diagnose",
         "",
         "```sh",
-        "kernodeck verify . --python .venv-rebuild/bin/python --json verify-report.json",
+        f"{TOOL} verify . --python .venv-rebuild/bin/python --json verify-report.json",
     ]
     if report is not None:
         lines.append(
-            f"kernodeck diff {OBSERVED_DIR}/{REPORT_JSON} verify-report.json   # which layer differs from the author's run"
+            f"{TOOL} diff {OBSERVED_DIR}/{REPORT_JSON} verify-report.json   # which layer differs from the author's run"
         )
     lines += [
         "```",
@@ -454,7 +584,7 @@ def rebuild_markdown(
     if m.check or m.resume is not None:
         lines += [
             "```sh",
-            "kernodeck check --manifest repro.toml --python .venv-rebuild/bin/python --out out --json check-report.json",
+            f"{TOOL} check repro.toml --python .venv-rebuild/bin/python --out out --json check-report.json",
             "```",
             "",
             "which runs, from this folder and with `{out}` replaced by an output folder per check:",
@@ -552,8 +682,12 @@ def write_bundle(
     report: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
     home: str | Path | None = None,
+    allow_dirty: bool = False,
 ) -> BundleResult:
-    """Assemble, scrub, check and write the bundle folder `out`."""
+    """Assemble, scrub, check and write the bundle folder `out`.
+
+    A git checkout with uncommitted code changes is refused unless `allow_dirty` (the bundle then
+    records it, and REBUILD.md and verify's code step say so)."""
     manifest_path = Path(manifest)
     if manifest_path.is_dir():
         manifest_path = manifest_path / "repro.toml"
@@ -571,6 +705,7 @@ def write_bundle(
     if out_path.resolve() == folder.resolve() or out_path.resolve() in folder.resolve().parents:
         raise UsageError(f"{out} holds the manifest's folder; choose a new folder for the bundle")
 
+    code_entry = code_reference(m, folder, include_code=include_code, allow_dirty=allow_dirty)
     env = dict(os.environ if environ is None else environ)
     locked = sorted(p.name for p in m.platform if (folder / requirements_filename(p.name)).is_file())
     reqs_text = "".join((folder / requirements_filename(p)).read_text(encoding="utf-8") for p in locked)
@@ -581,6 +716,11 @@ def write_bundle(
         credential_names=creds,
         extra_paths=[(out_path.absolute(), "<bundle>")],
         home=home,
+        mirrors=mirror_urls(
+            env,
+            [i.url for i in m.packages.index if i.url],
+            [setting.value for setting in locker_pip_settings() if "***" not in setting.value],
+        ),
     )
     result = BundleResult(out=out_path)
     plan = _Plan()
@@ -598,6 +738,11 @@ def write_bundle(
             raise BundleError(
                 f"{why}: {rel} not found next to {manifest_path.name}",
                 hint="create it or fix its path in repro.toml",
+            )
+        if _leaves(folder, rel):
+            raise BundleError(
+                f"{why}: {rel} is a symlink to a place outside the project; nothing was written",
+                hint="copy what the link points to into the project and name that path in repro.toml",
             )
         plan.files[rel] = src.read_bytes()
         plan.verbatim[rel] = why
@@ -678,15 +823,15 @@ def write_bundle(
 
     included = {rel for rel in plan.files}
     refs = references(m, included)
-    if m.code is not None:
-        from kernodeck.capture import git_revision
-
-        head, dirty, _why = git_revision(folder)
-        code_count = len([r for r, why in plan.verbatim.items() if why == "code"])
-        refs.insert(
-            0,
-            {"kind": "code", "revision": head, "dirty": dirty, "included": include_code, "files": code_count},
-        )
+    if code_entry is not None:
+        code_entry["files"] = len([r for r, why in plan.verbatim.items() if why == "code"])
+        refs.insert(0, code_entry)
+    plan.files[f"{TOOL_DIR}/{selfwheel.wheel_filename()}"] = selfwheel.wheel_bytes()
+    add_text(
+        TOOL_REQUIREMENTS,
+        f"# Kernodeck {selfwheel.version()}'s own dependencies, as installed where this bundle was written\n"
+        + "".join(f"{pin}\n" for pin in selfwheel.dependency_pins()),
+    )
     add_text(REFERENCES, json.dumps(refs, indent=2, sort_keys=True) + "\n")
     add_text(
         REBUILD_MD,
@@ -696,7 +841,7 @@ def write_bundle(
     # nothing leaves the machine that reveals a secret or a host path
     problems = []
     for rel, data in sorted(plan.files.items()):
-        found = scrub.leaks(data)
+        found = scrub.leaks(data, generated=rel not in plan.verbatim)
         if found:
             why = plan.verbatim.get(rel, "generated file")
             problems.append(f"{rel} ({why}): {', '.join(found)}")
@@ -707,8 +852,7 @@ def write_bundle(
             hint="move secrets into environment variables named in repro.toml, and use paths relative to the project",
         )
 
-    sums = "".join(f"{sha256_bytes(plan.files[rel])}  {rel}\n" for rel in sorted(plan.files))
-    plan.files[BUNDLE_SUMS] = sums.encode("utf-8")
+    plan.files[BUNDLE_SUMS] = bundlesums.render(plan.files).encode("utf-8")
     _write_folder(out_path, plan.files)
     result.files = sorted(plan.files)
     return result
@@ -738,10 +882,6 @@ def _write_folder(out: Path, files: dict[str, bytes]) -> None:
 
 def verify_bundle(out: str | Path) -> list[str]:
     """Problems with a bundle's BUNDLE.sha256 (empty when every listed file matches)."""
-    from kernodeck.rebuild import check_bundle_sums
-
-    sums = Path(out) / BUNDLE_SUMS
-    if not sums.is_file():
+    if not bundlesums.is_bundle(Path(out)):
         return [f"no {BUNDLE_SUMS}"]
-    step = check_bundle_sums(sums)
-    return [] if step.status is Status.PASSED else list(step.observed or [step.error or "mismatch"])
+    return bundlesums.check(Path(out))[1]

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +24,18 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+from tomlkit.container import Container
+from tomlkit.items import Item
 
-from kernodeck.fingerprint import sha256_file
+from kernodeck.errors import KernodeckError, UsageError
+from kernodeck.fingerprint import fingerprint, sha256_file
 from kernodeck.fsio import atomic_write_text
 from kernodeck.gitstate import git_state
+from kernodeck.interpreters import choose
 from kernodeck.manifest.edit import dumps_document, get_value, load_document, set_value
 from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.schema import Manifest
+from kernodeck.probe.facts import Facts
 
 _DATED_ID = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(\d+)$")
 
@@ -51,7 +55,7 @@ class Change:
 
 @dataclass
 class SystemObservation:
-    """What the reference system looks like, as verify's probes (or the fallback probe) saw it."""
+    """What the reference system looks like, as verify's probes saw it."""
 
     nvidia_driver: str | None = None
     cuda: str | None = None  # torch.version.cuda
@@ -72,9 +76,13 @@ class CaptureResult:
     notes: list[str] = field(default_factory=list)
     variant: str | None = None
     written: bool = False
+    filled: list[Change] = field(default_factory=list)  # fingerprints recorded for the first time
 
     def render(self) -> str:
         lines: list[str] = []
+        if self.filled:
+            lines.append(f"{self.path.name}: {len(self.filled)} fingerprint(s) recorded:")
+            lines.extend(f"  {c.key} = {c.new}" for c in self.filled)
         if not self.changes:
             lines.append(f"{self.path.name}: nothing changed; reference id stays {self.old_id}")
         else:
@@ -152,123 +160,45 @@ def hub_cache_file(
     return None
 
 
-_SYSTEM_SCRIPT = r"""
-import json
-out = {"cuda": None, "rocm": None, "gpus": []}
-try:
-    import torch
-except Exception:
-    pass
-else:
-    out["cuda"] = getattr(torch.version, "cuda", None)
-    out["rocm"] = getattr(torch.version, "hip", None)
-    try:
-        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:
-        n = 0
-    for i in range(n):
-        p = torch.cuda.get_device_properties(i)
-        out["gpus"].append({
-            "name": p.name,
-            "compute_capability": f"{p.major}.{p.minor}",
-            "memory_gib": round(p.total_memory / 2**30, 1),
-        })
-print(json.dumps(out))
-"""
-
-
-def _nvidia_driver() -> str | None:
-    try:
-        text = Path("/proc/driver/nvidia/version").read_text(encoding="utf-8")
-    except OSError:
-        text = ""
-    m = re.search(r"Kernel Module(?: for [^\s]+)?\s+(\d+(?:\.\d+)+)", text)
-    if m:
-        return m.group(1)
-    try:
-        proc = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    line = proc.stdout.strip().splitlines()[0].strip() if proc.returncode == 0 and proc.stdout.strip() else ""
-    return line or None
-
-
 def observe_system(python: str) -> SystemObservation | None:
-    """The system as the reference interpreter sees it: verify's probes when they are there,
-    otherwise a small probe of our own (torch versions and devices, the NVIDIA driver)."""
-    observed = _observe_with_verify_probes(python)
-    if observed is not None:
-        return observed
+    """The system as the reference interpreter sees it, from verify's own probes (the environment
+    probe for the NVIDIA driver, the torch probe for the CUDA/ROCm build and the devices; no
+    control computation). None when the probe cannot run there: capture goes on without it."""
+    from kernodeck.probe.runner import ProbeRequest, RealProbe
+
     try:
-        proc = subprocess.run(
-            [python, "-c", _SYSTEM_SCRIPT], capture_output=True, text=True, timeout=300, check=False
+        probe = RealProbe(python)
+        facts = probe.collect(ProbeRequest(records=False, torch=False))
+        torch = (
+            probe.collect_torch(ProbeRequest(records=False, torch=True, compute=False))
+            if facts.torch_files.installed
+            else None
         )
-        raw = (
-            json.loads(proc.stdout.strip().splitlines()[-1])
-            if proc.returncode == 0 and proc.stdout.strip()
-            else {}
-        )
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        raw = {}
+    except KernodeckError:
+        return None
+    if torch is not None:
+        facts.torch = torch
+    return observation_from_facts(facts)
+
+
+def observation_from_facts(facts: Facts) -> SystemObservation:
+    """What capture records about the system, from the facts verify checks it against."""
+    driver = facts.nvidia.driver()
+    gpus = [
+        {
+            "name": d.name,
+            "compute_capability": d.capability_str,
+            "memory_gib": round((d.total_memory or 0) / 2**30, 1),
+        }
+        for d in facts.torch.devices
+        if d.name
+    ]
     return SystemObservation(
-        nvidia_driver=_nvidia_driver(),
-        cuda=raw.get("cuda"),
-        rocm=raw.get("rocm"),
-        gpus=list(raw.get("gpus") or []),
+        nvidia_driver=driver[0] if driver else None,
+        cuda=facts.torch_cuda(),
+        rocm=facts.torch_hip(),
+        gpus=gpus,
     )
-
-
-def _observe_with_verify_probes(python: str) -> SystemObservation | None:
-    """System facts from verify's probe runner, if that module offers them."""
-    try:
-        from kernodeck.probe import runner
-    except ImportError:
-        return None
-    collect = getattr(runner, "collect_facts", None) or getattr(runner, "run_probes", None)
-    if collect is None:
-        return None
-    try:
-        facts = collect(python)
-    except Exception:  # a probe that breaks must not stop capture; the fallback probe runs instead
-        return None
-    return _observation_from_facts(facts)
-
-
-def _observation_from_facts(facts: Any) -> SystemObservation | None:
-    data: Any = facts.model_dump() if hasattr(facts, "model_dump") else facts
-    if hasattr(data, "__dict__") and not isinstance(data, dict):
-        data = vars(data)
-    if not isinstance(data, dict):
-        return None
-
-    def find(*keys: str) -> Any:
-        stack: list[Any] = [data]
-        while stack:
-            cur = stack.pop(0)
-            if isinstance(cur, dict):
-                for k in keys:
-                    if cur.get(k) not in (None, "", []):
-                        return cur[k]
-                stack.extend(v for v in cur.values() if isinstance(v, dict))
-        return None
-
-    gpus = find("gpus", "devices") or []
-    return SystemObservation(
-        nvidia_driver=_str_or_none(find("nvidia_driver", "driver_version", "nvidia-driver")),
-        cuda=_str_or_none(find("torch_cuda", "cuda_version", "cuda")),
-        rocm=_str_or_none(find("torch_hip", "hip_version", "hip", "rocm")),
-        gpus=[g for g in gpus if isinstance(g, dict)],
-    )
-
-
-def _str_or_none(v: Any) -> str | None:
-    return None if v in (None, "", False) else str(v)
 
 
 # --- the capture ---------------------------------------------------------------------------------
@@ -322,6 +252,9 @@ def _observe(
                 notes.append(f"config file {cfg.path} not found; its fingerprint was not captured")
     for i, d in enumerate(manifest.data):
         p = folder / d.path
+        if p.is_dir():  # a folder: the digest verify computes (kernodeck.fingerprint)
+            obs[f"data[{i}].sha256"] = fingerprint(p).sha256
+            continue
         if not p.is_file():
             notes.append(f"data {d.name}: {d.path} not found; its fingerprint was not captured")
             continue
@@ -351,6 +284,9 @@ def _observe(
             wp = located
         else:
             wp = folder / w.path
+            if wp.is_dir():
+                obs[f"weights[{i}].sha256"] = fingerprint(wp).sha256
+                continue
             if not wp.is_file():
                 notes.append(f"weights {w.name}: {w.path} not found; its fingerprint was not captured")
                 continue
@@ -405,8 +341,13 @@ def capture(
     system_probe: SystemProbe | None = observe_system,
     today: _dt.date | None = None,
     dry_run: bool = False,
+    only: str | None = None,
 ) -> CaptureResult:
-    """Observe this environment, record what changed in the manifest (or as a variant), write it."""
+    """Observe this environment, record what changed in the manifest (or as a variant), write it.
+
+    A data or weights fingerprint that was not recorded yet (left out, or "") is filled in
+    without a new reference id: the reference did not change, its fingerprint was written down.
+    `only` names one [[data]] or [[weights]] entry: just its fingerprint (and size) is refreshed."""
     path = Path(manifest_path)
     if path.is_dir():
         path = path / "repro.toml"
@@ -414,22 +355,53 @@ def capture(
     original = dumps_document(doc)
     manifest = loads_manifest(original, str(path))
     folder = path.parent
-    interpreter = python or sys.executable
+    interpreter = choose(python).path
     notes: list[str] = []
+    prefixes: tuple[str, ...] = ()
+    if only is not None:
+        prefixes = tuple(f"data[{i}]." for i, d in enumerate(manifest.data) if d.name == only) + tuple(
+            f"weights[{i}]." for i, w in enumerate(manifest.weights) if w.name == only
+        )
+        if not prefixes:
+            known = sorted({d.name for d in manifest.data} | {w.name for w in manifest.weights})
+            raise UsageError(
+                f"no [[data]] or [[weights]] entry named {only!r} in {path.name}",
+                hint=f"names: {', '.join(known) or 'none declared'}",
+            )
+        system_probe = None
     system = system_probe(interpreter) if system_probe is not None else None
+    if system_probe is not None and system is None:
+        notes.append(
+            f"the system was not observed: the environment probe could not run under {interpreter} "
+            f"(`kernodeck doctor --python {interpreter}` says why)"
+        )
     observed = _observe(manifest, folder, interpreter, system, notes)
+    if prefixes:
+        observed = {k: v for k, v in observed.items() if k.startswith(prefixes)}
+        notes[:] = [n for n in notes if n.startswith(("data ", "weights ")) and f" {only}:" in n]
 
     changes: list[Change] = []
     for key, new in observed.items():
         old = get_value(doc, key)
-        old_plain = old.unwrap() if hasattr(old, "unwrap") else old
+        old_plain = _plain(old)
         if old_plain != new:
             changes.append(Change(key, old_plain, new))
 
     old_id = manifest.reference.id
+    fills = [c for c in changes if c.old in (None, "") and c.key.endswith(".sha256")]
+    changes = [c for c in changes if c not in fills]
     result = CaptureResult(
-        path=path, old_id=old_id, new_id=None, changes=changes, notes=notes, variant=variant
+        path=path, old_id=old_id, new_id=None, changes=changes, notes=notes, variant=variant, filled=fills
     )
+    for c in fills:
+        set_value(doc, c.key, c.new)
+    if not changes and fills:
+        text = dumps_document(doc)
+        loads_manifest(text, str(path))  # never write a manifest that does not load
+        if not dry_run:
+            atomic_write_text(path, text)
+            result.written = True
+        return result
     if not changes:
         if variant:
             notes.append(f"nothing differs from the reference; variant {variant!r} was not written")
@@ -461,13 +433,18 @@ def capture(
     return result
 
 
+def _plain(value: Any) -> Any:
+    """A tomlkit value as plain Python (other values as they are)."""
+    return value.unwrap() if isinstance(value, (Item, Container)) else value
+
+
 def _unchanged_variant(doc: Any, name: str, changes: list[Change], note: str | None) -> str | None:
     """The id of the variant `name` when it already records exactly `changes` (and `note`, if given)."""
     for existing in doc.get("variant") or []:
         if existing.get("name") != name:
             continue
         recorded = existing.get("changes")
-        recorded_plain = recorded.unwrap() if hasattr(recorded, "unwrap") else recorded
+        recorded_plain = _plain(recorded)
         wanted = {c.key: str(c.new) for c in changes}
         old_note = existing.get("note")
         if recorded_plain == wanted and (note is None or str(old_note) == note):

@@ -50,8 +50,11 @@ def cli() -> None:
 def validate(path: Path, quiet: bool) -> None:
     """Load and check a manifest (default ./repro.toml)."""
     from kernodeck.manifest import load_manifest
+    from kernodeck.manifest.sources import manifest_warnings
 
     m = load_manifest(path)
+    for warning in manifest_warnings(m, path):
+        click.echo(f"warning: {warning}", err=True)
     if not quiet:
         click.echo(
             f"{path}: valid (reference {m.reference.name} {m.reference.id}, "

@@ -202,7 +202,10 @@ def _settings(
         from kernodeck.manifest.load import load_manifest
 
         manifest = load_manifest(manifest)
-    det: Any = getattr(manifest, "determinism", None) if hasattr(manifest, "schema_version") else manifest
+    # a Manifest or a Determinism was built with pydantic: importing the schema costs nothing more
+    from kernodeck.manifest.schema import Manifest as _Manifest
+
+    det = manifest.determinism if isinstance(manifest, _Manifest) else manifest
     if det is None:
         return {}
     out: dict[str, Any] = {}

@@ -4,8 +4,24 @@
     result = lock_manifest("repro.toml", ["linux-x86_64-cpu"], check=True)
     result.ok, result.platforms[0].status, result.platforms[0].diff
 
-Every requested platform is resolved before anything is written, so a failed lock leaves the
-previous files untouched. Platforms resolve concurrently and share one index client (and its
+Every requested platform is resolved before anything is written. A platform that cannot be
+locked (an unreachable index, no solution, no wheel) leaves its previous files untouched and is
+reported in `result.failed`; the other platforms are still written.
+
+Freshness: each file's header records `lock-inputs-sha256` (kernodeck.lockinputs), the digest of
+exactly what can change its pins, so edits elsewhere in the manifest never make a lock stale.
+
+Joint resolution (`[packages] same-versions`, kernodeck.resolve.joint): unless "no", a package on
+several platforms gets one public version on all of them wherever one exists; what still differs
+is reported in `result.differences` and as a comment in each affected file's header; "require"
+makes a difference a failure of the platforms involved.
+
+Locker independence: the indexes come from the manifest only; without a declared default index,
+pip's built-in default (PyPI) is used, never the locker's pip configuration or `PIP_*` variables.
+Settings of the locker's pip that are not used are named once in `result.notices`. A mirror
+(`mirrors={"NAME": URL}`, or `KERNODECK_MIRRORS="NAME=URL ..."`; NAME a declared index, `default`
+or `pytorch`) changes where pages are fetched, never what is written: the files name the index
+as declared. Platforms resolve concurrently and share one index client (and its
 caches), so metadata read for one platform serves every other platform that installs the same file.
 
 Unless `upgrade`, the versions pinned in the existing requirements file of a platform are tried
@@ -13,7 +29,7 @@ first (minimal churn, like pip-tools and uv); `upgrade_packages` drops that pref
 named projects only.
 
 Replay: a finished lock is recorded in the index cache under a key made of everything it was
-computed from (the manifest's bytes, the platforms, the options, the pins it preferred, the
+computed from (the lock inputs of each platform, the platforms, the options, the pins it preferred, the
 default index, the kernodeck sources and the Python/packaging versions), with the cached project
 pages it read. While every one of those pages is still on disk unchanged and would still answer
 without the network (fetched after exclude-newer, or within its time-to-live), a lock with the
@@ -34,7 +50,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +60,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from kernodeck.errors import KernodeckError, ResolutionError, UsageError
+from kernodeck.errors import EXIT_USAGE, KernodeckError, ResolutionError, UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.index.cache import DEFAULT_PAGE_TTL, IndexCache, default_cache_dir, page_is_fresh
 from kernodeck.lockfile.names import pylock_filename, requirements_filename
@@ -56,11 +72,22 @@ from kernodeck.lockfile.write import (
     render_pylock,
     render_requirements,
 )
+from kernodeck.lockinputs import (
+    HEADER_KEY,
+    OLD_HEADER_KEY,
+    default_index_for,
+    lock_inputs_sha256,
+    unsatisfied_pins,
+)
+from kernodeck.manifest.adopt import first_lock_preferences
 from kernodeck.manifest.load import load_manifest
+from kernodeck.manifest.sources import apply_sources
+from kernodeck.resolve.joint import Difference
+from kernodeck.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource
-    from kernodeck.manifest.schema import Manifest
+    from kernodeck.manifest.schema import Manifest, Packages
     from kernodeck.resolve import Resolution, Routing, Session
     from kernodeck.targets import Target
 
@@ -91,6 +118,21 @@ class PlatformResult:
     hash_lines: int
     text: str  # the requirements file content
     diff: str = ""  # --check: unified diff of what would change
+    reasons: tuple[str, ...] = ()  # --check: why the file is stale, in words
+    warnings: tuple[str, ...] = ()  # e.g. an exact pin that selects a yanked release
+
+
+@dataclass(frozen=True)
+class PlatformFailure:
+    """A platform that could not be locked; its files were left as they were."""
+
+    platform: str
+    index_url: str  # the index involved (credentials removed)
+    cause: str  # the first cause, one line
+    error: KernodeckError
+
+    def message(self) -> str:
+        return f"cannot lock platform {self.platform}: {self.cause} (index {self.index_url})"
 
 
 @dataclass(frozen=True)
@@ -100,10 +142,13 @@ class LockResult:
     check: bool
     seconds: float
     metadata_reads: int  # core metadata documents read (cache or network) in this lock
+    failed: tuple[PlatformFailure, ...] = ()
+    differences: tuple[Difference, ...] = ()  # versions that still differ across platforms
+    notices: tuple[str, ...] = ()  # e.g. the locker's pip settings that were not used
 
     @property
     def ok(self) -> bool:
-        return not self.stale
+        return not self.stale and not self.failed
 
     @property
     def stale(self) -> tuple[PlatformResult, ...]:
@@ -199,8 +244,11 @@ def _platform_lock(
     session: Session,
     *,
     manifest_name: str,
-    manifest_sha256: str,
+    lock_inputs: str,
     python_version: str,
+    notes: tuple[str, ...] = (),
+    inputs: dict[str, str] | None = None,
+    unmirror: Callable[[str], str] = lambda url: url,
 ) -> PlatformLock:
     packages: list[LockedPackage] = []
     for pin in res.pins:
@@ -208,7 +256,7 @@ def _platform_lock(
         files = tuple(
             LockedFile(
                 filename=f.filename,
-                url=f.url,
+                url=unmirror(f.url),
                 sha256=session.sha256(f),
                 is_wheel=f.is_wheel,
                 size=f.size,
@@ -217,14 +265,16 @@ def _platform_lock(
             for f in cand.files
         )
         rp = cand.metadata_file.requires_python
+        yanked = [f.yanked for f in cand.files if f.yanked is not None]
         packages.append(
             LockedPackage(
                 name=cand.name,
                 version=cand.version,
-                index=cand.source.url,
+                index=unmirror(cand.source.url),
                 files=files,
                 via=pin.via,
                 requires_python=str(rp) if rp else None,
+                yanked=(next((y for y in yanked if y), "") if yanked else None),
             )
         )
     target = res.target
@@ -232,12 +282,19 @@ def _platform_lock(
         platform=target.name,
         summary=target.summary(),
         manifest_name=manifest_name,
-        manifest_sha256=manifest_sha256,
+        lock_inputs_sha256=lock_inputs,
+        notes=notes,
         exclude_newer=session.settings.exclude_newer,
-        indexes=_index_lines(session.routing, target, (p.candidate.source for p in res.pins)),
+        indexes=tuple(
+            IndexLine(line.kind, unmirror(line.url))
+            for line in _index_lines(
+                session.routing_for(target), target, (p.candidate.source for p in res.pins)
+            )
+        ),
         packages=tuple(packages),
         requires_python=_requires_python(python_version),
         environment=_environment(target),
+        inputs=tuple(sorted((inputs or {}).items())),
     )
 
 
@@ -291,20 +348,33 @@ def lock_manifest(
     quiet: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: LockProgress | None = None,
+    extra_inputs: Mapping[str, str] | None = None,
+    mirrors: Sequence[str] | None = None,
 ) -> LockResult:
-    """Lock a manifest for its platforms; raises ManifestError/UsageError (bad input) or
-    ResolutionError/IndexError_ (a failed resolution or an unreadable index)."""
+    """Lock a manifest for its platforms; raises ManifestError/UsageError (bad input). A platform
+    that cannot be locked (failed resolution, unreadable index) is reported in `result.failed`.
+    `extra_inputs` (name -> sha256) join each platform's lock-inputs digest."""
     started = time.perf_counter()
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
     path = _manifest_path(manifest_path)
-    manifest = load_manifest(path)
-    raw = path.read_bytes()
-    manifest_sha256 = hashlib.sha256(raw).hexdigest()
+    manifest, inputs = apply_sources(load_manifest(path), path)  # [packages] from: files read now
     names = _select(manifest, platforms)
     out_dir = Path(output_dir) if output_dir is not None else path.parent
     upgrades = [_upgrade_requirement(u) for u in upgrade_packages]
     skip_pref = {canonicalize_name(r.name) for r in upgrades}
+    default_index = default_index_for(manifest)
+    mirror_map = parse_mirrors(
+        manifest, os.environ.get("KERNODECK_MIRRORS", "").split() if mirrors is None else mirrors
+    )
+    notices = _pip_notices(manifest)
+    # The digest is of the manifest as written: --upgrade-package constraints are a one-off choice.
+    digests = {
+        n: lock_inputs_sha256(
+            manifest, n, default_index=default_index, extra={**inputs, **(extra_inputs or {})}
+        )
+        for n in names
+    }
     # `--upgrade-package NAME<SPEC>` (as in pip-compile and uv) also constrains NAME for this lock.
     extra_constraints = [str(r) for r in upgrades if r.specifier]
     if extra_constraints:
@@ -314,12 +384,22 @@ def lock_manifest(
         manifest = manifest.model_copy(update={"packages": packages})
     prefs: dict[str, dict[str, Version]] = {}
     for n in names:
-        pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
+        # a platform's first lock prefers the pins of the project's uv.lock/pylock.toml/poetry.lock
+        pinned = (
+            {}
+            if upgrade
+            else (read_pins(out_dir / requirements_filename(n)) or first_lock_preferences(path.parent))
+        )
         prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
 
     cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
-    key = None if extra_constraints else _replay_key(manifest, raw, path.name, names, fmt, prefs)
+    key = (
+        None
+        if extra_constraints
+        else _replay_key(manifest, digests, path.name, names, fmt, prefs, mirror_map)
+    )
     record = None if (key is None or refresh) else _replayable(cache, key, manifest, offline)
+    failures: dict[str, PlatformFailure] = {}
     if record is not None:
         if progress is None and not quiet and sys.stderr.isatty():
             progress = RichProgress()
@@ -329,14 +409,18 @@ def lock_manifest(
                 progress.done(n, int(record["platforms"][n]["pins"]))
             progress.close()
         rendered = {n: _Rendered(**record["platforms"][n]) for n in names}
+        differences = [_difference_from_json(d) for d in record["differences"]]
         metadata_reads = 0
     else:
-        rendered, metadata_reads, pages = _resolve_and_render(
+        rendered, failures, differences, metadata_reads, pages = _resolve_and_render(
             manifest,
             path,
             names,
             prefs,
-            manifest_sha256=manifest_sha256,
+            digests=digests,
+            default_index=default_index,
+            inputs=inputs,
+            mirrors=mirror_map,
             fmt=fmt,
             offline=offline,
             refresh=refresh,
@@ -344,17 +428,121 @@ def lock_manifest(
             cache_dir=cache_dir,
             progress=progress,
         )
-        if key is not None and pages is not None:
+        if failures and len(failures) == len(names):
+            # Nothing could be locked: the error itself, as for a single platform.
+            raise _combine_failures([failures[n] for n in names])
+        if key is not None and pages is not None and not failures:
             with contextlib.suppress(OSError):
                 cache.put_lock_record(
                     key,
                     {
                         "pages": pages,
                         "platforms": {n: dataclasses.asdict(r) for n, r in rendered.items()},
+                        "differences": [d.to_json() for d in differences],
                     },
                 )
     return _finish(
-        path, out_dir, names, rendered, fmt=fmt, check=check, started=started, metadata_reads=metadata_reads
+        path,
+        out_dir,
+        [n for n in names if n not in failures],
+        rendered,
+        manifest=manifest,
+        fmt=fmt,
+        check=check,
+        started=started,
+        metadata_reads=metadata_reads,
+        failed=tuple(failures[n] for n in names if n in failures),
+        differences=tuple(differences),
+        notices=tuple(notices),
+    )
+
+
+def parse_mirrors(manifest: Manifest, specs: Sequence[str]) -> dict[str, str]:
+    """`NAME=URL` items: NAME a declared index, `default` (the default index) or `pytorch` (the
+    PyTorch index base)."""
+    known = {ix.name for ix in manifest.packages.index} | {"default", "pytorch"}
+    out: dict[str, str] = {}
+    for spec in specs:
+        name, sep, url = spec.partition("=")
+        name, url = name.strip(), url.strip()
+        if not sep or not name or not url:
+            raise UsageError(
+                f"mirror {redact(spec)!r} is not NAME=URL",
+                hint="e.g. --mirror default=https://mirror.example/simple",
+            )
+        if name not in known:
+            raise UsageError(
+                f"mirror for unknown index {name!r}",
+                context=[f"indexes: {', '.join(sorted(known))}"],
+                hint="name an index of repro.toml, `default` or `pytorch`",
+            )
+        if not url.startswith(("http://", "https://", "file://")):
+            raise UsageError(f"mirror url {redact(url)!r} must start with https://, http:// or file://")
+        out[name] = url
+    return out
+
+
+def _mirrored(routing: Routing, mirrors: Mapping[str, str]) -> tuple[Routing, list[tuple[str, str]]]:
+    """The routing with mirrored URLs, and (mirror URL, declared URL) pairs to map back."""
+    back: list[tuple[str, str]] = []
+
+    def swap(src: IndexSource) -> IndexSource:
+        url = mirrors.get(src.name)
+        if url is None:
+            return src
+        back.append((url, src.url))
+        return dataclasses.replace(src, url=url)
+
+    base = routing.pytorch_base
+    if "pytorch" in mirrors:
+        back.append((mirrors["pytorch"], base))
+        base = mirrors["pytorch"]
+    mirrored = dataclasses.replace(
+        routing,
+        defaults=tuple(swap(s) for s in routing.defaults),
+        pinned={k: swap(s) for k, s in routing.pinned.items()},
+        pytorch_base=base,
+    )
+    return mirrored, back
+
+
+def _unmirror(back: Sequence[tuple[str, str]]) -> Callable[[str], str]:
+    """Map a URL under a mirror back to the declared index (longest mirror first)."""
+    pairs = sorted(((m.rstrip("/"), d.rstrip("/")) for m, d in back), key=lambda p: -len(p[0]))
+
+    def unmirror(url: str) -> str:
+        for m, d in pairs:
+            if url == m or url.startswith(m + "/"):
+                return d + url[len(m) :]
+        return url
+
+    return unmirror
+
+
+def _replace_all(text: str, back: Sequence[tuple[str, str]]) -> str:
+    """`text` naming the declared indexes instead of their mirrors (what a file may say)."""
+    for m, d in sorted(back, key=lambda p: -len(p[0])):
+        text = text.replace(m.rstrip("/"), strip_userinfo(d).rstrip("/"))
+    return text
+
+
+def _pip_notices(manifest: Manifest) -> list[str]:
+    """One notice naming the locker's pip index settings that the lock does not use."""
+    from kernodeck.index.sources import locker_pip_settings
+
+    settings = locker_pip_settings()
+    if not settings:
+        return []
+    named = "; ".join(f"{s.name} {s.value} ({s.where})" for s in settings)
+    return [
+        f"not used for the lock (only repro.toml decides the indexes): {named}; to use an index, "
+        "declare it in repro.toml as [[packages.index]] with a name and url"
+    ]
+
+
+def _difference_from_json(d: dict[str, Any]) -> Difference:
+    return Difference(
+        canonicalize_name(d["package"]), {p: Version(v) for p, v in d["versions"].items()}, str(d["reason"])
     )
 
 
@@ -367,9 +555,10 @@ class _Rendered:
     pylock: str | None
     pins: int
     hash_lines: int
+    warnings: tuple[str, ...] = ()
 
 
-_REPLAY_FORMAT = 1
+_REPLAY_FORMAT = 2
 
 
 def _sources_fingerprint() -> str:
@@ -389,23 +578,21 @@ def _sources_fingerprint() -> str:
 
 def _replay_key(
     manifest: Manifest,
-    raw: bytes,
+    digests: Mapping[str, str],
     manifest_name: str,
     names: Sequence[str],
     fmt: str,
     prefs: dict[str, dict[str, Version]],
+    mirrors: Mapping[str, str] | None = None,
 ) -> str | None:
     """The key of a lock's record; None when it must not be recorded (credentials in play)."""
     import packaging
 
-    from kernodeck.index.sources import default_index_url
-
     pk = manifest.packages
     urls = [ix.url or "" for ix in pk.index] + [pk.pytorch_index or ""]
-    default = ""
-    if any(not ix.url for ix in pk.index) or not any(ix.default for ix in pk.index):
-        default = default_index_url()
-        urls.append(default)
+    default = default_index_for(manifest) or ""
+    urls.append(default)
+    urls.extend((mirrors or {}).values())
     if any("${" in u or "@" in u for u in urls):
         return None
     doc = {
@@ -413,11 +600,12 @@ def _replay_key(
         "python": list(sys.version_info[:2]),
         "packaging": packaging.__version__,
         "sources": _sources_fingerprint(),
-        "manifest": hashlib.sha256(raw).hexdigest(),
+        "lock_inputs": {n: digests[n] for n in names},
         "manifest_name": manifest_name,
         "platforms": list(names),
         "fmt": fmt,
         "default_index": default,
+        "mirrors": sorted((mirrors or {}).items()),
         "preferred": {n: sorted((k, str(v)) for k, v in prefs[n].items()) for n in names},
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
@@ -443,6 +631,8 @@ def _replayable(cache: IndexCache, key: str, manifest: Manifest, offline: bool) 
                 return None
         for r in record["platforms"].values():
             _Rendered(**r)
+        for d in record["differences"]:
+            _difference_from_json(d)
     except (KeyError, TypeError, ValueError):
         return None
     return record
@@ -454,22 +644,43 @@ def _resolve_and_render(
     names: Sequence[str],
     prefs: dict[str, dict[str, Version]],
     *,
-    manifest_sha256: str,
+    digests: Mapping[str, str],
+    default_index: str | None,
+    inputs: dict[str, str] | None = None,
     fmt: Format,
     offline: bool,
     refresh: bool,
     quiet: bool,
     cache_dir: str | os.PathLike[str] | None,
     progress: LockProgress | None,
-) -> tuple[dict[str, _Rendered], int, list[dict[str, Any]] | None]:
-    """Resolve every platform, render its files; (rendered, metadata reads, pages read or None
-    when the lock cannot be replayed)."""
+    mirrors: Mapping[str, str] | None = None,
+) -> tuple[
+    dict[str, _Rendered], dict[str, PlatformFailure], list[Difference], int, list[dict[str, Any]] | None
+]:
+    """Resolve every platform (jointly unless same-versions = "no"), render the files of those
+    that could be locked; (rendered, failures, differences, metadata reads, pages read or None
+    when the lock cannot be replayed). Raises a bad-input error (exit 2) as it is."""
     from kernodeck.resolve import ResolveSettings, Routing, Session, resolve_target
-    from kernodeck.targets import Target
+    from kernodeck.resolve.joint import Constraints, align
 
     settings = ResolveSettings.from_packages(manifest.packages)
-    routing = Routing.from_packages(manifest.packages)
-    targets = [Target.from_platform(p, manifest.python) for p in manifest.platform if p.name in names]
+
+    def route(packages: Packages) -> Routing:
+        if default_index is not None:
+            fixed = default_index
+            return Routing.from_packages(packages, default_url=lambda: fixed)
+        return Routing.from_packages(packages)
+
+    routing, back = _mirrored(route(manifest.packages), mirrors or {})
+    # A platform that some index is restricted away from (or to) routes on its own.
+    per_platform: dict[str, Routing] = {}
+    for n in names:
+        own = manifest.packages_for(n)
+        if own is not manifest.packages:
+            per_platform[n], more = _mirrored(route(own), mirrors or {})
+            back.extend(more)
+    unmirror = _unmirror(back)
+    targets = {t.name: t for t in _targets(manifest, names)}
     if progress is None and not quiet and sys.stderr.isatty():
         progress = RichProgress()
     if progress is not None:
@@ -484,46 +695,74 @@ def _resolve_and_render(
         cache_dir=Path(cache_dir) if cache_dir is not None else None,
         offline=offline,
         refresh=refresh,
+        per_platform=per_platform,
     )
+    same = manifest.packages.same_versions
+    differences: list[Difference] = []
     try:
 
-        def run(target: Target) -> None:
+        def resolve(name: str, extra: Constraints) -> Resolution:
+            target = targets[name]
+            return resolve_target(
+                session,
+                target,
+                preferred=prefs[name],
+                manifest_name=path.name,
+                on_pin=(lambda what: progress.pinned(name, what)) if progress else None,
+                on_metadata=(lambda: progress.metadata(name)) if progress else None,
+                extra_constraints=[Requirement(f"{n}{spec}") for n, spec in sorted(extra.items())],
+            )
+
+        def run(name: str) -> None:
             try:
-                res = resolve_target(
-                    session,
-                    target,
-                    preferred=prefs[target.name],
-                    manifest_name=path.name,
-                    on_pin=(lambda what: progress.pinned(target.name, what)) if progress else None,
-                    on_metadata=(lambda: progress.metadata(target.name)) if progress else None,
-                )
+                res = resolve(name, {})
             except KernodeckError as e:
                 with lock:
-                    errors[target.name] = e
+                    errors[name] = e
                 return
             with lock:
-                results[target.name] = res
-            if progress is not None:
-                progress.done(target.name, len(res.pins))
+                results[name] = res
 
         with ThreadPoolExecutor(
             max_workers=max(1, min(len(targets), 8)), thread_name_prefix="kernodeck-lock"
         ) as pool:
-            list(pool.map(run, targets))
-        if errors:
-            raise _combine([errors[n] for n in names if n in errors])
+            list(pool.map(run, list(targets)))
+        usage = [errors[n] for n in names if n in errors and errors[n].exit_code == EXIT_USAGE]
+        if usage:
+            raise _combine(usage)
+        if same != "no" and len(results) > 1:
+            aligned, differences = align(results, resolve)
+            results.update(aligned)
+        if same == "require":
+            for d in differences:
+                for n in d.versions:
+                    errors.setdefault(
+                        n,
+                        ResolutionError(
+                            f"cannot lock platform {n}: {d.describe()} "
+                            '(same-versions = "require" allows no difference)'
+                        ),
+                    )
+        if progress is not None:
+            for n, res in results.items():
+                if n not in errors:
+                    progress.done(n, len(res.pins))
 
+        ok = [n for n in names if n not in errors]
         locks = {
-            t.name: _platform_lock(
-                results[t.name],
+            n: _platform_lock(
+                results[n],
                 session,
                 manifest_name=path.name,
-                manifest_sha256=manifest_sha256,
+                lock_inputs=digests[n],
+                inputs=inputs,
                 python_version=next(
-                    p.python or manifest.python.version for p in manifest.platform if p.name == t.name
+                    p.python or manifest.python.version for p in manifest.platform if p.name == n
                 ),
+                notes=tuple(_replace_all(d.note_for(n), back) for d in differences if n in d.versions),
+                unmirror=unmirror,
             )
-            for t in targets
+            for n in ok
         }
         metadata_reads = session.metadata_reads
         pages = session.client.used_pages()
@@ -533,16 +772,54 @@ def _resolve_and_render(
             progress.close()
 
     rendered = {
-        t.name: _Rendered(
-            summary=locks[t.name].summary,
-            text=render_requirements(locks[t.name]),
-            pylock=render_pylock(locks[t.name]) if fmt == "pylock" else None,
-            pins=len(locks[t.name].packages),
-            hash_lines=sum(len(p.hashes) for p in locks[t.name].packages),
+        n: _Rendered(
+            summary=locks[n].summary,
+            text=render_requirements(locks[n]),
+            pylock=render_pylock(locks[n]) if fmt == "pylock" else None,
+            pins=len(locks[n].packages),
+            hash_lines=sum(len(p.hashes) for p in locks[n].packages),
+            warnings=tuple(
+                f"{p.name}=={p.version} is a yanked release"
+                + (f" ({' '.join(p.yanked.split())})" if p.yanked else "")
+                for p in locks[n].packages
+                if p.yanked is not None
+            ),
         )
-        for t in targets
+        for n in ok
     }
-    return rendered, metadata_reads, pages
+    failures = {
+        n: _failure(n, errors[n], per_platform.get(n, routing), targets[n]) for n in names if n in errors
+    }
+    return rendered, failures, differences, metadata_reads, pages
+
+
+def _targets(manifest: Manifest, names: Sequence[str]) -> list[Target]:
+    from kernodeck.targets import Target
+
+    return [Target.from_platform(p, manifest.python) for p in manifest.platform if p.name in names]
+
+
+_URL = re.compile(r"(?:https?|file)://[^\s'\")]+")
+
+
+def _failure(name: str, error: KernodeckError, routing: Routing, target: Target) -> PlatformFailure:
+    """The platform, the index involved (named in the error, else the platform's first index)
+    and the first cause."""
+    from kernodeck.resolve.joint import first_cause
+
+    found = _URL.search(" ".join([error.message, *error.context]))
+    backend = routing.backend_source(target)
+    known = [*routing.defaults, *routing.pinned.values(), *([backend] if backend is not None else [])]
+    if found:
+        url = found.group(0)
+        # The index itself rather than the page or file that failed, when it is a known one.
+        bare = [strip_userinfo(s.url) for s in known]
+        prefixes = [u for u in bare if url.startswith(u.rstrip("/"))]
+        if prefixes:
+            url = max(prefixes, key=len)
+    else:
+        url = backend.url if backend is not None and "torch" in error.message else routing.defaults[0].url
+    return PlatformFailure(name, strip_userinfo(redact(url)), first_cause(error, name), error)
 
 
 def _finish(
@@ -551,13 +828,18 @@ def _finish(
     names: Sequence[str],
     rendered: dict[str, _Rendered],
     *,
+    manifest: Manifest,
     fmt: Format,
     check: bool,
     started: float,
     metadata_reads: int,
+    failed: tuple[PlatformFailure, ...] = (),
+    differences: tuple[Difference, ...] = (),
+    notices: tuple[str, ...] = (),
 ) -> LockResult:
     out: list[PlatformResult] = []
     pending: list[tuple[Path, str]] = []
+    targets = {t.name: t for t in _targets(manifest, names)} if check else {}
     for name in names:
         r = rendered[name]
         text = r.text
@@ -569,6 +851,7 @@ def _finish(
             files.append((py_path, r.pylock or ""))
         diffs = []
         missing = False
+        reasons: list[str] = []
         for fpath, content in files:
             old = _read(fpath)
             if old != content:
@@ -576,6 +859,8 @@ def _finish(
                 diffs.append(_diff(old, content, fpath.name))
                 if not check:
                     pending.append((fpath, content))
+                elif old is not None:
+                    reasons.extend(_stale_reasons(old, content, manifest, targets[name], fpath.suffix))
         status: Status
         if check:
             status = "fresh" if not diffs else ("missing" if missing else "stale")
@@ -592,6 +877,8 @@ def _finish(
                 hash_lines=r.hash_lines,
                 text=text,
                 diff="".join(diffs) if check else "",
+                reasons=tuple(dict.fromkeys(reasons)),
+                warnings=tuple(r.warnings),
             )
         )
     for fpath, content in pending:
@@ -602,7 +889,43 @@ def _finish(
         check=check,
         seconds=time.perf_counter() - started,
         metadata_reads=metadata_reads,
+        failed=failed,
+        differences=differences,
+        notices=notices,
     )
+
+
+_HEADER_DIGEST = re.compile(rf"(?:{HEADER_KEY}|{OLD_HEADER_KEY}):\s*([0-9a-f]{{64}})")
+
+
+def _stale_reasons(old: str, new: str, manifest: Manifest, target: Target, suffix: str) -> list[str]:
+    """Why a file on disk differs from the lock computed now, in words."""
+    out: list[str] = []
+    if HEADER_KEY not in old and OLD_HEADER_KEY in old:
+        return [
+            "written with the old header (manifest-sha256); re-run `kernodeck lock`: the header format changed"
+        ]
+    a, b = _HEADER_DIGEST.search(old), _HEADER_DIGEST.search(new)
+    if a is None or b is None or a.group(1) != b.group(1):
+        out.append(
+            "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
+            "exclude-newer, the platforms, or the backend table)"
+        )
+    if suffix == ".txt":
+        out.extend(unsatisfied_pins(old, manifest, target))
+    if not out:
+        out.append("the pins or hashes differ from a fresh lock (edited by hand, or the index changed)")
+    return out
+
+
+def _combine_failures(fails: list[PlatformFailure]) -> KernodeckError:
+    first = fails[0].error
+    context = [*first.context, f"index: {fails[0].index_url}"]
+    context.extend(f"also: {f.message()}" for f in fails[1:])
+    cls = ResolutionError if all(isinstance(f.error, ResolutionError) for f in fails) else type(first)
+    combined = cls(first.message, context=context, hint=first.hint)
+    combined.exit_code = first.exit_code
+    return combined
 
 
 def _combine(errs: list[KernodeckError]) -> KernodeckError:

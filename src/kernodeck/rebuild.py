@@ -23,7 +23,6 @@ saying why):
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import platform as _platform
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from kernodeck import bundlesums
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
@@ -50,7 +50,7 @@ from kernodeck.urls import redact
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
 LAYER = "rebuild"
-BUNDLE_SUMS = "BUNDLE.sha256"
+BUNDLE_SUMS = bundlesums.NAME
 INVENTORY_FILE = "installed-after.txt"
 INVENTORY_HEADER = (
     "# Observed inventory: `pip freeze --all` of the rebuilt environment after `kernodeck rebuild`{context}.\n"
@@ -62,6 +62,10 @@ Log = Callable[[str], None]
 _VERSION_ARG = re.compile(r"^\d+(\.\d+){0,2}$")
 _ENV_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _STAGE_TIMEOUT = 3600.0
+
+
+#: Why rebuild's verify step looks at the interpreter it does (the report's first line).
+REBUILT_REASON = "the rebuilt environment"
 
 
 class VerifyFn(Protocol):
@@ -474,21 +478,7 @@ def platform_reason(manifest: Manifest, plat: Platform) -> str:
 
 def check_bundle_sums(sums: Path) -> Step:
     """Every file BUNDLE.sha256 lists is there with the same sha256."""
-    folder = sums.parent
-    bad: list[str] = []
-    n = 0
-    for line in sums.read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        digest, _, name = line.partition("  ")
-        name = name.lstrip("*")
-        n += 1
-        p = folder / name
-        if not p.is_file():
-            bad.append(f"{name} is missing")
-            continue
-        if hashlib.sha256(p.read_bytes()).hexdigest() != digest.strip():
-            bad.append(f"{name} changed")
+    n, bad = bundlesums.check(sums.parent)
     if bad:
         return Step.failed(
             LAYER,
@@ -593,28 +583,51 @@ def select_interpreter(
 
 
 def install_command(plan: RebuildPlan, py: Path, uv: str | None, extra: Sequence[str] = ()) -> list[str]:
-    """The install command; `extra` are the network arguments (`InstallerEnvironment.args`)."""
-    only_binary = not plan.manifest.packages.allow_sdist
-    if plan.installer == "uv":
+    """The installer command line of a rebuild plan (see `install_argv`); `extra` are the network
+    arguments (`InstallerEnvironment.args`)."""
+    return install_argv(
+        plan.installer,
+        str(py),
+        str(plan.requirements),
+        allow_sdist=plan.manifest.packages.allow_sdist,
+        uv=uv,
+        extra=extra,
+    )
+
+
+def install_argv(
+    installer: Installer,
+    python: str,
+    requirements: str,
+    *,
+    allow_sdist: Sequence[str],
+    uv: str | None = None,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The one command that installs a lock file into a fresh environment: rebuild runs it, and
+    REBUILD.md prints it. Binary-only unless the manifest allows some sdists (`allow_sdist`).
+    `extra`: the network arguments of `kernodeck.installer_env` (before `-r`)."""
+    only_binary = not allow_sdist
+    if installer == "uv":
         argv = [
             uv or "uv",
             "pip",
             "install",
             "--no-config",
             "--python",
-            str(py),
+            python,
             "--require-hashes",
             "--no-deps",
         ]
         argv += ["--index-strategy", "unsafe-best-match"]  # every artifact is pinned by hash anyway
         if only_binary:
             argv += ["--only-binary", ":all:"]
-        return [*argv, *extra, "-r", str(plan.requirements)]
-    argv = [str(py), "-m", "pip", "install", "--isolated", "--no-input", "--disable-pip-version-check"]
+        return [*argv, *extra, "-r", requirements]
+    argv = [python, "-m", "pip", "install", "--isolated", "--no-input", "--disable-pip-version-check"]
     argv += ["--require-hashes", "--no-deps"]
     if only_binary:
         argv += ["--only-binary", ":all:"]
-    return [*argv, *extra, "-r", str(plan.requirements)]
+    return [*argv, *extra, "-r", requirements]
 
 
 def clean_environment(
@@ -892,12 +905,7 @@ def run_rebuild(
     # verify, application checks included
     with _stage(log, "verify"):
         t0 = time.monotonic()
-        verify_fn = verify or _default_verify()
-        if verify_fn is None:
-            report.add(
-                Step.skipped(LAYER, "verify", "verify is not available in this installation of kernodeck")
-            )
-            return report
+        verify_fn = verify or _verify_rebuilt
         try:
             result = verify_fn(
                 plan.manifest_path,
@@ -916,6 +924,7 @@ def run_rebuild(
             )
             return report
     report.add(*result.steps)
+    report.interpreter = result.interpreter
     report.inventory = result.inventory
     report.settings["verify"] = {"seconds": round(time.monotonic() - t0, 3), **result.settings}
     return report
@@ -955,27 +964,21 @@ def _install_cause(
     return better
 
 
-def _default_verify() -> VerifyFn | None:
-    try:
-        from kernodeck import api
-    except ImportError:
-        return None
-    fn = getattr(api, "verify", None)
-    if fn is None:
-        return None
+def _verify_rebuilt(
+    path: Path,
+    *,
+    python: str | None = None,
+    platform: str | None = None,
+    compute: bool = True,
+    skip: tuple[str, ...] = (),
+) -> Report:
+    """kernodeck.api.verify of the rebuilt environment: its interpreter is given, not chosen from
+    the shell (the report names it as "the rebuilt environment")."""
+    from kernodeck import api
+    from kernodeck.interpreters import given
 
-    def call(
-        path: Path,
-        *,
-        python: str | None = None,
-        platform: str | None = None,
-        compute: bool = True,
-        skip: tuple[str, ...] = (),
-    ) -> Report:
-        result: Report = fn(path, python=python, platform=platform, compute=compute, skip=skip)
-        return result
-
-    return call
+    target = given(python, REBUILT_REASON) if python is not None else None
+    return api.verify(path, python=target, platform=platform, compute=compute, skip=skip)
 
 
 def rebuild(

@@ -60,6 +60,16 @@ class Step(BaseModel):
         return cls(layer=layer, name=name, status=Status.WARNING, error=error, **kw)
 
 
+class CheckedInterpreter(BaseModel):
+    """The interpreter a report looked at and why it was chosen (see kernodeck.interpreters)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    source: str
+    reason: str
+
+
 class Report(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -68,6 +78,9 @@ class Report(BaseModel):
     manifest: str | None = None
     reference_id: str | None = None
     platform: str | None = None
+    interpreter: CheckedInterpreter | None = None
+    #: Said once, at the top, before the tables (e.g. "this is probably not the project's environment").
+    notices: list[str] = Field(default_factory=list)
     steps: list[Step] = Field(default_factory=list)
     inventory: dict[str, Any] = Field(default_factory=dict)
     settings: dict[str, Any] = Field(default_factory=dict)
@@ -131,7 +144,8 @@ def _cell(value: Any, limit: int = 70) -> str:
 def render(
     report: Report, file: IO[str] | None = None, *, color: bool | None = None, width: int | None = None
 ) -> None:
-    """Print the human report: one table per layer, then one summary line.
+    """Print the human report: the interpreter looked at and why, the notices, one table per
+    layer (one line for a layer skipped for one reason), then one summary line.
 
     Colours only on a terminal, never with NO_COLOR set (or `color=False`).
     """
@@ -153,6 +167,10 @@ def render(
         color_system=None if no_color else "auto",
         emoji=False,
     )
+    if report.interpreter is not None:
+        console.print(Text(f"python: {report.interpreter.path} ({report.interpreter.reason})", style="bold"))
+    for notice in report.notices:
+        console.print(Text(f"! {notice}", style="bold yellow"))
     title = f"kernodeck {report.kind}"
     if report.manifest:
         title += f" {report.manifest}"
@@ -163,6 +181,12 @@ def render(
     console.print(Text(title, style="bold"))
     layers = list(dict.fromkeys(s.layer for s in report.steps))
     for layer in layers:
+        steps = [s for s in report.steps if s.layer == layer]
+        if all(s.status is Status.SKIPPED for s in steps) and len({s.error for s in steps}) == 1:
+            # a layer skipped for one reason is one line, not a table
+            many = f" ({len(steps)} steps)" if len(steps) > 1 else ""
+            console.print(Text(f"{layer}: - skipped{many}: {steps[0].error}", style="dim"))
+            continue
         table = Table(
             title=layer, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, expand=False
         )

@@ -43,27 +43,102 @@ _PLACEHOLDER = re.compile(
 )
 
 _SECRET_WORD = (
-    r"\b(?i:(?:[A-Za-z0-9]+_)*(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)"
+    r"\b(?i:(?:[A-Za-z0-9]+_)*(?:[A-Za-z0-9]*(?:TOKEN|SECRET|PASSWORD|PASSWD)|PASS|PWD|CREDENTIALS)"
+    r"(?:_(?:VALUE|STR|STRING|TEXT))?"
     r"|[A-Za-z0-9_]*(?:api|access|secret|private)_?key)\b"
-    r"|\b[A-Z0-9_]*_(?:KEY|PAT|AUTH)\b"
+    r"|\b[A-Z0-9_]*_(?:KEY|PAT|AUTH)\b|\b[a-z0-9_]*_auth\b"
+)
+#: A literal value after `NAME =` / `NAME:`: quoted (any non-empty text that is not a placeholder),
+#: or bare when it cannot be a reference to something else: an identifier (`os.environ`,
+#: `settings.SECRET`, `None`) is code, not a value, unless it holds a digit or a symbol.
+_LITERAL = (
+    r"(?P<q>[\"'])(?P<qvalue>(?![<$]|\{\{)[^\"'\n]+)(?P=q)"
+    r"|(?P<value>(?![<$=:|>])(?=[^\s\"',;}&)\]]*[0-9~!@#%^*+/=\-])[^\s\"',;}&)\](\[]+)(?![(\[\w.])"
 )
 _ASSIGNMENT = re.compile(
     r"(?P<name>" + _SECRET_WORD + r")"
-    r"(?P<sep>[\"']?[ \t]*[:=][ \t]*[\"']?)"
-    r"(?P<value>(?![<$])[^\s\"',;}&)\]]+)"
+    r"(?P<sep>[\"']?[ \t]*(?::=|[:=])[ \t]*)"
+    r"(?:" + _LITERAL + r")"
+)
+#: YAML with the value on the next line (`password:` then an indented scalar, or a `|`/`>` block).
+_YAML_NEXT_LINE = re.compile(
+    r"(?m)^(?P<head>[ \t]*(?:" + _SECRET_WORD + r")[ \t]*:[ \t]*(?:[|>][-+]?)?[ \t]*\n[ \t]+)"
+    r"(?P<value>(?![<$#])[^\s#][^\n]*)"
 )
 _AUTH_HEADER = re.compile(
-    r"(?P<head>\bAuthorization:[ \t]*(?:Bearer|Basic|Token)?[ \t]*)(?P<value>[^\s\"']+)", re.IGNORECASE
+    r"(?P<head>\bAuthorization[\"']?\]?[ \t]*[:=][ \t]*[\"']?[ \t]*(?:Bearer|Basic|Token)?[ \t]*)"
+    r"(?P<value>(?!(?:Bearer|Basic|Token)\b)[A-Za-z0-9._~+/=:-]{6,})|(?P<bearer>\bBearer[ \t]+)(?P<bvalue>(?![<$])[A-Za-z0-9._~+/-]{16,}=*)",
+    re.IGNORECASE,
 )
 _TOKEN_FORMATS = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|hf_[A-Za-z0-9]{30,}"
     r"|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{32,}|xox[abpr]-[A-Za-z0-9-]{20,}|glpat-[A-Za-z0-9_-]{20,})\b"
 )
+#: A bare AWS secret access key: 40 base64 characters standing alone, with the mix of upper case,
+#: lower case and digits of random text (a git sha is lower-case hex; pip hashes are longer).
+_AWS_SECRET = re.compile(
+    r"(?<![A-Za-z0-9/+=])"
+    r"(?=(?:[A-Za-z0-9/+]*?[A-Z]){3})(?=(?:[A-Za-z0-9/+]*?[a-z]){3})(?=(?:[A-Za-z0-9/+]*?[0-9]){3})"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+)
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)"
+)
 #: A password in netrc format (`machine HOST login USER password VALUE`), whatever the file is called.
 _NETRC_PASSWORD = re.compile(
     r"\b(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+)*\s+password[ \t]+(?![<$])\S+"
 )
+
+
+def _sub_assignment(m: re.Match[str]) -> str:
+    if m["q"]:
+        return f"{m['name']}{m['sep']}{m['q']}{_REDACTED}{m['q']}"
+    return f"{m['name']}{m['sep']}{_REDACTED}"
+
+
+def _sub_auth(m: re.Match[str]) -> str:
+    return f"{m['head']}{_REDACTED}" if m["head"] is not None else f"{m['bearer']}{_REDACTED}"
+
+
+#: The shapes of secrets in any text, as (what it is, pattern, replacement). The scrubber replaces
+#: them and the leak check looks for them: one list, so what is scanned is what is scrubbed.
+SECRET_SHAPES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
+    ("a private key", _PRIVATE_KEY, "<redacted:private key>"),
+    ("a credential assignment", _ASSIGNMENT, _sub_assignment),
+    ("a credential assignment", _YAML_NEXT_LINE, lambda m: f"{m['head']}{_REDACTED}"),
+    ("an Authorization header", _AUTH_HEADER, _sub_auth),
+    ("a token", _TOKEN_FORMATS, _REDACTED),
+    ("an AWS secret key", _AWS_SECRET, _REDACTED),
+    ("a netrc password", _NETRC_PASSWORD, lambda m: m[0].rsplit(None, 1)[0] + " " + _REDACTED),
+)
+
 _PATH_END = r"(?=[/\\\s\"'`:;,)\]}>|]|\.(?:\s|$)|$)"
+
+#: What may follow a mirror URL's prefix (the rest of the URL, or its end).
+_URL_REST = r"(?:(?=[/?#\s\"'`<>),;\]]|$)[^\s\"'`<>),;\]]*)"
+
+#: Environment variables that name folders of the author's machine: venvs and caches.
+_PATH_VARIABLES = (
+    ("VIRTUAL_ENV", "<venv>"),
+    ("CONDA_PREFIX", "<conda>"),
+    ("XDG_CACHE_HOME", "<cache>"),
+    ("PIP_CACHE_DIR", "<cache>"),
+    ("UV_CACHE_DIR", "<cache>"),
+    ("HF_HOME", "<cache>"),
+    ("HF_HUB_CACHE", "<cache>"),
+    ("TORCH_HOME", "<cache>"),
+    ("KERNODECK_CACHE_DIR", "<cache>"),
+)
+
+
+def _temp_path(tmp: str) -> re.Pattern[str]:
+    """A path below the temporary folder `tmp` (not `tmp` itself, which names no author's file)."""
+    return re.compile(
+        r"(?<![\w.~-])"
+        + re.escape(tmp)
+        + r"[/\\](?:[^\s\"'`<>|;,)\]}:]*[/\\])?(?P<base>[^\s\"'`<>|;,)\]}:/\\]*)"
+    )
+
 
 #: Paths that are never replaced even if a prefix points there: too generic to be a host detail.
 _SYSTEM_DIRS = {"/", "/usr", "/usr/local", "/opt", "/bin", "/lib", "/var", "/etc", "/tmp", "C:\\", "/private"}
@@ -80,6 +155,8 @@ class Scrubber:
 
     secrets: dict[str, str] = field(default_factory=dict)  # value -> variable name
     paths: list[tuple[str, str]] = field(default_factory=list)  # (absolute path, placeholder)
+    urls: list[str] = field(default_factory=list)  # the author's mirror URLs (prefixes), longest first
+    temp_dirs: list[str] = field(default_factory=list)  # temporary folders: any path below one goes
 
     @classmethod
     def for_project(
@@ -90,6 +167,7 @@ class Scrubber:
         credential_names: Iterable[str] = (),
         extra_paths: Iterable[tuple[str | Path, str]] = (),
         home: str | Path | None = None,
+        mirrors: Iterable[str] = (),
     ) -> Scrubber:
         """A scrubber for the author's machine: secret values from `environ` (default os.environ),
         the variables the manifest names (`credential_names`), and the usual host paths."""
@@ -114,11 +192,34 @@ class Scrubber:
         pairs.append((sys.prefix, "<prefix>"))
         pairs.append((sys.base_prefix, "<python>"))
         pairs.append((sys.exec_prefix, "<prefix>"))
-        pairs.append((tempfile.gettempdir(), "<tmp>"))
         pairs.append((home_dir, "<home>"))
+        for var, placeholder in _PATH_VARIABLES:
+            if env.get(var, "").startswith(("/", "\\")) or re.match(r"^[A-Za-z]:\\", env.get(var, "")):
+                pairs.append((env[var], placeholder))
         for path, placeholder in pairs:
             s.add_path(path, placeholder)
+        for tmp in dict.fromkeys((tempfile.gettempdir(), env.get("TMPDIR", ""), "/tmp", "/var/tmp")):
+            s.add_temp_dir(tmp)
+        for url in mirrors:
+            s.add_url(url)
         return s
+
+    def add_temp_dir(self, path: str) -> None:
+        """Every path below `path` is a temporary path of this machine (`<tmp>/<name>`)."""
+        forms = {path.rstrip("/\\")}
+        with contextlib.suppress(OSError):
+            forms.add(str(Path(path).resolve()))
+        for form in forms:
+            if len(form) >= 2 and form not in self.temp_dirs:
+                self.temp_dirs.append(form)
+        self.temp_dirs.sort(key=len, reverse=True)
+
+    def add_url(self, url: str) -> None:
+        """A URL of the author's machine (a mirror): it and everything below it become `<mirror>`."""
+        base = url.strip().rstrip("/")
+        if len(base) > len("http://") and base not in self.urls:
+            self.urls.append(base)
+            self.urls.sort(key=len, reverse=True)
 
     def add_secret(self, value: str, name: str) -> None:
         # the value as written, and as it appears inside a URL (percent-encoded user-info)
@@ -147,11 +248,14 @@ class Scrubber:
         for value in sorted(self.secrets, key=len, reverse=True):
             text = text.replace(value, f"<redacted:{self.secrets[value]}>")
         text = URL_USERINFO.sub(_userinfo, text)
-        text = _ASSIGNMENT.sub(lambda m: f"{m['name']}{m['sep']}{_REDACTED}", text)
-        text = _AUTH_HEADER.sub(lambda m: f"{m['head']}{_REDACTED}", text)
-        text = _TOKEN_FORMATS.sub(_REDACTED, text)
+        for _kind, pattern, replacement in SECRET_SHAPES:
+            text = pattern.sub(replacement, text)
+        for url in self.urls:
+            text = re.sub(re.escape(url) + _URL_REST, "<mirror>", text)
         for path, placeholder in self.paths:
             text = re.sub(re.escape(path) + _PATH_END, placeholder.replace("\\", "\\\\"), text)
+        for tmp in self.temp_dirs:
+            text = _temp_path(tmp).sub(lambda m: f"<tmp>/{m['base']}", text)
         return text
 
     def data(self, obj: Any) -> Any:
@@ -171,9 +275,11 @@ class Scrubber:
 
     # --- checking ------------------------------------------------------------------------------
 
-    def leaks(self, data: bytes | str) -> list[str]:
+    def leaks(self, data: bytes | str, *, generated: bool = True) -> list[str]:
         """What `data` still reveals: variable names of secret values, placeholders of host paths,
-        and kinds of credential-shaped text. Empty when the data is clean."""
+        mirror URLs, and kinds of credential-shaped text. Empty when the data is clean. A file
+        Kernodeck `generated` also must not name any path below a temporary folder; a file copied
+        verbatim (code) may (`/tmp/cache` as a default is not the author's machine)."""
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
         raw = data if isinstance(data, bytes) else data.encode("utf-8")
         found: list[str] = []
@@ -183,14 +289,14 @@ class Scrubber:
         for path, placeholder in self.paths:
             if re.search(re.escape(path) + _PATH_END, text):
                 found.append(f"a host path ({placeholder})")
+        for url in self.urls:
+            if re.search(re.escape(url) + _URL_REST, text):
+                found.append("a mirror URL of this machine")
+        if generated and any(_temp_path(tmp).search(text) for tmp in self.temp_dirs):
+            found.append("a temporary folder path")
         if any(not _PLACEHOLDER.match(m["userinfo"]) for m in URL_USERINFO.finditer(text)):
             found.append("credentials in a URL")
-        if _ASSIGNMENT.search(text):
-            found.append("a credential assignment")
-        if _TOKEN_FORMATS.search(text):
-            found.append("a token")
-        if _NETRC_PASSWORD.search(text):
-            found.append("a netrc password")
+        found += [kind for kind, pattern, _ in SECRET_SHAPES if pattern.search(text)]
         return list(dict.fromkeys(found))
 
 

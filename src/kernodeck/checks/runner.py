@@ -5,14 +5,13 @@ The argv comes from the manifest: `{out}` becomes a fresh output folder, a leadi
 manifest's folder, with the target environment plus the `[determinism]` variables (see
 `kernodeck.determinism.env_for`) and the check's own `env`, under a timeout that kills its whole
 process group. stdout and stderr go to `<out>/.kernodeck/`; a failure is summarised by the exit
-code and the first error line of stderr (the first `Traceback`'s exception line, or the first
-`...Error:` line), not by whatever noise came last.
+code and the first error line of stderr as kernodeck.firsterror finds it (the first `Traceback`'s
+exception line, or the first `...Error:` line), not by whatever noise came last.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -24,19 +23,13 @@ from pathlib import Path
 
 from kernodeck.determinism import ENV_REPORT, env_for
 from kernodeck.errors import UsageError
+from kernodeck.firsterror import first_error as first_error_line
 from kernodeck.manifest.schema import Determinism
 
 LOG_DIR = ".kernodeck"
 MARKER = "made-by-kernodeck"
 
 _PYTHON_NAMES = ("python", "python3")
-_ERROR_LINE = re.compile(
-    r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault)(?::.*)?$"
-)
-_GROUP_HEADER = re.compile(r"^[|+\s]*Exception Group Traceback \(most recent call last\)")
-_GROUP_DECORATION = re.compile(r"^[\s|+]*")
-_GROUP_SUMMARY = re.compile(r"\(\d+ sub-exceptions?\)$")
-_ERROR_PREFIXES = ("error:", "error ", "fatal python error", "fatal:", "segmentation fault", "killed")
 
 
 @dataclass(frozen=True)
@@ -184,9 +177,7 @@ def run_command(
             returncode = proc.wait()
     seconds = time.monotonic() - start
     stderr = stderr_log.read_text(encoding="utf-8", errors="replace")
-    first = first_error_line(stderr)
-    if first is None and returncode != 0 and not timed_out:
-        first = _last_line(stderr)
+    first = first_error_line(stderr, fallback=returncode != 0 and not timed_out)
     return RunResult(
         list(argv),
         cwd,
@@ -200,46 +191,6 @@ def run_command(
         first,
         dict(env_set or {}),
     )
-
-
-def first_error_line(text: str) -> str | None:
-    """The first error of a stderr: the exception line that closes the first traceback, or the first
-    `SomethingError: ...` / `error: ...` line. None when there is none."""
-    lines = text.splitlines()
-    for i, raw in enumerate(lines):
-        line = raw.strip()
-        if not line:
-            continue
-        if _GROUP_HEADER.match(line):
-            return _first_group_error(lines[i + 1 :]) or line
-        if line.startswith("Traceback (most recent call last)"):
-            for later in lines[i + 1 :]:
-                if later.strip() and not later[:1].isspace() and not later.startswith("Traceback"):
-                    return later.strip()
-            return line
-        if _ERROR_LINE.match(line) or line.lower().startswith(_ERROR_PREFIXES):
-            return line
-    return None
-
-
-def _first_group_error(lines: Sequence[str]) -> str | None:
-    """The first leaf exception of an exception group's traceback (its lines are drawn with `|` and
-    `+`), or the group's own line when no leaf names an error."""
-    group: str | None = None
-    for raw in lines:
-        line = _GROUP_DECORATION.sub("", raw).strip()
-        if _GROUP_SUMMARY.search(line) and ":" in line:
-            group = group or line
-        elif _ERROR_LINE.match(line):
-            return line
-    return group
-
-
-def _last_line(text: str) -> str | None:
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            return line.strip()
-    return None
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -5,7 +5,6 @@ Exit 0 when every required step passed, 1 when one failed, 2 for bad input or us
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -17,21 +16,15 @@ from kernodeck.errors import EXIT_FAILED, EXIT_OK
 RESUME = "resume"
 
 
-def default_python() -> str:
-    """The interpreter of the active virtual environment, else the one running kernodeck."""
-    venv = os.environ.get("VIRTUAL_ENV")
-    if venv:
-        exe = Path(venv) / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-        if exe.exists():
-            return str(exe)
-    return sys.executable
-
-
 @click.command()
 @click.argument("names", nargs=-1)
 @manifest_option("manifest_path")
 @click.option(
-    "--python", "python", default=None, help="Target interpreter (default: the active venv's, else this one)."
+    "--python",
+    "python",
+    default=None,
+    metavar="PATH",
+    help="Target interpreter (default: the activated venv's, else the activated conda environment's, else this one).",
 )
 @click.option(
     "--record",
@@ -58,18 +51,23 @@ def check(
 ) -> None:
     """Run the application checks and the resume check (NAME: only these checks; `resume`: the resume check)."""
     from kernodeck import checks
+    from kernodeck.interpreters import choose
     from kernodeck.manifest import load_manifest
-    from kernodeck.report import Report, render
+    from kernodeck.report import CheckedInterpreter, Report, render
 
     path = manifest_path / "repro.toml" if manifest_path.is_dir() else manifest_path
     manifest = load_manifest(path)
     root = path.parent.resolve()
-    target = python or default_python()
+    chosen = choose(python)
+    target = chosen.path
     check_names = [n for n in names if not (n == RESUME and all(c.name != RESUME for c in manifest.check))]
     with_resume = (not names and manifest.resume is not None) or len(check_names) < len(names)
 
     report = Report(
-        kind="record" if record else "check", manifest=str(manifest_path), reference_id=manifest.reference.id
+        kind="record" if record else "check",
+        manifest=str(manifest_path),
+        reference_id=manifest.reference.id,
+        interpreter=CheckedInterpreter(**chosen.as_dict()),
     )
     written: list[str] = []
     changes: list[str] = []

@@ -156,12 +156,24 @@ class _StageDisplay:
     type=click.Path(path_type=Path, dir_okay=False),
     help="The last verify report (JSON) to include.",
 )
-def bundle(out: Path, manifest: Path, include_data: bool, no_code: bool, report: Path | None) -> None:
+@click.option(
+    "--allow-dirty",
+    is_flag=True,
+    help="Bundle code with uncommitted changes (REBUILD.md and verify's code step then say so).",
+)
+def bundle(
+    out: Path, manifest: Path, include_data: bool, no_code: bool, report: Path | None, allow_dirty: bool
+) -> None:
     """Write a hand-over folder another launch can use, scrubbed of secrets and host paths."""
     from kernodeck.bundle import write_bundle
 
     result = write_bundle(
-        out, manifest=manifest, include_data=include_data, include_code=not no_code, report=report
+        out,
+        manifest=manifest,
+        include_data=include_data,
+        include_code=not no_code,
+        report=report,
+        allow_dirty=allow_dirty,
     )
     click.echo(result.render())
 
@@ -177,14 +189,28 @@ def bundle(out: Path, manifest: Path, include_data: bool, no_code: bool, report:
 )
 @click.option("--no-system", is_flag=True, help="Do not probe the system (driver, CUDA/ROCm, devices).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@click.option(
+    "--data",
+    "only",
+    default=None,
+    metavar="NAME",
+    help="Refresh only the fingerprint of the [[data]] or [[weights]] entry NAME.",
+)
 def capture(
-    manifest: Path, variant: str | None, note: str | None, python: str | None, no_system: bool, dry_run: bool
+    manifest: Path,
+    variant: str | None,
+    note: str | None,
+    python: str | None,
+    no_system: bool,
+    dry_run: bool,
+    only: str | None,
 ) -> None:
     """Update repro.toml from the reference environment it runs in.
 
     Records the code revision, configuration, data and weight fingerprints and the observed system
     (driver, CUDA/ROCm, devices), keeping every comment. When anything changes, the reference gets a
-    new id and the changes are listed; with --variant they are written as a variant instead.
+    new id and the changes are listed; with --variant they are written as a variant instead. A data
+    or weights fingerprint left out (or "") is filled in without a new id.
     """
     from kernodeck.capture import capture as do_capture
     from kernodeck.capture import observe_system
@@ -196,8 +222,9 @@ def capture(
         python=python,
         system_probe=None if no_system else observe_system,
         dry_run=dry_run,
+        only=only,
     )
     click.echo(result.render())
-    if dry_run and result.changes:
+    if dry_run and (result.changes or result.filled):
         click.echo("(dry run: nothing written)")
     click.get_current_context().exit(EXIT_OK)

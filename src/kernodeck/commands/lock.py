@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
+from kernodeck.commands.options import json_option
 from kernodeck.errors import EXIT_FAILED
+
+if TYPE_CHECKING:
+    from kernodeck.lock import LockResult
 
 
 @click.command()
@@ -45,8 +50,17 @@ from kernodeck.errors import EXIT_FAILED
     show_default=True,
     help="pylock also writes a PEP 751 pylock.<platform>.toml per platform.",
 )
+@click.option(
+    "--mirror",
+    "mirrors",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Fetch index NAME (an index of repro.toml, `default` or `pytorch`) from URL; the files still "
+    "name the declared index (repeatable; default: $KERNODECK_MIRRORS, space-separated).",
+)
 @click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, hidden=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
+@json_option("Also write the result as JSON to FILE ('-': stdout): platforms, failures, differences.")
 @click.pass_context
 def lock(
     ctx: click.Context,
@@ -61,6 +75,8 @@ def lock(
     fmt: str,
     cache_dir: Path | None,
     quiet: bool,
+    json_out: str | None,
+    mirrors: tuple[str, ...],
 ) -> None:
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
     from kernodeck.lock import Format, lock_manifest
@@ -77,7 +93,18 @@ def lock(
         refresh=refresh,
         quiet=quiet,
         cache_dir=cache_dir,
+        mirrors=list(mirrors) or None,
     )
+    if json_out is not None:
+        text = json.dumps(_json(result), indent=2, sort_keys=True) + "\n"
+        if json_out == "-":
+            click.echo(text, nl=False)
+        else:
+            Path(json_out).write_text(text, encoding="utf-8")
+    if not quiet:
+        for notice in result.notices:
+            click.echo(f"note: {notice}", err=True)
+    _report_differences(result, quiet)
     if check:
         for p in result.platforms:
             if p.status == "fresh":
@@ -86,8 +113,13 @@ def lock(
                 continue
             what = "missing" if p.status == "missing" else "out of date"
             click.echo(f"{p.requirements_path.name}: {what}", err=True)
-            if p.diff:
+            for reason in p.reasons:
+                click.echo(f"  {reason}", err=True)
+            if p.diff and json_out != "-":
                 click.echo(p.diff, nl=not p.diff.endswith("\n"))
+        _report_failures(result)
+        if result.failed and not result.stale:
+            ctx.exit(EXIT_FAILED)
         if not result.ok:
             click.echo(
                 f"error: {len(result.stale)} lock file(s) would change; run `kernodeck lock` to update them",
@@ -96,11 +128,61 @@ def lock(
             ctx.exit(EXIT_FAILED)
         return
     if quiet:
+        _report_failures(result)
+        if result.failed:
+            ctx.exit(EXIT_FAILED)
         return
     for p in result.platforms:
         verb = "wrote" if p.status == "written" else "unchanged"
         click.echo(
             f"{verb} {p.requirements_path.name}: {p.pins} pins, {p.hash_lines} hashes ({p.summary})", err=True
         )
+        for w in p.warnings:
+            click.echo(f"  warning: {w}", err=True)
     if sys.stderr.isatty():
         click.echo(f"locked {len(result.platforms)} platform(s) in {result.seconds:.2f}s", err=True)
+    _report_failures(result)
+    if result.failed:
+        ctx.exit(EXIT_FAILED)
+
+
+def _report_failures(result: LockResult) -> None:
+    """One message per platform that could not be locked (its files are left as they were)."""
+    for f in result.failed:
+        click.echo(f"error: {f.message()}", err=True)
+    if result.failed:
+        kept = ", ".join(f.platform for f in result.failed)
+        click.echo(
+            f"hint: the files of {kept} were left as they were; the other platforms were locked", err=True
+        )
+
+
+def _report_differences(result: LockResult, quiet: bool) -> None:
+    if quiet or not result.differences:
+        return
+    click.echo(f"{len(result.differences)} package(s) differ across platforms:", err=True)
+    for d in result.differences:
+        click.echo(f"  {d.describe()}", err=True)
+
+
+def _json(result: LockResult) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "check": result.check,
+        "platforms": [
+            {
+                "platform": p.platform,
+                "status": p.status,
+                "file": str(p.requirements_path),
+                "pins": p.pins,
+                "hashes": p.hash_lines,
+                "summary": p.summary,
+                "reasons": list(p.reasons),
+                "warnings": list(p.warnings),
+            }
+            for p in result.platforms
+        ],
+        "failed": [{"platform": f.platform, "index": f.index_url, "cause": f.cause} for f in result.failed],
+        "differences": [d.to_json() for d in result.differences],
+        "notices": list(result.notices),
+    }

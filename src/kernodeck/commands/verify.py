@@ -34,7 +34,7 @@ def _preload_renderer() -> None:
     "python",
     default=None,
     metavar="PATH",
-    help="Interpreter of the environment to check (default: this one).",
+    help="Interpreter of the environment to check (default: the activated venv, else the activated conda environment, else this one).",
 )
 @click.option(
     "--platform",
@@ -56,6 +56,25 @@ def _preload_renderer() -> None:
 )
 @click.option("--no-compute", is_flag=True, help="Do not run the control computation on the device.")
 @click.option("--rehash", is_flag=True, help="Hash every file again, ignoring the fingerprint cache.")
+@click.option(
+    "--fleet",
+    is_flag=True,
+    help="Verify every rank of a torchrun/srun job and compare them (rank 0 reports).",
+)
+@click.option(
+    "--fleet-timeout",
+    default=120.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --fleet: how long to wait for the other ranks before naming the missing ones.",
+)
+@click.option(
+    "--fleet-backend",
+    type=click.Choice(["gloo", "nccl"]),
+    default="gloo",
+    show_default=True,
+    help="With --fleet: nccl also times one all-reduce on the devices.",
+)
 def verify(
     manifest: Path,
     python: str | None,
@@ -66,6 +85,9 @@ def verify(
     strict: bool,
     no_compute: bool,
     rehash: bool,
+    fleet: bool,
+    fleet_timeout: float,
+    fleet_backend: str,
 ) -> None:
     """Check a live environment against repro.toml, layer by layer.
 
@@ -76,6 +98,29 @@ def verify(
     from kernodeck.api import verify as run
     from kernodeck.report import render, write_json_report
 
+    if fleet:
+        from kernodeck.fleet.run import run_cli
+
+        sys.exit(
+            run_cli(
+                lambda **kw: run(
+                    manifest,
+                    python=python,
+                    platform=platform,
+                    only=only,
+                    skip=skip,
+                    strict=strict,
+                    compute=not no_compute,
+                    rehash=rehash,
+                    **kw,
+                ),
+                json_out=json_out,
+                timeout=fleet_timeout,
+                backend=fleet_backend,
+                python=python,
+                rehash=rehash,
+            )
+        )
     report = run(
         manifest,
         python=python,
@@ -98,7 +143,7 @@ def verify(
     "python",
     default=None,
     metavar="PATH",
-    help="Interpreter of the environment to describe (default: this one).",
+    help="Interpreter of the environment to describe (default: as for verify).",
 )
 @click.option(
     "--json",

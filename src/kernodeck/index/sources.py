@@ -15,6 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from kernodeck.errors import IndexError_, UsageError
@@ -107,6 +108,24 @@ try:
 except Exception as e:
     out["config_error"] = str(e)
 try:
+    import os
+    from pip._internal.configuration import Configuration
+    c = Configuration(isolated=False)
+    c.load()
+    found = {}
+    for name in ("index-url", "extra-index-url", "find-links"):
+        for section in (":env:", "global", "install", "download"):
+            try:
+                value = c.get_value(section + "." + name)
+            except Exception:
+                continue
+            if value:
+                where = "PIP_" + name.upper().replace("-", "_") if section == ":env:" else "pip config " + section + "." + name
+                found.setdefault(name, []).append([where, str(value)])
+    out["settings"] = found
+except Exception as e:
+    out["settings_error"] = str(e)
+try:
     from pip._internal.models.index import PyPI
     out["default"] = PyPI.simple_url
 except Exception as e:
@@ -116,7 +135,7 @@ print(json.dumps(out))
 
 
 @functools.lru_cache(maxsize=1)
-def _pip_index_settings(python: str) -> dict[str, str | None]:
+def _pip_index_settings(python: str) -> dict[str, Any]:
     try:
         proc = subprocess.run(
             [python, "-c", _PIP_PROBE],
@@ -128,7 +147,46 @@ def _pip_index_settings(python: str) -> dict[str, str | None]:
         data = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         data = {}
-    return {k: v for k, v in data.items() if isinstance(v, str) or v is None}
+    return data
+
+
+def builtin_index_url(*, python: str | None = None) -> str:
+    """pip's own built-in default index (PyPI), read from pip at run time: never the locker's
+    pip configuration or PIP_INDEX_URL, so every machine writes the same URL."""
+    builtin = _pip_index_settings(python or sys.executable).get("default")
+    if isinstance(builtin, str) and builtin:
+        return builtin
+    raise IndexError_(
+        "cannot tell pip's built-in default index: pip is not importable by " + (python or sys.executable),
+        hint="install pip, or declare the default index in repro.toml: [[packages.index]] with a url",
+    )
+
+
+@dataclass(frozen=True)
+class PipSetting:
+    """An index setting of the locker's pip (environment or configuration files)."""
+
+    name: str  # "index-url" | "extra-index-url" | "find-links"
+    where: str  # "PIP_INDEX_URL" or "pip config global.index-url"
+    value: str  # credentials removed
+
+
+def locker_pip_settings(*, python: str | None = None) -> list[PipSetting]:
+    """The locker's pip settings that a lock does not use: extra-index-url, find-links and an
+    index-url other than pip's built-in default (environment first, then configuration)."""
+    data = _pip_index_settings(python or sys.executable)
+    default = data.get("default")
+    found = data.get("settings")
+    out: list[PipSetting] = []
+    if not isinstance(found, dict):
+        return out
+    for name in ("index-url", "extra-index-url", "find-links"):
+        for where, value in found.get(name, []):
+            for v in str(value).split():
+                if name == "index-url" and v.rstrip("/") == str(default or "").rstrip("/"):
+                    continue
+                out.append(PipSetting(name, str(where), redact(v)))
+    return out
 
 
 def default_index_url(*, python: str | None = None) -> str:
@@ -139,10 +197,10 @@ def default_index_url(*, python: str | None = None) -> str:
         return env
     settings = _pip_index_settings(python or sys.executable)
     configured = settings.get("config")
-    if configured:
+    if isinstance(configured, str) and configured:
         return configured
     builtin = settings.get("default")
-    if builtin:
+    if isinstance(builtin, str) and builtin:
         return builtin
     raise IndexError_(
         "cannot tell which index pip uses: pip is not importable by " + (python or sys.executable),

@@ -1,6 +1,7 @@
 """Read a `requirements-rebuild-<platform>.txt` written by `kernodeck lock` (pip-tools format).
 
-The file has header comments (`# platform: ...`, `# manifest-sha256: ...`), option lines
+The file has header comments (`# platform: ...`, `# lock-inputs-sha256: ...`; files written
+before it carry `# manifest-sha256: ...`), option lines
 (`--index-url`, `--extra-index-url`, `--only-binary`, `--find-links`, ...), and one pin per
 requirement: `name==version [; marker] \\` followed by `--hash=sha256:<hex>` continuation lines
 and `# via ...` comments. Reading is strict about pins (a line that is not one is an error with
@@ -67,11 +68,17 @@ class LockFile:
 
     @property
     def manifest_sha256(self) -> str | None:
+        """The old header (before lock inputs): the sha256 of the whole manifest file."""
         return self.header.get("manifest-sha256")
+
+    @property
+    def lock_inputs_sha256(self) -> str | None:
+        """kernodeck.lockinputs: the digest of what can change a pin."""
+        return self.header.get("lock-inputs-sha256")
 
 
 _HEADER_KV = re.compile(
-    r"(?:^|\s)(platform|manifest-sha256|exclude-newer):\s*(\S(?:.*?\S)?)(?=\s{2,}[a-z][a-z0-9-]*:\s|\s*$)"
+    r"(?:^|\s)(platform|manifest-sha256|lock-inputs-sha256|exclude-newer):\s*(\S(?:.*?\S)?)(?=\s{2,}[a-z][a-z0-9-]*:\s|\s*$)"
 )
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _HASH = re.compile(r"^--hash[=\s]\s*([a-z0-9]+):([0-9a-fA-F]+)$")

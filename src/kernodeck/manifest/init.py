@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
-from packaging.requirements import InvalidRequirement, Requirement
 
+from kernodeck.backends import parse_backend
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.gitstate import GitState, git_state
-from kernodeck.manifest.load import loads_manifest, parse_toml
+from kernodeck.manifest.adopt import Discovery, discover
+from kernodeck.manifest.load import loads_manifest
 
 
 @dataclass
@@ -90,47 +91,8 @@ def host_facts() -> HostFacts:
     return facts
 
 
-def project_requirements(directory: Path, skipped: list[str] | None = None) -> tuple[list[str], str | None]:
-    """Requirements from pyproject.toml [project.dependencies], else requirements.txt. Entries
-    that are not valid requirements are left out and appended to `skipped`."""
-    skipped = [] if skipped is None else skipped
-    pyproject = directory / "pyproject.toml"
-    if pyproject.is_file():
-        data = parse_toml(pyproject.read_text(encoding="utf-8"), str(pyproject))
-        project = data.get("project")
-        deps = project.get("dependencies") if isinstance(project, dict) else None
-        if isinstance(deps, list):
-            keep = [d for d in deps if isinstance(d, str) and _valid(d)]
-            skipped.extend(
-                d if isinstance(d, str) else repr(d) for d in deps if not isinstance(d, str) or not _valid(d)
-            )
-            return keep, "pyproject.toml [project.dependencies]"
-    reqs = directory / "requirements.txt"
-    if reqs.is_file():
-        out = []
-        for line in reqs.read_text(encoding="utf-8").splitlines():
-            line = line.split(" #", 1)[0].strip()
-            if not line or line.startswith(("#", "-")):
-                continue
-            line = line.split(" \\", 1)[0].split(" --hash", 1)[0].strip()
-            if _valid(line):
-                out.append(line)
-            else:
-                skipped.append(line)
-        return out, "requirements.txt"
-    return [], None
-
-
-def _valid(req: str) -> bool:
-    try:
-        Requirement(req)
-    except InvalidRequirement:
-        return False
-    return True
-
-
-def _platform_name(f: HostFacts) -> str:
-    return f"{f.os}-{f.arch}" + (f"-{f.backend}" if f.backend else "")
+def _platform_name(f: HostFacts, backend: str | None) -> str:
+    return f"{f.os}-{f.arch}" + (f"-{backend}" if backend else "")
 
 
 def starter_document(
@@ -151,9 +113,10 @@ def starter_document(
     doc.add(tomlkit.comment("Reproduction manifest written by `kernodeck init`. Commit it next to the code."))
     doc.add(tomlkit.comment("Check it with `kernodeck validate`, lock it with `kernodeck lock`."))
     doc.add(
-        tomlkit.comment("Editor completion: `kernodeck schema > repro.schema.json`, then make the first line")
+        tomlkit.comment("Every key: `kernodeck schema` (JSON Schema). Editor completion: `kernodeck schema >")
     )
-    doc.add(tomlkit.comment("of this file `#:schema ./repro.schema.json`."))
+    doc.add(tomlkit.comment("repro.schema.json`, then make the first line of this file"))
+    doc.add(tomlkit.comment("`#:schema ./repro.schema.json`."))
     doc.add("schema-version", 1)
     doc.add(tomlkit.nl())
 
@@ -186,19 +149,21 @@ def starter_document(
     py.add("implementation", facts.implementation)
     doc.add("python", py)
 
-    skipped: list[str] = []
-    reqs, source = project_requirements(directory, skipped)
+    found = discover(directory)
     pk = tomlkit.table()
-    if source:
-        pk.add(tomlkit.comment(f"from {source}"))
-    for bad in skipped:
-        pk.add(tomlkit.comment(f"left out, not a valid requirement: {' '.join(bad.split())[:200]}"))
-    arr = tomlkit.array()
-    for r in reqs:
-        arr.append(r)
-    if reqs:
-        arr.multiline(True)
-    pk.add("requirements", arr)
+    if found.sources:
+        pk.add(tomlkit.comment("read at lock time from where the project keeps them (not copied here):"))
+        arr = tomlkit.array()
+        arr.extend(found.sources)
+        pk.add("from", arr)
+    for line in found.comments:
+        pk.add(tomlkit.comment(line))
+    _kv(
+        pk,
+        "requirements",
+        tomlkit.array(),
+        "more requirements, beside those in `from`" if found.sources else 'e.g. "numpy>=1.26"',
+    )
     pk.add("constraints", tomlkit.array())
     _kv(pk, "allow-sdist", tomlkit.array(), "names that may be locked as source distributions")
     pk.add("prereleases", False)
@@ -206,24 +171,71 @@ def starter_document(
 
     plats = tomlkit.aot()
     p = tomlkit.table()
-    p.add(tomlkit.comment("this machine; add one [[platform]] per target (see DESIGN.md)"))
-    p.add("name", _platform_name(facts))
+    p.add(tomlkit.comment("this machine; add one [[platform]] per target (every key: `kernodeck schema`)"))
+    backend, why = facts.backend, "; ".join(facts.notes) or None
+    labelled = _backend_from_sources(found, facts)
+    if labelled is not None:
+        backend, why = labelled
+    p.add("name", _platform_name(facts, backend))
     p.add("os", facts.os)
     p.add("arch", facts.arch)
     if facts.glibc:
         p.add("glibc", facts.glibc)
     if facts.macos:
         p.add("macos", facts.macos)
-    if facts.backend:
-        _kv(p, "backend", facts.backend, "; ".join(facts.notes) or None)
+    if backend:
+        _kv(p, "backend", backend, why)
     plats.append(p)
     doc.add("platform", plats)
 
     sysm = tomlkit.table()
-    gpu = facts.backend is not None and facts.backend not in ("cpu",)
+    gpu = backend is not None and backend not in ("cpu",)
     _kv(sysm, "require-accelerator", gpu, "true: a GPU run never falls back to the CPU")
     doc.add("system", sysm)
+    _add_data_proposals(doc, found)
     return doc
+
+
+def _backend_from_sources(found: Discovery, facts: HostFacts) -> tuple[str, str] | None:
+    """The host platform's backend from a local label in the sources (`torch==2.3.0+cu121`)."""
+    for hint in found.backends:
+        b = parse_backend(hint.backend)
+        if (
+            b is None
+            or (facts.os == "macos" and b.kind != "cpu")
+            or (b.kind == "rocm" and facts.os != "linux")
+        ):
+            continue
+        return hint.backend, f"{hint.origin}: {hint.project}=={hint.version}+{hint.backend}"
+    return None
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return f"{n} bytes"
+
+
+def _add_data_proposals(doc: tomlkit.TOMLDocument, found: Discovery) -> None:
+    """Data and model folders as commented-out entries, with their fingerprints."""
+    if not found.data:
+        return
+    doc.add(tomlkit.nl())
+    doc.add(
+        tomlkit.comment("Found in the project; uncomment what the reproduction reads. Each sha256 is the")
+    )
+    doc.add(tomlkit.comment("fingerprint now (`kernodeck capture --data NAME` records it again)."))
+    for d in found.data:
+        doc.add(tomlkit.comment(f"[[{d.table}]]"))
+        doc.add(tomlkit.comment(f'name = "{d.name}"'))
+        doc.add(tomlkit.comment(f'path = "{d.path}"'))
+        count = (
+            f"{d.files} file{'s' if d.files != 1 else ''}, " if d.files != 1 or d.path in (d.name,) else ""
+        )
+        doc.add(tomlkit.comment(f'sha256 = "{d.sha256}"   # {count}{_size(d.size)}'))
+        doc.add(tomlkit.nl())
 
 
 def _kv(table: Any, key: str, value: Any, comment: str | None) -> None:

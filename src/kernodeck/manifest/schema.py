@@ -43,6 +43,7 @@ class _Model(BaseModel):
         validate_default=False,
         str_strip_whitespace=False,
         strict=True,  # TOML has real types: "no" is not a boolean, "5" is not a number
+        use_attribute_docstrings=True,  # a field's docstring is its description (docs/manifest.md)
     )
 
 
@@ -55,6 +56,10 @@ def _sha256(v: str) -> str:
             raise ValueError(f"sha256 {v!r} must be lowercase hex")
         raise ValueError(f"sha256 must be 64 lowercase hex characters, got {len(v)} characters: {v!r}")
     return v
+
+
+def _sha256_or_empty(v: str) -> str:
+    return v if v == "" else _sha256(v)
 
 
 def _revision(v: str) -> str:
@@ -148,6 +153,8 @@ def _index_url(v: str) -> str:
 
 
 Sha256 = Annotated[str, AfterValidator(_sha256)]
+#: A fingerprint `kernodeck capture` fills in: a sha256, or "" (not computed yet).
+FillableSha256 = Annotated[str, AfterValidator(_sha256_or_empty)]
 Revision = Annotated[str, AfterValidator(_revision)]
 Name = Annotated[str, AfterValidator(_name)]
 ProjectName = Annotated[str, AfterValidator(_project_name)]
@@ -169,46 +176,88 @@ class Reference(_Model):
     """What is being reproduced, and its identity. A new `id` whenever the reference changes."""
 
     name: Name
+    """Short name of what is reproduced."""
     id: Annotated[str, Field(min_length=1)]
+    """Identity of the reference; `kernodeck capture` writes a new date-based id (`YYYY-MM-DD.N`) whenever
+    what it records changes."""
     description: str | None = None
+    """Free text for people."""
 
 
 class ConfigFile(_Model):
     path: RelPath
+    """A configuration file the run reads."""
     sha256: Sha256
+    """Its content fingerprint."""
 
 
 class Code(_Model):
     revision: Revision
+    """The git commit the reference ran (`kernodeck capture` records it)."""
     allow_dirty: bool = False
+    """Accept a working tree with uncommitted changes."""
     entry_point: str | None = None
+    """The command or module that runs the reference, for people and hand-over."""
     config: list[ConfigFile] = []
+    """Configuration files and their fingerprints."""
 
 
 class Python(_Model):
     version: PythonVersion
+    """`"3.11"`: any 3.11.x; `"3.11.7"`: exactly that."""
     implementation: Literal["cpython", "pypy"] = "cpython"
+    """The interpreter implementation."""
 
 
 class Index(_Model):
     """A package index. Without `url`, the index pip is configured to use."""
 
     name: Name
+    """How `sources` and error messages name this index."""
     url: IndexUrl | None = None
+    """Simple-API root or find-links folder/page; `${VAR}` placeholders for credentials."""
     default: bool = False
+    """The primary index (replaces the one pip is configured to use)."""
     format: Literal["simple", "find-links"] = "simple"
+    """`simple` (PEP 503/691) or `find-links` (a flat folder or page of files)."""
     packages: list[ProjectName] = []
+    """Projects taken only from this index (and never from another)."""
+    platforms: list[Name] = []
+    """Only on these platforms (empty: every platform, unless a platform's `indexes` names it)."""
 
 
 class Packages(_Model):
+    """What to lock. `requirements` lists them here; `from` names files the project already keeps
+    them in (a pyproject.toml, with `extras` and PEP 735 `groups`; requirement files read the way
+    pip reads them), relative to the manifest's folder and read at lock time."""
+
+    from_: Annotated[list[RelPath], Field(alias="from")] = []
+    """Files the requirements are read from at lock time: a `*.toml` is a pyproject.toml, anything else a
+    requirements file read the way pip reads it (nested `-r`/`-c`, indexes, `-e .`). Their content is part
+    of the lock inputs (`# input-sha256` lines)."""
+    extras: list[Name] = []
+    """Extras of the pyproject.toml named in `from` whose dependencies are locked too."""
+    groups: list[Name] = []
+    """PEP 735 dependency groups of the pyproject.toml named in `from` (`{include-group}` expanded)."""
     requirements: list[RequirementStr] = []
+    """Requirements written here (besides those read from `from`)."""
     constraints: list[RequirementStr] = []
+    """Constraints: they limit versions but install nothing by themselves."""
     allow_sdist: list[ProjectName] = []
+    """Projects that may be locked as source distributions (otherwise wheels only)."""
     prereleases: bool = False
+    """Allow pre-release versions."""
     exclude_newer: Annotated[datetime | None, Field(strict=False)] = None
+    """Ignore files uploaded after this time (with a time zone): the lock repeats later."""
     pytorch_index: IndexUrl | None = None
+    """Base of the per-backend PyTorch indexes (`<base>/<backend>`)."""
     sources: dict[str, Name] = {}
+    """Project name = index name: where that project comes from."""
     index: list[Index] = []
+    # One version per package across platforms: "prefer" (the newest version installable on
+    # every platform that has the package, else report the difference), "require" (a difference
+    # fails the lock), "no" (each platform resolved on its own).
+    same_versions: Literal["prefer", "require", "no"] = "prefer"
 
     @field_validator("exclude_newer")
     @classmethod
@@ -222,38 +271,68 @@ class Platform(_Model):
     """A target platform. Never the host: markers and tags are computed from these fields."""
 
     name: Name
+    """How `--platform` and the lock file names (`requirements-rebuild-<name>.txt`) call it."""
     os: Literal["linux", "macos", "windows"]
+    """Operating system."""
     arch: Literal["x86_64", "aarch64", "arm64", "ppc64le", "s390x", "armv7l", "i686"]
+    """CPU architecture."""
     glibc: VersionStr | None = None
+    """Oldest glibc to support (Linux; manylinux tags)."""
     musl: VersionStr | None = None
+    """musl version (Linux; musllinux tags)."""
     macos: VersionStr | None = None
+    """Oldest macOS version to support."""
     python: PythonVersion | None = None
+    """Python version of this platform, when it differs from `[python] version`."""
     backend: BackendName | None = None
+    """torch compute backend: its builds come from the matching PyTorch index."""
     markers: dict[str, str] = {}
+    """Overrides of environment marker values for this platform."""
+    indexes: list[Name] = []
+    """Indexes used on this platform only (like listing it in each index's `platforms`)."""
 
 
 class Gpu(_Model):
     count: SpecifierStr | None = None
+    """How many devices."""
     name: str | None = None
+    """Device name (as the driver reports it)."""
     compute_capability: SpecifierStr | None = None
+    """CUDA compute capability."""
     memory_gib: SpecifierStr | None = None
+    """Memory per device, GiB."""
 
 
 class System(_Model):
     require_accelerator: bool = False
+    """A run never falls back to the CPU: no accelerator fails verify."""
     nvidia_driver: SpecifierStr | None = None
+    """NVIDIA driver versions that may run the reference."""
     cuda: VersionStr | None = None
+    """CUDA version torch was built with."""
     rocm: VersionStr | None = None
+    """ROCm version torch was built with."""
     gpu: Gpu | None = None
+    """Device expectations."""
 
 
 class Data(_Model):
+    """A data file or folder. Without `sha256` (or with `sha256 = ""`), `kernodeck capture`
+    computes the fingerprint and writes it; verify fails until it is there."""
+
     name: Name
+    """How verify and `capture --data NAME` call it."""
     path: RelPath
-    sha256: Sha256
+    """A file or folder."""
+    sha256: FillableSha256 | None = None
+    """Content fingerprint (a folder: of its files' digests). Leave out or write \"\": `kernodeck capture`
+    computes and writes it; verify fails until then."""
     size: Annotated[int, Field(ge=0)] | None = None
+    """Size in bytes, checked before hashing."""
     source: str | None = None
+    """Where to get it, for people and hints."""
     access: list[EnvName] = []
+    """Environment variables needed to fetch it (names, never values)."""
 
 
 class Weights(_Model):
@@ -261,106 +340,219 @@ class Weights(_Model):
     `path`), or a hub repository at a pinned revision (`hub` + `revision` + `files`)."""
 
     name: Name
+    """How verify and `capture --data NAME` call it."""
     path: RelPath | None = None
+    """A file or folder (inside `package` when that is set)."""
     package: ProjectName | None = None
+    """An installed distribution that holds `path`."""
     hub: str | None = None
+    """A hub repository (`org/name`)."""
     revision: Revision | None = None
+    """The hub repository's pinned commit."""
     files: dict[str, Sha256] | None = None
-    sha256: Sha256 | None = None
+    """Hub files and their fingerprints."""
+    sha256: FillableSha256 | None = None  # path weights: "" or left out until `kernodeck capture`
+    """Fingerprint of `path`; left out or \"\" until `kernodeck capture` records it."""
     size: Annotated[int, Field(ge=0)] | None = None
+    """Size in bytes."""
     source: str | None = None
+    """Where to get it, for people and hints."""
     access: list[EnvName] = []
+    """Environment variables needed to fetch it (names, never values)."""
 
 
 class Determinism(_Model):
     seed: int | None = None
+    """The seed the reference run used."""
     deterministic_algorithms: bool | None = None
+    """`torch.use_deterministic_algorithms` as the reference ran it."""
     cudnn_benchmark: bool | None = None
+    """`torch.backends.cudnn.benchmark`."""
     cudnn_deterministic: bool | None = None
+    """`torch.backends.cudnn.deterministic`."""
     float32_matmul_precision: Literal["highest", "high", "medium"] | None = None
+    """`torch.set_float32_matmul_precision`."""
     env: dict[str, str] = {}
+    """Environment variables that affect determinism (e.g. `CUBLAS_WORKSPACE_CONFIG`)."""
 
 
 class CheckOutput(_Model):
     """One output file of a check and the criteria it must meet, decided before the run."""
 
     path: RelPath
+    """The output file, relative to the manifest's folder."""
     key: str | None = None  # an array in .npz, a tensor in .safetensors/.pt, a key in .json
+    """What inside the file: an array in .npz, a tensor in .safetensors/.pt, a key in .json."""
     exists: bool = True
+    """`false`: the file must not exist."""
     count: Annotated[int, Field(ge=0)] | None = None
+    """Number of items."""
     shape: list[Annotated[int, Field(ge=-1)]] | None = None
+    """Shape of the array (-1: any size in that dimension)."""
     dtype: str | None = None
+    """Element type of the array."""
     finite: bool | None = None
+    """Every value is finite (no NaN or infinity)."""
     min: float | None = None
+    """Smallest value allowed."""
     max: float | None = None
+    """Largest value allowed."""
     ids_from: str | None = None
+    """`file#field`: the output's ids equal that input's ids, in order."""
     ids_key: str | None = None
+    """The output's id field, when it differs from the input's."""
     equals: list[Any] | None = None
+    """The items, exactly."""
     exact: bool = False
+    """Equal to `reference`, bit for bit."""
     reference: RelPath | None = None
+    """The reference output to compare with."""
     atol: Annotated[float, Field(ge=0)] | None = None
+    """Absolute tolerance against `reference`."""
     rtol: Annotated[float, Field(ge=0)] | None = None
+    """Relative tolerance against `reference`."""
     cosine_min: Annotated[float, Field(ge=-1, le=1)] | None = None
+    """Smallest cosine similarity of each row with `reference`."""
     metric: str | None = None
+    """A numeric value inside the file (dotted path) compared with `reference`."""
     sha256: Sha256 | None = None
+    """Fingerprint of the whole file."""
 
 
 class Check(_Model):
     name: Name
+    """How `kernodeck check` and reports call it."""
     run: Annotated[list[str], Field(min_length=1)]
+    """The command, as a list of arguments (no shell)."""
     timeout: Annotated[float, Field(gt=0)] = 300
+    """Seconds before the command is stopped."""
     env: dict[str, str] = {}
+    """Environment variables set for the command."""
     output: list[CheckOutput] = []
+    """The outputs and the criteria each must meet."""
 
 
 class FileRef(_Model):
     path: RelPath
+    """The file."""
     sha256: Sha256 | None = None
+    """Its fingerprint."""
 
 
 class Trajectory(_Model):
     log: RelPath
+    """The log the resumed run writes."""
     reference: RelPath
+    """The reference run's log."""
     metric: str
+    """The value compared along the trajectory."""
     rtol: Annotated[float, Field(ge=0)] | None = None
+    """Relative tolerance."""
     atol: Annotated[float, Field(ge=0)] | None = None
+    """Absolute tolerance."""
 
 
 class Resume(_Model):
     checkpoint: FileRef
+    """The checkpoint the run resumes from."""
     required_state: list[str] = []
+    """Keys the checkpoint must hold (e.g. optimizer, scheduler, RNG states)."""
     run: Annotated[list[str], Field(min_length=1)]
+    """The command that resumes, as a list of arguments."""
     timeout: Annotated[float, Field(gt=0)] = 600
+    """Seconds before the command is stopped."""
     trajectory: Trajectory | None = None
+    """The resumed run's metrics against the reference run's."""
 
 
 class Variant(_Model):
     """A deliberate, recorded difference from the reference (written by `capture --variant`)."""
 
     name: Name
+    """How the variant is called."""
     id: Annotated[str, Field(min_length=1)]
+    """Its identity (date-based, like the reference's)."""
     based_on: str | None = None
+    """The reference id it differs from."""
     note: str | None = None
+    """Why it differs."""
     changes: dict[str, str] = {}
+    """Manifest key = value recorded for this variant."""
 
 
 class Manifest(_Model):
     schema_version: Literal[1]
+    """Always 1."""
     reference: Reference
+    """What is reproduced, and its identity."""
     code: Code | None = None
+    """The code revision and configuration."""
     python: Python
+    """The interpreter."""
     packages: Packages = Packages()
+    """What to lock and where from."""
     platform: Annotated[list[Platform], Field(min_length=1)]
+    """The platforms to lock for, one entry each."""
     system: System = System()
+    """What the machine must offer (driver, CUDA/ROCm, devices)."""
     data: list[Data] = []
+    """Data files and folders with their fingerprints."""
     weights: list[Weights] = []
+    """Model weights: a file, a file inside a package, or a hub repository at a revision."""
     determinism: Determinism | None = None
+    """Settings the reference ran with."""
     check: list[Check] = []
+    """Commands whose outputs must meet criteria decided in advance."""
     resume: Resume | None = None
+    """Resuming from a checkpoint."""
     variant: list[Variant] = []
+    """Deliberate, recorded differences from the reference (`capture --variant`)."""
 
     def get_platform(self, name: str) -> Platform | None:
         return next((p for p in self.platform if p.name == name), None)
+
+    def index_platforms(self, index: str) -> frozenset[str]:
+        """The platforms an index is restricted to (its `platforms` and every platform whose
+        `indexes` names it); empty: every platform."""
+        ix = next((i for i in self.packages.index if i.name == index), None)
+        named = {p.name for p in self.platform if index in p.indexes}
+        return frozenset([*(ix.platforms if ix else []), *named])
+
+    def packages_for(self, platform: str) -> Packages:
+        """`[packages]` as one platform sees it: without the indexes restricted to other platforms
+        (and the `sources` entries that name them)."""
+        keep = [
+            ix
+            for ix in self.packages.index
+            if not self.index_platforms(ix.name) or platform in self.index_platforms(ix.name)
+        ]
+        if len(keep) == len(self.packages.index):
+            return self.packages
+        names = {ix.name for ix in keep}
+        return self.packages.model_copy(
+            update={
+                "index": keep,
+                "sources": {k: v for k, v in self.packages.sources.items() if v in names},
+            }
+        )
+
+
+def unfingerprinted(m: Manifest) -> list[tuple[tuple[str | int, ...], str]]:
+    """(location, "data 'NAME'") of every data and local weights entry whose sha256 is not
+    recorded yet (left out or ""): `kernodeck capture` fills them in."""
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    for i, d in enumerate(m.data):
+        if not d.sha256:
+            out.append((("data", i, "sha256"), f"data {d.name!r}"))
+    for i, w in enumerate(m.weights):
+        if not w.hub and not w.sha256:
+            out.append((("weights", i, "sha256"), f"weights {w.name!r}"))
+    return out
+
+
+def is_pyproject(source: str) -> bool:
+    """Whether a `[packages] from` entry is read as a pyproject.toml (else: a requirements file)."""
+    return source.endswith(".toml")
 
 
 # --- cross-field rules ---------------------------------------------------------------------------
@@ -368,13 +560,15 @@ class Manifest(_Model):
 Problem = tuple[tuple[str | int, ...], str]
 
 
-def _dupes(items: list[Any], attr: str, where: str) -> list[Problem]:
+def _dupes(names: list[str], where: str) -> list[Problem]:
+    """A problem at `(where, i, "name")` for each name that appeared before."""
     seen: dict[str, int] = {}
     out: list[Problem] = []
-    for i, item in enumerate(items):
-        key = getattr(item, attr)
+    for i, key in enumerate(names):
         if key in seen:
-            out.append(((where, i, attr), f"duplicate {where} name {key!r} (first at {where}[{seen[key]}])"))
+            out.append(
+                ((where, i, "name"), f"duplicate {where} name {key!r} (first at {where}[{seen[key]}])")
+            )
         else:
             seen[key] = i
     return out
@@ -383,22 +577,54 @@ def _dupes(items: list[Any], attr: str, where: str) -> list[Problem]:
 def cross_field_problems(m: Manifest) -> list[Problem]:
     """Rules that need more than one field; each problem is (location, message)."""
     out: list[Problem] = []
-    out += _dupes(m.platform, "name", "platform")
-    out += _dupes(m.data, "name", "data")
-    out += _dupes(m.weights, "name", "weights")
-    out += _dupes(m.check, "name", "check")
-    out += _dupes(m.variant, "name", "variant")
+    out += _dupes([p.name for p in m.platform], "platform")
+    out += _dupes([d.name for d in m.data], "data")
+    out += _dupes([w.name for w in m.weights], "weights")
+    out += _dupes([c.name for c in m.check], "check")
+    out += _dupes([v.name for v in m.variant], "variant")
     out += [
         (("packages", "index", i, "name"), msg)
-        for (_, i, _), msg in _dupes(m.packages.index, "name", "index")
+        for (_, i, _), msg in _dupes([ix.name for ix in m.packages.index], "index")
     ]
+
+    seen_from: dict[str, int] = {}
+    for i, src in enumerate(m.packages.from_):
+        if src in seen_from:
+            out.append(
+                (("packages", "from", i), f"{src!r} is listed twice (first at from[{seen_from[src]}])")
+            )
+        seen_from.setdefault(src, i)
+    if (m.packages.extras or m.packages.groups) and not any(is_pyproject(s) for s in m.packages.from_):
+        key = "extras" if m.packages.extras else "groups"
+        out.append(
+            (
+                ("packages", key),
+                f'{key} apply to a pyproject.toml; name one in `from`, e.g. from = ["pyproject.toml"]',
+            )
+        )
 
     defaults = [i for i, ix in enumerate(m.packages.index) if ix.default]
     for i in defaults[1:]:
         out.append((("packages", "index", i, "default"), "only one index may be the default"))
     names = {ix.name for ix in m.packages.index}
+    platform_names = {p.name for p in m.platform}
     owner: dict[str, str] = {}
     for i, ix in enumerate(m.packages.index):
+        for j, pname in enumerate(ix.platforms):
+            if pname not in platform_names:
+                out.append(
+                    (
+                        ("packages", "index", i, "platforms", j),
+                        f"unknown platform {pname!r} (platforms: {', '.join(sorted(platform_names))})",
+                    )
+                )
+        if ix.default and m.index_platforms(ix.name):
+            out.append(
+                (
+                    ("packages", "index", i, "platforms"),
+                    "the default index serves every platform; give a per-platform index no `default`",
+                )
+            )
         if ix.url is None and not ix.default:
             out.append(
                 (
@@ -408,7 +634,7 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             )
         for j, pkg in enumerate(ix.packages):
             project = canonicalize_name(pkg)
-            if project in owner and owner[project] != ix.name:
+            if project in owner and owner[project] != ix.name and not _disjoint(m, owner[project], ix.name):
                 out.append(
                     (
                         ("packages", "index", i, "packages", j),
@@ -428,6 +654,12 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             out.append((("packages", "sources", pkg), str(e)))
 
     for i, p in enumerate(m.platform):
+        for j, ixname in enumerate(p.indexes):
+            if ixname not in names:
+                known = ", ".join(sorted(names)) or "none declared"
+                out.append(
+                    (("platform", i, "indexes", j), f"unknown index {ixname!r} (declared indexes: {known})")
+                )
         b = parse_backend(p.backend) if p.backend else None
         if b is not None and b.kind == "mps" and p.os != "macos":
             out.append((("platform", i, "backend"), "backend 'mps' exists only on os = 'macos'"))
@@ -473,8 +705,6 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                         "weights need `path` (a file, or a file inside `package`) or `hub`",
                     )
                 )
-            if w.sha256 is None:
-                out.append((("weights", i, "sha256"), "weights need a sha256 fingerprint"))
             if w.revision or w.files:
                 out.append(
                     (
@@ -501,6 +731,12 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             if o.min is not None and o.max is not None and o.min > o.max:
                 out.append(((*loc, "min"), f"min {o.min} is greater than max {o.max}"))
     return out
+
+
+def _disjoint(m: Manifest, a: str, b: str) -> bool:
+    """Two indexes that never serve the same platform (each restricted, no platform in common)."""
+    pa, pb = m.index_platforms(a), m.index_platforms(b)
+    return bool(pa) and bool(pb) and not (pa & pb)
 
 
 _MARKER_KEYS = {

@@ -17,8 +17,15 @@ def __getattr__(name: str) -> Any:
         from kernodeck.probe.facts import Facts
 
         return Facts
-    if name in __all__:
-        from kernodeck.probe import runner
+    if name not in __all__:
+        raise AttributeError(f"module 'kernodeck.probe' has no attribute {name!r}")
+    from kernodeck.probe import runner
 
-        return getattr(runner, name)
-    raise AttributeError(f"module 'kernodeck.probe' has no attribute {name!r}")
+    exported: dict[str, Any] = {
+        "FakeProbe": runner.FakeProbe,
+        "Probe": runner.Probe,
+        "ProbeFailed": runner.ProbeFailed,
+        "ProbeRequest": runner.ProbeRequest,
+        "RealProbe": runner.RealProbe,
+    }
+    return exported[name]

@@ -2,24 +2,21 @@
 
 The probe (probe/script.py) runs in its own process under the target interpreter; its longest
 part, checking every installed file against RECORD, does not depend on the manifest. `prestart`
-launches it as soon as the interpreter and the selected layers are known, so that it runs while
-Kernodeck imports its modules and loads the manifest; the probe then reads the manifest-dependent
+launches it as soon as the interpreter (chosen by kernodeck.interpreters) and the selected layers
+are known, so that it runs while Kernodeck imports its modules and loads the manifest; the probe then reads the manifest-dependent
 rest of the request from stdin (`--request-stdin`). `RealProbe` takes a prestarted process whose
 command line equals the one it would run, else starts its own.
 
-This module imports only the standard library (and kernodeck.errors): importing it costs nothing.
+This module imports only the standard library (and kernodeck.layers, kernodeck.errors): importing it costs nothing.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from kernodeck.errors import UsageError
 from kernodeck.layers import FACT_LAYERS, Layer, selected
 
 PROBE_DIR = Path(__file__).resolve().parent
@@ -29,35 +26,6 @@ SCRIPT = PROBE_DIR / "script.py"
 RECORDS_CACHE = "records-v1"
 
 _started: dict[tuple[str, ...], subprocess.Popen[bytes]] = {}
-
-
-def resolve_python(python: str | os.PathLike[str] | None) -> str:
-    """The target interpreter as an absolute path; UsageError when it is not there."""
-    if python is None:
-        return sys.executable
-    p = str(python)
-    if os.sep not in p and not os.path.exists(p):
-        found = shutil.which(p)
-        if found is None:
-            raise UsageError(
-                f"no interpreter {p!r} on PATH", hint="pass --python with a path, e.g. .venv/bin/python"
-            )
-        p = found
-    path = Path(p)
-    if path.is_dir():
-        for cand in (path / "bin" / "python", path / "Scripts" / "python.exe"):
-            if cand.exists():
-                path = cand
-                break
-    if not path.exists():
-        raise UsageError(
-            f"no interpreter at {p}",
-            hint="pass --python with the environment's interpreter, e.g. .venv-rebuild/bin/python",
-        )
-    if not os.access(path, os.X_OK) or path.is_dir():
-        raise UsageError(f"{p} is not an executable interpreter")
-    # Keep the venv's own path: resolving the symlink would leave the environment.
-    return str(path.absolute())
 
 
 def probe_env() -> dict[str, str]:

@@ -1,8 +1,8 @@
 """Run the probes under a target interpreter, or replay recorded facts.
 
 `Probe` is the one interface through which every host fact reaches the verifier: `RealProbe`
-runs probe/script.py and probe/torch_probe.py with `--python` (each in its own process, the torch
-one with a timeout, both at once), `FakeProbe` returns recorded fixtures in tests.
+runs probe/script.py and probe/torch_probe.py under the interpreter that kernodeck.interpreters
+chose (each in its own process, the torch one with a timeout, both at once), `FakeProbe` returns recorded fixtures in tests.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from pydantic import ValidationError
 
 from kernodeck.errors import EXIT_FAILED, KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
+from kernodeck.firsterror import first_error
+from kernodeck.interpreters import Interpreter, choose
 from kernodeck.probe import launch
 from kernodeck.probe.facts import Facts, TorchCompute, TorchFacts
-from kernodeck.probe.launch import PROBE_DIR, SCRIPT, resolve_python
+from kernodeck.probe.launch import PROBE_DIR, SCRIPT
 
 __all__ = [
     "SCRIPT",
@@ -31,7 +33,6 @@ __all__ = [
     "ProbeRequest",
     "RealProbe",
     "parse_torch_output",
-    "resolve_python",
 ]
 
 TORCH_SCRIPT = PROBE_DIR / "torch_probe.py"
@@ -113,14 +114,15 @@ class RealProbe:
 
     def __init__(
         self,
-        python: str | os.PathLike[str] | None = None,
+        python: str | os.PathLike[str] | Interpreter | None = None,
         *,
         cache: FingerprintCache | None = None,
         rehash: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
         torch_timeout: float = DEFAULT_TORCH_TIMEOUT,
     ) -> None:
-        self._python = resolve_python(python)
+        self.interpreter = choose(python)
+        self._python = self.interpreter.path
         self.cache = cache
         self.rehash = rehash
         self.timeout = timeout
@@ -184,7 +186,7 @@ class RealProbe:
                 f"the environment probe under {self._python} timed out after {self.timeout:g}s"
             ) from None
         if proc.returncode != 0:
-            first = _first_error(err.decode("utf-8", "replace"))
+            first = first_error(err.decode("utf-8", "replace"), fallback=True)
             raise ProbeFailed(
                 f"the environment probe failed under {self._python}: {first or f'exit status {proc.returncode}'}",
                 hint="the probe needs Python >= 3.8; check that the interpreter starts: PYTHON -c 'import sys'",
@@ -237,24 +239,6 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
-def _first_error(stderr: str) -> str | None:
-    """The line of a traceback or crash report that names the error."""
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    if not lines:
-        return None
-    for ln in lines:
-        if ln.startswith("Fatal Python error"):
-            return ln
-    for ln in reversed(lines):
-        if (
-            ":" in ln
-            and not ln.startswith(("File ", "Traceback", "warnings.warn", "^"))
-            and ("Error" in ln.split(":", 1)[0] or "Exception" in ln.split(":", 1)[0])
-        ):
-            return ln
-    return lines[-1]
-
-
 def _signal_name(rc: int) -> str:
     try:
         return signal.Signals(-rc).name
@@ -284,7 +268,7 @@ def parse_torch_output(
     if imp is None:
         if timed_out:
             return TorchFacts(status="timeout", error=f"import torch hung: {reason}", stderr_tail=tail)
-        first = _first_error(stderr)
+        first = first_error(stderr, fallback=True)
         return TorchFacts(
             status="crashed",
             error=f"import torch crashed ({reason})" + (f": {first}" if first else ""),
@@ -311,7 +295,7 @@ def parse_torch_output(
         data["compute"] = TorchCompute.model_validate({k: v for k, v in comp.items() if k != "stage"})
     elif rc != 0 or timed_out:
         where = "listing devices" if devs is None else "the control computation"
-        first = _first_error(stderr)
+        first = first_error(stderr, fallback=True)
         data["compute"] = TorchCompute(
             status="failed", error=f"torch probe {reason} during {where}" + (f": {first}" if first else "")
         )

@@ -7,7 +7,7 @@ requirement chain. The session (one index client, caches) is shared by every tar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,7 @@ from kernodeck.resolve.provider import Provider
 from kernodeck.resolve.requirements import BaseRequirement
 
 if TYPE_CHECKING:
+    from packaging.requirements import Requirement
     from packaging.version import Version
 
     from kernodeck.targets import Target
@@ -70,8 +71,13 @@ def resolve_target(
     manifest_name: str = "repro.toml",
     on_pin: Callable[[str], None] | None = None,
     on_metadata: Callable[[], None] | None = None,
+    extra_constraints: Sequence[Requirement] = (),
 ) -> Resolution:
-    factory = Factory(session, target, preferred=preferred, on_metadata=on_metadata)
+    """Resolve the manifest for `target`; `extra_constraints` apply to this target only (joint
+    resolution narrows one platform's versions with them)."""
+    factory = Factory(
+        session, target, preferred=preferred, on_metadata=on_metadata, extra_constraints=extra_constraints
+    )
     resolver: Resolver[BaseRequirement, BaseCandidate, str] = Resolver(Provider(factory), _Reporter(on_pin))
     roots = factory.root_requirements()
     try:

@@ -76,10 +76,7 @@ def why_no_candidates(
     target = factory.target
     platform = f"platform {target.name} ({target.summary()})"
     if pf.source is None:
-        reasons = [
-            f"{nf.index}: {nf.reason}" if getattr(nf, "reason", None) else str(nf.index)
-            for nf in pf.not_found
-        ]
+        reasons = [f"{nf.index}: {nf.reason}" if nf.reason else str(nf.index) for nf in pf.not_found]
         return (
             f"{name} is not on any index asked for it: {_where(pf)}",
             [f"not found on {r}" for r in reasons],

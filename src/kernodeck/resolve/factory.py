@@ -158,8 +158,10 @@ class Session:
         refresh: bool = False,
         transport: httpx.BaseTransport | None = None,
         concurrency: int = 16,
+        per_platform: Mapping[str, Routing] | None = None,
     ) -> None:
         self.routing = routing
+        self.per_platform = dict(per_platform or {})  # platform name -> its own routing
         self.settings = settings
         self.client = IndexClient(
             cache_dir=cache_dir,
@@ -176,6 +178,10 @@ class Session:
         self._io = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kernodeck-io")
         self.lookahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kernodeck-ahead")
         self.metadata_reads = 0
+
+    def routing_for(self, target: Target) -> Routing:
+        """The routing of one platform (per-platform indexes), else the shared one."""
+        return self.per_platform.get(target.name, self.routing)
 
     def close(self) -> None:
         self.lookahead.shutdown(wait=True, cancel_futures=True)
@@ -375,6 +381,7 @@ class Factory:
         *,
         preferred: Mapping[str, Version] | None = None,
         on_metadata: Callable[[], None] | None = None,
+        extra_constraints: Sequence[Requirement] = (),
     ) -> None:
         self.session = session
         self.target = target
@@ -385,7 +392,7 @@ class Factory:
         self._projects: dict[NormalizedName, Future[ProjectFiles]] = {}
         self._candidates: dict[tuple[NormalizedName, Version, bool], Candidate] = {}
         self.constraints: dict[NormalizedName, list[Requirement]] = {}
-        for c in self.settings.constraints:
+        for c in (*self.settings.constraints, *extra_constraints):
             if c.marker is None or target.evaluate_marker(c.marker):
                 self.constraints.setdefault(canonicalize_name(c.name), []).append(c)
         self.required_by: dict[NormalizedName, dict[str, str]] = {}  # dep -> {parent: requirement}
@@ -425,7 +432,7 @@ class Factory:
         return fut
 
     def _load_project(self, name: NormalizedName) -> ProjectFiles:
-        sources = self.session.routing.sources_for(name, self.target)
+        sources = self.session.routing_for(self.target).sources_for(name, self.target)
         # Ask every candidate index at once; use the first (in order) that has the project.
         futures = [self.session.page_future(src, name) for src in sources]
         not_found: list[NotFound] = []

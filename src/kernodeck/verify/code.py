@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kernodeck import bundlesums
 from kernodeck.gitstate import GitState, git_state, later_commits_touch_only_kernodeck_files, run_git
 from kernodeck.manifest.schema import Code, Manifest
 from kernodeck.probe.facts import Facts
@@ -24,8 +25,8 @@ from kernodeck.verify.data import file_step
 
 LAYER = "code"
 
-#: What `kernodeck bundle` writes beside the manifest (see kernodeck.bundle).
-BUNDLE_SUMS = "BUNDLE.sha256"
+#: What `kernodeck bundle` writes beside the manifest (see kernodeck.bundle, kernodeck.bundlesums).
+BUNDLE_SUMS = bundlesums.NAME
 REFERENCES = "references.json"
 #: Files a bundle generates that are not the project's code; any depth for the prefixed names.
 _GENERATED = frozenset(
@@ -39,6 +40,8 @@ _GENERATED = frozenset(
     }
 )
 _GENERATED_NAMES = ("requirements-rebuild-", "pylock.")
+#: The folder where a bundle carries Kernodeck itself (kernodeck.bundle.TOOL_DIR).
+_TOOL_DIR = "_kernodeck/"
 _GENERATED_BASENAMES = frozenset({"installed-after.txt", BUNDLE_SUMS})
 
 
@@ -48,7 +51,7 @@ def _git(ctx: Context, *args: str) -> subprocess.CompletedProcess[str] | None:
 
 def is_bundle(folder: Path) -> bool:
     """Whether `folder` is a hand-over folder written by `kernodeck bundle`."""
-    return (folder / BUNDLE_SUMS).is_file() and (folder / REFERENCES).is_file()
+    return bundlesums.is_bundle(folder) and (folder / REFERENCES).is_file()
 
 
 def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
@@ -176,17 +179,6 @@ def _dirty_step(code: Code, msg: str, observed: Any, hint: str, details: dict[st
 # --- a bundle outside git ---------------------------------------------------------------------
 
 
-def read_sums(path: Path) -> dict[str, str]:
-    """BUNDLE.sha256 as {relative path: sha256} (the `sha256sum` format)."""
-    out: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        digest, _, name = line.partition("  ")
-        out[name.lstrip("*")] = digest.strip()
-    return out
-
-
 def _not_code(manifest: Manifest) -> set[str]:
     """Bundle files that are not the project's code: what the manifest names as config, data,
     weights, checkpoint or reference output (each checked by its own step or layer)."""
@@ -204,7 +196,8 @@ def _not_code(manifest: Manifest) -> set[str]:
 def _is_code(rel: str, not_code: set[str]) -> bool:
     base = PurePosixPath(rel).name
     return not (
-        rel in _GENERATED
+        rel.startswith(_TOOL_DIR)
+        or rel in _GENERATED
         or rel in not_code
         or base in _GENERATED_BASENAMES
         or base.startswith(_GENERATED_NAMES)
@@ -216,7 +209,7 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
     folder = ctx.root
     hint_intact = "the bundle was modified after it was written; get an intact copy or write it again"
     try:
-        sums = read_sums(folder / BUNDLE_SUMS)
+        sums = bundlesums.read(folder)
     except (OSError, UnicodeDecodeError) as e:
         return [
             Step.failed(
@@ -280,9 +273,20 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
     else:
         recorded = entry.get("revision")
         details["files"] = entry.get("files")
+        later = entry.get("kernodeck-files-changed-since")
         if recorded == code.revision:
             steps.append(
                 Step.passed(LAYER, "revision", expected=code.revision, observed=recorded, details=details)
+            )
+        elif entry.get("pinned") == code.revision and isinstance(later, list):
+            steps.append(
+                Step.passed(
+                    LAYER,
+                    "revision",
+                    expected=code.revision,
+                    observed=f"{recorded} (later commits change only {short(later)})",
+                    details={**details, "head": recorded, "kernodeck-files-changed-since": later},
+                )
             )
         else:
             steps.append(
@@ -299,7 +303,22 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
                     details={**details, "cause": "wrong-revision"},
                 )
             )
-        if entry.get("dirty"):
+        if entry.get("dirty") and entry.get("allow-dirty"):
+            changed = entry.get("changed") or []
+            steps.append(
+                Step.warning(
+                    LAYER,
+                    "clean-tree",
+                    "the bundle was written with --allow-dirty: its code has uncommitted changes"
+                    + (f" ({short(changed)})" if changed else "")
+                    + " that no revision records",
+                    expected="no local changes",
+                    observed=changed or "dirty",
+                    required=False,
+                    details={**details, "cause": "bundled-dirty"},
+                )
+            )
+        elif entry.get("dirty"):
             msg = "the code had local changes when the bundle was written"
             hint = "commit the changes, capture, and write the bundle again"
             steps.append(_dirty_step(code, msg, "dirty", hint, details))

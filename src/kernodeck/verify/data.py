@@ -17,7 +17,7 @@ def file_step(
     layer: str,
     name: str,
     path: Path,
-    sha256: str,
+    sha256: str | None,
     size: int | None,
     ctx: Context,
     *,
@@ -45,6 +45,17 @@ def file_step(
             details={"cause": "unreadable"},
         )
     details = {"kind": fp.kind, "size": fp.size, "files": fp.files}
+    if not sha256:
+        entry = name.partition(":")[2] or name
+        return Step.failed(
+            layer,
+            name,
+            f"{_rel(path, ctx)} has no recorded sha256 to compare with",
+            expected=None,
+            observed=fp.sha256,
+            hint=f"run `kernodeck capture --data {entry}` in the reference environment to record it",
+            details={**details, "cause": "no-fingerprint"},
+        )
     if size is not None and fp.size != size and fp.kind == "file":
         return Step.failed(
             layer,
@@ -138,7 +149,7 @@ def _weights(w: Weights, ctx: Context, facts: Facts | None) -> list[Step]:
         for fname, sha in sorted((w.files or {}).items()):
             steps.append(file_step(LAYER, f"{name}/{fname}", snap / fname, sha, None, ctx, hint=hint))
         return steps
-    assert w.path is not None and w.sha256 is not None  # guaranteed by cross-field validation
+    assert w.path is not None  # guaranteed by cross-field validation
     if w.package:
         if facts is None:
             return [

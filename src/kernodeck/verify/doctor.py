@@ -8,23 +8,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernodeck.interpreters import Interpreter
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Facts
 from kernodeck.probe.runner import Probe, ProbeRequest
-from kernodeck.report import Report, Step
+from kernodeck.report import CheckedInterpreter, Report, Step
 from kernodeck.verify.backend import describe_build
 from kernodeck.verify.context import Context, short
 from kernodeck.verify.device import diagnose
 from kernodeck.verify.run import inventory
 
 
-def run_doctor(probe: Probe, *, compute: bool = True) -> Report:
+def run_doctor(probe: Probe, *, compute: bool = True, checked: Interpreter | None = None) -> Report:
+    """The doctor report; `checked` (the interpreter choice behind `probe.python`) heads it."""
     facts = probe.collect(ProbeRequest(records=False, torch=False))
     if facts.torch_files.installed:
         facts.torch = probe.collect_torch(
             ProbeRequest(records=False, torch=True, compute=compute, device="auto")
         )
     report = Report(kind="doctor", settings={"compute": compute})
+    if checked is not None:
+        report.interpreter = CheckedInterpreter(**checked.as_dict())
     report.inventory = inventory(facts)
     report.add(*describe(facts, probe.python))
     return report

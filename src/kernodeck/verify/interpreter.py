@@ -3,12 +3,10 @@ interpreter's platform (os, arch, bits, libc) can run the wheels locked for the 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Step
+from kernodeck.targets import Target
 from kernodeck.verify.context import Context
 from kernodeck.verify.system import libc_problem, norm_arch, os_of_sys_platform
 
@@ -24,22 +22,15 @@ def expected_python(manifest: Manifest, ctx: Context) -> str:
 
 
 def _target_markers(manifest: Manifest, ctx: Context) -> dict[str, str] | None:
-    """Marker environment of the selected platform from kernodeck.targets, when that module exists."""
-    try:
-        mod: Any = importlib.import_module("kernodeck.targets")
-    except ImportError:
+    """Marker environment of the selected platform, as kernodeck.targets computes it for the lock
+    (None for a platform the lock could not target either: that is reported by `lock`)."""
+    if ctx.platform is None:
         return None
     try:
-        target = mod.Target.from_platform(ctx.platform, manifest.python)
-    except Exception:
-        try:
-            target = mod.Target.from_platform(ctx.platform, expected_python(manifest, ctx))
-        except Exception:
-            return None
-    markers = getattr(target, "markers", None)
-    if isinstance(markers, dict):
-        return {str(k): str(v) for k, v in markers.items()}
-    return None
+        target = Target.from_platform(ctx.platform, manifest.python)
+    except ValueError:  # packaging.version.InvalidVersion included
+        return None
+    return {str(k): str(v) for k, v in target.markers.items()}
 
 
 def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:

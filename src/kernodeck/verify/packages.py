@@ -1,5 +1,9 @@
 """Layer `packages`: installed distributions against requirements-rebuild-<platform>.txt
-(missing, wrong version, wrong local label, not in the lock) and installed files against RECORD."""
+(missing, wrong version, wrong local label, not in the lock) and installed files against RECORD.
+
+When most of the lock is missing, the checked interpreter is probably not the project's
+environment: the missing pins become one step (`environment`, cause `wrong-environment`) instead
+of a step and a hint each, and verify says so once at the top of the report."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import hashlib
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from kernodeck.lockfile.read import LockFile, LockfileError, lockfile_path, read_lockfile
+from kernodeck.lockfile.read import LockFile, LockfileError, Pin, lockfile_path, read_lockfile
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Distribution, Facts
 from kernodeck.report import Step
@@ -18,6 +22,11 @@ LAYER = "packages"
 
 #: Installers and build tools a fresh environment brings along; not "extra" when unlocked.
 TOOLING = frozenset(canonicalize_name(n) for n in ("pip", "setuptools", "wheel", "distribute"))
+
+#: The cause of the one step that lists every missing pin when most of the lock is missing.
+WRONG_ENVIRONMENT = "wrong-environment"
+#: Fewer missing pins than this are reported one by one, whatever the share.
+WRONG_ENV_MIN = 3
 
 _PROBLEM_WORDS = {
     "hash": "content differs",
@@ -78,10 +87,17 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
     pins = [p for p in lock.pins if p.applies(env)]
     lock_name = lock.path.name
     problems = 0
+    missing = [pin for pin in pins if pin.key not in installed]
+    wrong_env = is_wrong_environment(len(missing), len(pins))
+    if wrong_env:
+        problems += len(missing)
+        steps.append(_wrong_environment_step(missing, len(pins), ctx, lock_name))
     for pin in pins:
         d = installed.get(pin.key)
         want = f"{pin.name}=={pin.version}" if pin.version else f"{pin.name} @ {pin.url}"
         if d is None:
+            if wrong_env:
+                continue  # listed in the one "environment" step
             problems += 1
             steps.append(
                 Step.failed(
@@ -147,6 +163,9 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                     details={"cause": "wrong-version"},
                 )
             )
+    if wrong_env:
+        # what else is installed here, and whether its files match, says nothing about the project
+        return steps
     if not problems:
         steps.append(
             Step.passed(
@@ -195,21 +214,50 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
     return steps
 
 
+def is_wrong_environment(missing: int, pins: int) -> bool:
+    """Most locked packages missing (more than half, and at least WRONG_ENV_MIN): the interpreter
+    checked is probably not the project's environment at all."""
+    return missing >= WRONG_ENV_MIN and 2 * missing > pins
+
+
+def _wrong_environment_step(missing: list[Pin], pins: int, ctx: Context, lock_name: str) -> Step:
+    names = [p.name for p in missing]
+    return Step.failed(
+        LAYER,
+        "environment",
+        f"{len(missing)} of {pins} locked packages are not installed: {short(names, 12)}",
+        expected=f"{pins} pins",
+        observed=f"{pins - len(missing)} of {pins} installed",
+        hint="activate the project's venv or pass --python PATH",
+        details={
+            "cause": WRONG_ENVIRONMENT,
+            "install": _reinstall_hint(ctx, lock_name),
+            "missing": [{"name": p.name, "locked": p.version or p.url, "via": list(p.via)} for p in missing],
+        },
+    )
+
+
 def _stale(lock: LockFile, ctx: Context) -> list[Step]:
-    recorded = lock.manifest_sha256
-    if not recorded:
-        return []
-    try:
-        actual = hashlib.sha256(ctx.manifest_file.read_bytes()).hexdigest()
-    except OSError:
-        return []
-    if actual == recorded:
+    what = "changed"
+    if lock.lock_inputs_sha256 and ctx.platform is not None:
+        from kernodeck.lockinputs import current_lock_inputs
+
+        recorded: str | None = lock.lock_inputs_sha256
+        actual = current_lock_inputs(ctx.manifest_file, ctx.platform.name)
+        what = "changed its lock inputs"
+    else:
+        recorded = lock.manifest_sha256
+        try:
+            actual = hashlib.sha256(ctx.manifest_file.read_bytes()).hexdigest()
+        except OSError:
+            return []
+    if not recorded or actual is None or actual == recorded:
         return []
     return [
         Step.warning(
             LAYER,
             "lock-current",
-            f"{ctx.manifest_file.name} changed since {lock.path.name} was written",
+            f"{ctx.manifest_file.name} {what} since {lock.path.name} was written",
             expected=recorded,
             observed=actual,
             hint=f"kernodeck lock --platform {ctx.platform.name if ctx.platform else 'NAME'}",

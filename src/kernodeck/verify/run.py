@@ -3,13 +3,14 @@ backend → device → application → resume.
 
 A failed step makes the steps that need it skipped, with the reason: nothing that needs facts runs
 when the probe failed, the device layer needs torch to import, and the application checks and the
-resume check run only when every earlier layer passed.
+resume check run only when every earlier layer passed. When most of the lock is missing (the
+packages layer's `wrong-environment` step), the report says once at the top that this is probably
+not the project's environment, and the layers after packages are not run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -17,14 +18,18 @@ from typing import Any
 from kernodeck.backends import parse_backend
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
+from kernodeck.interpreters import Interpreter
 from kernodeck.layers import Layer, selected
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.probe.facts import Facts
 from kernodeck.probe.runner import Probe, ProbeRequest
-from kernodeck.report import Report, Status, Step
+from kernodeck.report import CheckedInterpreter, Report, Status, Step
 from kernodeck.verify import backend, code, contract, data, device, interpreter, packages, system
 from kernodeck.verify.context import Context
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
+
+#: The cause of the layers not run after the packages layer found most of the lock missing.
+SKIPPED_WRONG_ENVIRONMENT = "not-the-project-environment"
 
 FactLayer = Callable[[Manifest, Facts, Context], list[Step]]
 
@@ -124,13 +129,6 @@ def _probe_request(manifest: Manifest, layers: list[Layer], compute: bool, devic
     )
 
 
-def _checks_module() -> Any:
-    try:
-        return importlib.import_module("kernodeck.checks")
-    except ImportError:
-        return None
-
-
 def run_verify(
     manifest: Manifest,
     manifest_file: Path,
@@ -142,7 +140,10 @@ def run_verify(
     strict: bool = False,
     compute: bool = True,
     cache: FingerprintCache | None = None,
+    checked: Interpreter | None = None,
 ) -> Report:
+    """The verify report. `checked`: the interpreter choice behind `probe.python` (named on the report's
+    first line; None for recorded facts)."""
     layers = selected(only, skip)
     ctx = Context(
         root=manifest_file.parent,
@@ -164,6 +165,8 @@ def run_verify(
             "platform": platform,
         },
     )
+    if checked is not None:
+        report.interpreter = CheckedInterpreter(**checked.as_dict())
 
     def add(steps: list[Step]) -> None:
         ctx.steps.extend(steps)
@@ -195,8 +198,15 @@ def run_verify(
             facts.torch = probe.collect_torch(request)
         report.inventory = inventory(facts)
 
+    wrong_env: list[str] = []
     for layer in layers:
-        if layer == "code":
+        if wrong_env:
+            # The layers after packages describe what is installed: in the wrong environment they
+            # would only repeat that it is the wrong one.
+            if layer in _FACT_LAYERS or _check_names(layer, manifest):
+                why = "not run: the packages layer found another environment (see the note at the top)"
+                add([Step.skipped(layer, layer, why, details={"cause": SKIPPED_WRONG_ENVIRONMENT})])
+        elif layer == "code":
             add(code.check(manifest, facts, ctx))
         elif layer == "data":
             add(data.check(manifest, facts, ctx))
@@ -219,18 +229,35 @@ def run_verify(
                     add([Step.skipped(layer, layer, why, details={"cause": "probe-failed"})])
                 continue
             add(_FACT_LAYERS[layer](manifest, facts, ctx))
+            if layer == Layer.PACKAGES:
+                wrong_env = _wrong_environment_notice(ctx, checked)
+                report.notices += wrong_env
         else:
             add(_application(layer, manifest, ctx))
     ctx.cache.save()
     return report
 
 
+def _wrong_environment_notice(ctx: Context, checked: Interpreter | None) -> list[str]:
+    """Said once at the top when the packages layer found most of the lock missing."""
+    if not any(s.details.get("cause") == packages.WRONG_ENVIRONMENT for s in ctx.steps):
+        return []
+    where = f"{checked.path}, {checked.reason}" if checked is not None else ctx.python
+    return [
+        f"this is probably not the project's environment ({where}); "
+        "activate the project's venv or pass --python PATH"
+    ]
+
+
+def _check_names(layer: str, manifest: Manifest) -> list[str]:
+    """The application checks (layer `application`) or the resume check (layer `resume`) declared."""
+    if layer == Layer.APPLICATION:
+        return [c.name for c in manifest.check]
+    return ["resume"] if layer == Layer.RESUME and manifest.resume else []
+
+
 def _application(layer: str, manifest: Manifest, ctx: Context) -> list[Step]:
-    names = (
-        [c.name for c in manifest.check]
-        if layer == "application"
-        else (["resume"] if manifest.resume else [])
-    )
+    names = _check_names(layer, manifest)
     if not names:
         return []
     blocking = list(dict.fromkeys(s.layer for s in ctx.steps if s.status is Status.FAILED and s.required))
@@ -241,30 +268,11 @@ def _application(layer: str, manifest: Manifest, ctx: Context) -> list[Step]:
             Step.skipped(layer, n, why, details={"cause": "earlier-failure", "layers": blocking})
             for n in names
         ]
-    mod = _checks_module()
-    if mod is None:
-        return [
-            Step.skipped(
-                layer,
-                n,
-                "application checks are not available in this version",
-                details={"cause": "not-available"},
-            )
-            for n in names
-        ]
-    fn = getattr(mod, "steps" if layer == "application" else "resume_steps", None)
-    if fn is None:
-        return [
-            Step.skipped(
-                layer,
-                n,
-                "application checks are not available in this version",
-                details={"cause": "not-available"},
-            )
-            for n in names
-        ]
-    result = fn(manifest, ctx.root, ctx.python)
-    return list(result)
+    from kernodeck import checks  # imported when a check runs: verify without checks stays light
+
+    if layer == "application":
+        return checks.steps(manifest, ctx.root, ctx.python)
+    return checks.resume_steps(manifest, ctx.root, ctx.python)
 
 
 def inventory(facts: Facts) -> dict[str, Any]:

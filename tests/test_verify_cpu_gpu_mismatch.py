@@ -1,4 +1,4 @@
-"""Review findings for verify: what a user on a CPU-only machine is told, colours, and names."""
+"""Verify on a CPU-only machine with a GPU platform and the reverse: which broken link is named; NO_COLOR handling."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.report import Report, Status, Step, render
-from tests.test_verify_scenarios import GPU_SYSTEM, load, project, run, step
+from tests.fixtures.verify_project import GPU_SYSTEM, load, project, run, step
 
 
 def test_gpu_platform_on_a_cpu_machine_names_both_broken_links(tmp_path: Path) -> None:

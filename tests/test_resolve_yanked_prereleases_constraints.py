@@ -1,4 +1,4 @@
-"""Review findings on the lock: each test pins down one bug that was fixed."""
+"""Resolution edge cases: yanked files with extras and constraints, constraint-only names, prereleases before exclude-newer, missing wheels named by tag."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from kernodeck.errors import ResolutionError
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import hashes, lock, pins, read_lock, sha_of, write_manifest
+from tests.fixtures.lock_project import hashes, lock, pins, read_lock, sha_of, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 

@@ -1,4 +1,4 @@
-"""Review of the hand-over commands: secrets a user really has, and refusals a user really hits."""
+"""Hand-over commands: secrets a user really has (reports, netrc, percent-encoding), and refusals a user really hits."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from kernodeck.bundle import BundleError, write_bundle
 from kernodeck.cli import cli
 from kernodeck.report import Report, Step
 from kernodeck.scrub import Scrubber
-from tests.test_bundle import _project
+from tests.fixtures.bundle_project import bundle_project
 
 NETRC_PW = "NetrcPassw0rd-4711"
 
@@ -30,7 +30,7 @@ def _report(proj: Path, **inventory: object) -> None:
 
 
 def test_secret_named_values_in_a_report_inventory_are_redacted_not_refused(tmp_path: Path) -> None:
-    proj = _project(tmp_path)
+    proj = bundle_project(tmp_path)
     home = tmp_path / "author"
     # recorded in another shell: these values are not in the environment the bundle runs in
     _report(
@@ -64,7 +64,7 @@ def test_placeholders_under_secret_names_survive() -> None:
 
 
 def test_a_netrc_in_the_project_stays_out_of_the_bundle(tmp_path: Path) -> None:
-    proj = _project(tmp_path)
+    proj = bundle_project(tmp_path)
     (proj / ".netrc").write_text(f"machine pkgs.example\n  login bob\n  password {NETRC_PW}\n")
     (proj / ".env.example").write_text("CORP_TOKEN=${CORP_TOKEN}\n")
     out = tmp_path / "out"
@@ -75,7 +75,7 @@ def test_a_netrc_in_the_project_stays_out_of_the_bundle(tmp_path: Path) -> None:
 
 
 def test_a_netrc_password_in_a_named_config_file_stops_the_bundle(tmp_path: Path) -> None:
-    proj = _project(tmp_path, config_text=f"machine pkgs.example login bob password {NETRC_PW}\n")
+    proj = bundle_project(tmp_path, config_text=f"machine pkgs.example login bob password {NETRC_PW}\n")
     out = tmp_path / "out"
     with pytest.raises(BundleError) as e:
         write_bundle(out, manifest=proj, environ={}, home=tmp_path / "elsewhere")
@@ -84,7 +84,7 @@ def test_a_netrc_password_in_a_named_config_file_stops_the_bundle(tmp_path: Path
 
 
 def test_the_authors_netrc_passwords_are_known_secrets(tmp_path: Path) -> None:
-    proj = _project(tmp_path)
+    proj = bundle_project(tmp_path)
     home = tmp_path / "author"
     (home / ".netrc").write_text(f"machine pkgs.example login bob password {NETRC_PW}\n")
     _report(proj, last_error=f"401 from pkgs.example while using {NETRC_PW}")
@@ -95,7 +95,7 @@ def test_the_authors_netrc_passwords_are_known_secrets(tmp_path: Path) -> None:
 
 
 def test_percent_encoded_paths_and_secrets_are_scrubbed(tmp_path: Path) -> None:
-    proj = _project(tmp_path)
+    proj = bundle_project(tmp_path)
     spaced = tmp_path / "author" / "my proj é"
     proj.rename(spaced)
     from urllib.parse import quote

@@ -1,4 +1,4 @@
-"""Review findings for the application checks: first error lines of real tracebacks, timeouts."""
+"""Application checks: the first error line of real tracebacks (exception groups), and timeouts that end the whole process group."""
 
 from __future__ import annotations
 

@@ -1,0 +1,155 @@
+"""Which interpreter a command looks at: the one owner of that choice.
+
+Every command that checks or describes an environment (verify, check, doctor, capture,
+`kernodeck.require`, rebuild's verify step) asks `choose` and gets an `Interpreter`: the path and
+why it was chosen, in this order:
+
+1. `--python PATH` (or the `python=` argument of the API) when given;
+2. an activated virtual environment (`VIRTUAL_ENV`: its bin/python, Scripts\\python.exe on Windows);
+3. an activated conda environment (`CONDA_PREFIX`: its bin/python, python.exe on Windows);
+4. the interpreter running Kernodeck.
+
+So a Kernodeck installed in a venv of its own (pipx, `uv tool`) checks the project venv the user
+activated, not itself. An activated environment whose interpreter is gone is passed over (it says
+so in the reason of the next choice). A `--python` that is not there or not executable is a
+UsageError (exit 2).
+
+This module imports only the standard library (and kernodeck.errors): the probe launcher uses it
+before anything else is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from kernodeck.errors import UsageError
+
+
+class Source(str, Enum):
+    """Where the choice came from (also the `source` field of the JSON report)."""
+
+    OPTION = "option"
+    VIRTUAL_ENV = "virtual-env"
+    CONDA_PREFIX = "conda-prefix"
+    RUNNING = "running"
+    GIVEN = "given"
+
+
+REASONS = {
+    Source.OPTION: "--python",
+    Source.VIRTUAL_ENV: "activated venv (VIRTUAL_ENV)",
+    Source.CONDA_PREFIX: "activated conda environment (CONDA_PREFIX)",
+    Source.RUNNING: "the interpreter running Kernodeck",
+}
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """The interpreter a command looks at, and why."""
+
+    path: str
+    source: Source
+    reason: str
+
+    def describe(self) -> str:
+        """`/x/.venv/bin/python (activated venv (VIRTUAL_ENV))`."""
+        return f"{self.path} ({self.reason})"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "source": self.source.value, "reason": self.reason}
+
+
+def _is_windows() -> bool:
+    return os.name == "nt"
+
+
+def env_python(prefix: str | os.PathLike[str], *, conda: bool = False) -> Path:
+    """The interpreter of an environment folder: bin/python (Scripts\\python.exe for a venv on
+    Windows, python.exe at the top of a conda environment on Windows)."""
+    root = Path(prefix)
+    if _is_windows():
+        return root / "python.exe" if conda else root / "Scripts" / "python.exe"
+    return root / "bin" / "python"
+
+
+def _usable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def resolve(python: str | os.PathLike[str], *, option: str = "--python") -> str:
+    """A given interpreter as an absolute path: a name is looked up on PATH, an environment folder
+    means its interpreter. UsageError when it is not there or cannot run."""
+    p = os.fspath(python)
+    if not p.strip():
+        raise UsageError(f"{option} is empty", hint=f"pass {option} with a path, e.g. .venv/bin/python")
+    if os.sep not in p and not (os.altsep and os.altsep in p) and not os.path.exists(p):
+        found = shutil.which(p)
+        if found is None:
+            raise UsageError(
+                f"{option} {p}: no interpreter of that name on PATH",
+                hint=f"pass {option} with a path, e.g. .venv/bin/python",
+            )
+        p = found
+    path = Path(p)
+    if path.is_dir():
+        for cand in (env_python(path), env_python(path, conda=True), path / "bin" / "python"):
+            if cand.exists():
+                path = cand
+                break
+    if not path.exists():
+        raise UsageError(
+            f"{option} {p}: no interpreter at that path",
+            hint=f"pass {option} with the environment's interpreter, e.g. .venv/bin/python",
+        )
+    if path.is_dir() or not os.access(path, os.X_OK):
+        raise UsageError(
+            f"{option} {p}: not an executable interpreter",
+            hint=f"pass {option} with the environment's interpreter, e.g. .venv/bin/python",
+        )
+    # Keep the venv's own path: resolving the symlink would leave the environment.
+    return str(path.absolute())
+
+
+def given(python: str | os.PathLike[str], reason: str, *, option: str = "--python") -> Interpreter:
+    """An interpreter chosen by the caller for a reason of its own (rebuild: the rebuilt venv)."""
+    return Interpreter(resolve(python, option=option), Source.GIVEN, reason)
+
+
+def choose(
+    python: str | os.PathLike[str] | Interpreter | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    option: str = "--python",
+) -> Interpreter:
+    """The interpreter to look at: `python` if given, else the activated venv, else the activated
+    conda environment, else the running interpreter. UsageError for a bad `python`."""
+    if isinstance(python, Interpreter):
+        return python
+    if python is not None:
+        return Interpreter(resolve(python, option=option), Source.OPTION, REASONS[Source.OPTION])
+    env = os.environ if environ is None else environ
+    passed_over: list[str] = []
+    for var, source, conda in (
+        ("VIRTUAL_ENV", Source.VIRTUAL_ENV, False),
+        ("CONDA_PREFIX", Source.CONDA_PREFIX, True),
+    ):
+        prefix = env.get(var)
+        if not prefix:
+            continue
+        exe = env_python(prefix, conda=conda)
+        if _usable(exe):
+            reason = REASONS[source]
+            if passed_over:
+                reason += f"; {', '.join(passed_over)}"
+            return Interpreter(str(exe.absolute()), source, reason)
+        passed_over.append(f"{var}={prefix} has no interpreter")
+    reason = REASONS[Source.RUNNING]
+    if passed_over:
+        reason += f"; {', '.join(passed_over)}"
+    return Interpreter(sys.executable, Source.RUNNING, reason)

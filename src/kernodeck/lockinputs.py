@@ -1,0 +1,155 @@
+"""The lock inputs of a platform: exactly what can change one of its pins, and their digest.
+
+A lock file records `lock-inputs-sha256` in its header: the sha256 of the canonical JSON of the
+manifest parts that can change a pin (the Python version, `[packages]` with its indexes, routing,
+exclude-newer and same-versions, the platform, every platform when platforms are resolved jointly,
+the backend table, the default index) and of any extra inputs (e.g. the contents of files that
+requirements are read from, as name -> sha256). Nothing else of the manifest takes part: comments,
+`[reference]`, `[code]`, `[[data]]`, `[[weights]]`, `[[check]]`, `[determinism]`, `[system]` and
+the order of requirements can change without making a lock stale.
+
+    digest = lock_inputs_sha256(manifest, "linux-x86_64", default_index=url)
+    problems = unsatisfied_pins(text, manifest, target)   # a hand-edited file
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from kernodeck.backends import PYTORCH_INDEX_BASE, TORCH_FAMILY
+
+if TYPE_CHECKING:
+    from kernodeck.manifest.schema import Manifest
+    from kernodeck.targets import Target
+
+LOCK_INPUTS_FORMAT = 1
+HEADER_KEY = "lock-inputs-sha256"
+OLD_HEADER_KEY = "manifest-sha256"
+
+
+def _platform_doc(manifest: Manifest, name: str) -> dict[str, Any]:
+    p = manifest.get_platform(name)
+    if p is None:
+        raise KeyError(name)
+    return p.model_dump(mode="json", by_alias=True)
+
+
+def lock_inputs(
+    manifest: Manifest,
+    platform: str,
+    *,
+    default_index: str | None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The canonical document of the inputs of `platform`'s lock (see the module docstring).
+
+    `extra` maps the name of a further input (e.g. a requirements file named by the manifest) to
+    the sha256 of its contents."""
+    from kernodeck.lockfile.write import format_time
+
+    pk = manifest.packages
+    packages = pk.model_dump(mode="json", by_alias=True)
+    # The order of requirements and constraints cannot change a pin; the order of indexes can.
+    packages["requirements"] = sorted(pk.requirements)
+    packages["constraints"] = sorted(pk.constraints)
+    packages["allow-sdist"] = sorted(canonicalize_name(n) for n in pk.allow_sdist)
+    packages["exclude-newer"] = format_time(pk.exclude_newer) if pk.exclude_newer else None
+    doc: dict[str, Any] = {
+        "format": LOCK_INPUTS_FORMAT,
+        "python": manifest.python.model_dump(mode="json", by_alias=True),
+        "packages": packages,
+        "platform": _platform_doc(manifest, platform),
+        "backend-table": {"torch-family": sorted(TORCH_FAMILY), "pytorch-index": PYTORCH_INDEX_BASE},
+        "default-index": default_index,
+        "extra": dict(sorted((extra or {}).items())),
+    }
+    if pk.same_versions != "no":
+        # Platforms resolved jointly: any platform can move this one's versions.
+        doc["platforms"] = sorted(
+            (p.model_dump(mode="json", by_alias=True) for p in manifest.platform), key=lambda d: d["name"]
+        )
+    return doc
+
+
+def canonical_json(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def lock_inputs_sha256(
+    manifest: Manifest,
+    platform: str,
+    *,
+    default_index: str | None,
+    extra: Mapping[str, str] | None = None,
+) -> str:
+    doc = lock_inputs(manifest, platform, default_index=default_index, extra=extra)
+    return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+def default_index_for(manifest: Manifest) -> str | None:
+    """pip's built-in default index when the manifest leaves the default index unnamed (the lock
+    uses it then), else None. Never the locker's pip configuration."""
+    from kernodeck.index.sources import builtin_index_url
+
+    pk = manifest.packages
+    if any(not ix.url for ix in pk.index) or not any(ix.default for ix in pk.index):
+        return builtin_index_url()
+    return None
+
+
+def current_lock_inputs(manifest_file: Path, platform: str) -> str | None:
+    """The lock-inputs digest the manifest gives `platform` now; None when it cannot be told
+    (an unreadable manifest, an unknown platform)."""
+    from kernodeck.errors import KernodeckError
+    from kernodeck.manifest.load import load_manifest
+    from kernodeck.manifest.sources import apply_sources
+
+    try:
+        manifest, inputs = apply_sources(load_manifest(manifest_file), manifest_file)
+        if manifest.get_platform(platform) is None:
+            return None
+        return lock_inputs_sha256(manifest, platform, default_index=default_index_for(manifest), extra=inputs)
+    except KernodeckError:
+        return None
+
+
+def unsatisfied_pins(text: str, manifest: Manifest, target: Target) -> list[str]:
+    """Why the pins of a requirements file no longer satisfy the manifest's requirements and
+    constraints for `target` (empty when they do, or when the file cannot be read as pins)."""
+    from kernodeck.lockfile.read import LockfileError, parse_lockfile
+
+    try:
+        lock = parse_lockfile(text)
+    except LockfileError as e:
+        return [e.message]
+    pins = lock.by_name()
+    out: list[str] = []
+    pk = manifest.packages
+    for kind, texts in (("requirement", pk.requirements), ("constraint", pk.constraints)):
+        for t in texts:
+            req = Requirement(t)
+            if req.url or not target.evaluate_marker(req.marker):
+                continue
+            pin = pins.get(canonicalize_name(req.name))
+            if pin is None:
+                if kind == "requirement":
+                    out.append(f"{req.name} is required by the manifest but not pinned")
+                continue
+            if pin.version is None or not req.specifier:
+                continue
+            try:
+                version = Version(pin.version)
+            except InvalidVersion:
+                out.append(f"{pin.name}=={pin.version} is not a valid version")
+                continue
+            if not req.specifier.contains(version, prereleases=True):
+                out.append(f"{pin.name}=={pin.version} does not satisfy the {kind} {t!r}")
+    return out

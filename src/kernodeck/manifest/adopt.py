@@ -1,0 +1,273 @@
+"""What an existing project already declares, for `kernodeck init` to refer to instead of copying.
+
+    found = discover(Path("."))
+    found.sources     # ["requirements.txt"] or ["pyproject.toml"]: what `[packages] from` names
+    found.comments    # why, and what was found but left out (a dev file, a line a lock cannot honour)
+    found.backends    # local labels (torch==2.3.0+cu121) of the sources: the host platform's backend
+    found.data        # data / model folders proposed as commented-out [[data]] / [[weights]]
+
+Data: top-level folders `data`, `datasets` (as [[data]]) and `checkpoints`, `weights`, `models`
+(as [[weights]]), and every file of at least 10 MB elsewhere (outside hidden folders such as .git
+and virtual environments; model-file suffixes as [[weights]]), each with its fingerprint.
+
+Requirement files: `requirements.txt`, `requirements-*.txt`, `requirements_*.txt` and
+`requirements/*.txt`, without Kernodeck's own lock files and without the files another candidate
+includes (`-r`/`-c`: they are read through it). Files whose name says they are for development
+(dev, test, docs, lint, ci) are listed in a comment, not used. A requirements file with `-e .`
+stands for the project's own dependencies, so pyproject.toml is then not named a second time.
+A file Kernodeck cannot read (a VCS line, `--no-binary`) is left out with the located reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from kernodeck.errors import ManifestError
+from kernodeck.fingerprint import fingerprint
+from kernodeck.lockfile.names import is_kernodeck_file
+from kernodeck.reqfile import (
+    BackendHint,
+    ParsedRequirements,
+    parse_pyproject,
+    parse_requirements_file,
+    read_pyproject,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: Folders proposed as data (first) or weights (second).
+DATA_FOLDERS = ("data", "datasets")
+WEIGHT_FOLDERS = ("checkpoints", "weights", "models")
+_DEV = re.compile(r"(^|[-_./])(dev|develop|test|tests|testing|docs?|lint|ci|typing)([-_.]|$)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DataProposal:
+    table: str  # "data" | "weights"
+    name: str
+    path: str
+    sha256: str
+    files: int
+    size: int
+
+
+@dataclass
+class Discovery:
+    sources: list[str] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+    backends: list[BackendHint] = field(default_factory=list)
+    data: list[DataProposal] = field(default_factory=list)
+
+
+def _requirement_candidates(directory: Path) -> list[Path]:
+    found: set[Path] = set()
+    for pattern in ("requirements.txt", "requirements-*.txt", "requirements_*.txt", "requirements/*.txt"):
+        found.update(p for p in directory.glob(pattern) if p.is_file() and not is_kernodeck_file(p.name))
+    return sorted(found, key=lambda p: (p.name != "requirements.txt", p.as_posix()))
+
+
+def _first_issue(e: ManifestError) -> str:
+    return e.issues[0].render().splitlines()[0] if e.issues else e.message
+
+
+def discover(directory: Path) -> Discovery:
+    """The project's dependency sources and data folders (see the module docstring)."""
+    root = directory.resolve()
+    out = Discovery()
+    parsed: dict[str, ParsedRequirements] = {}
+    for cand in _requirement_candidates(root):
+        rel = cand.relative_to(root).as_posix()
+        try:
+            parsed[rel] = parse_requirements_file(cand, project_root=root, display_root=root)
+        except ManifestError as e:
+            out.comments.append(f"not used: {_first_issue(e)}; fix it, then add {rel!r} to `from`")
+    is_dev = {rel: bool(_DEV.search(Path(rel).stem.removeprefix("requirements"))) for rel in parsed}
+    if all(is_dev.values()) and not (root / "pyproject.toml").is_file():
+        is_dev = dict.fromkeys(parsed, False)  # only "dev" files: they are what the project has
+    # a file another (non-development) file includes is read through it; a dev file including
+    # requirements.txt does not make requirements.txt a part of development
+    included = {f for rel, p in parsed.items() if not is_dev[rel] for f in p.files if f != rel}
+    chosen = [rel for rel in parsed if not is_dev[rel] and rel not in included]
+    dev = [rel for rel in parsed if is_dev[rel] and rel not in included]
+    for rel in chosen:
+        out.sources.append(rel)
+        out.backends.extend(parsed[rel].backends)
+        nested = sorted(f for f in parsed[rel].files if f != rel)
+        if nested:
+            out.comments.append(f"{rel} also reads {', '.join(nested)}")
+    for rel in dev:
+        out.comments.append(f"also found {rel} (add it to `from` if the reproduction installs it)")
+
+    project_in_reqs = any(parsed[rel].project_included for rel in chosen)
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = read_pyproject(pyproject, "pyproject.toml")
+            project = data.get("project")
+            if isinstance(project, dict):
+                if project_in_reqs:
+                    out.comments.append("pyproject.toml is read through `-e .` in a requirements file")
+                else:
+                    pp = parse_pyproject(pyproject, display_root=root)
+                    out.sources.insert(0, "pyproject.toml")
+                    out.backends.extend(pp.backends)
+                extras = sorted((project.get("optional-dependencies") or {}).keys())
+                table = data.get("dependency-groups")
+                groups = sorted(table) if isinstance(table, dict) else []
+                if extras and not project_in_reqs:
+                    out.comments.append(f"extras = []   # the project has: {', '.join(extras)}")
+                if groups and not project_in_reqs:
+                    out.comments.append(f"groups = []   # dependency groups: {', '.join(groups)}")
+                elif groups:
+                    out.comments.append(
+                        f'dependency groups ({", ".join(groups)}): add "pyproject.toml" to `from` and name them '
+                        "in `groups = [...]` to lock them too"
+                    )
+        except ManifestError as e:
+            out.comments.append(f"not used: {_first_issue(e)}")
+    existing = project_lock(root)
+    if existing is not None:
+        out.comments.append(
+            f"{existing.file} found: a platform's first `kernodeck lock` keeps its {len(existing.pins)} pins "
+            "where they still fit"
+        )
+    out.data = propose_data(root)
+    return out
+
+
+#: Files at least this large, outside the proposed folders, are proposed one by one.
+LARGE_FILE = 10 * 1000 * 1000
+_WEIGHT_SUFFIXES = {
+    ".bin",
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".safetensors",
+    ".onnx",
+    ".gguf",
+    ".h5",
+    ".pb",
+    ".msgpack",
+}
+_SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
+
+
+def _large_files(root: Path, skip: set[str]) -> list[Path]:
+    """Files of at least LARGE_FILE bytes under `root`, outside hidden folders (.git, .venv),
+    virtual environments and the folders in `skip` (top-level names)."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".")
+            and d not in _SKIP_DIRS
+            and not (here == root and d in skip)
+            and not (here / d / "pyvenv.cfg").exists()
+            and not (here / d).is_symlink()
+        )
+        for fn in sorted(filenames):
+            p = here / fn
+            try:
+                if not p.is_symlink() and p.is_file() and p.stat().st_size >= LARGE_FILE:
+                    out.append(p)
+            except OSError:
+                continue
+    return out
+
+
+def propose_data(root: Path) -> list[DataProposal]:
+    """Top-level data and model folders, and large files elsewhere, with their fingerprints (the
+    digests verify computes)."""
+    out: list[DataProposal] = []
+    for table, names in (("data", DATA_FOLDERS), ("weights", WEIGHT_FOLDERS)):
+        for name in names:
+            folder = root / name
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            try:
+                fp = fingerprint(folder)
+            except OSError:
+                continue
+            if not fp.files:
+                continue
+            out.append(DataProposal(table, name, name, fp.sha256, fp.files, fp.size))
+    taken = {d.name for d in out}
+    for path in _large_files(root, set(DATA_FOLDERS + WEIGHT_FOLDERS)):
+        rel = path.relative_to(root).as_posix()
+        base = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-._") or "file"
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}-{n}", n + 1
+        taken.add(name)
+        try:
+            fp = fingerprint(path)
+        except OSError:
+            continue
+        table = "weights" if path.suffix.lower() in _WEIGHT_SUFFIXES else "data"
+        out.append(DataProposal(table, name, rel, fp.sha256, 1, fp.size))
+    return out
+
+
+#: Lock files of other tools whose pins a first `kernodeck lock` prefers, in this order.
+PROJECT_LOCKS = ("uv.lock", "pylock.toml", "poetry.lock")
+
+
+@dataclass(frozen=True)
+class ProjectLock:
+    file: str  # "uv.lock"
+    pins: dict[str, Version]  # canonical name -> the one version the lock pins
+
+
+def project_lock(folder: Path) -> ProjectLock | None:
+    """The pins of the project's existing lock (uv.lock, pylock.toml, poetry.lock), if any.
+
+    A package pinned at more than one version (a lock forked by markers) is left out: there is
+    no single version to prefer. An unreadable lock is no preference (never an error)."""
+    for name in PROJECT_LOCKS:
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        entries = data.get("packages" if name == "pylock.toml" else "package")
+        if not isinstance(entries, list):
+            continue
+        seen: dict[str, set[str]] = {}
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            pkg, version = entry.get("name"), entry.get("version")
+            source = entry.get("source")
+            if isinstance(source, dict) and ("editable" in source or "virtual" in source):
+                continue  # the project itself (uv), never locked from an index
+            if isinstance(pkg, str) and isinstance(version, str):
+                seen.setdefault(canonicalize_name(pkg), set()).add(version)
+        pins: dict[str, Version] = {}
+        for pkg, versions in seen.items():
+            if len(versions) != 1:
+                continue
+            with contextlib.suppress(InvalidVersion):
+                pins[pkg] = Version(next(iter(versions)))
+        return ProjectLock(name, dict(sorted(pins.items())))
+    return None
+
+
+def first_lock_preferences(folder: Path) -> dict[str, Version]:
+    """What a platform's first lock prefers: the pins of the project's existing lock, if any."""
+    found = project_lock(folder)
+    return dict(found.pins) if found is not None else {}

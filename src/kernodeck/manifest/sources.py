@@ -1,0 +1,204 @@
+"""`[packages] from`: requirements read from where the project keeps them, at lock time.
+
+    sources = read_sources(manifest, Path("repro.toml"))
+    sources.requirements, sources.constraints, sources.indexes, sources.backends
+    sources.inputs        # {"pyproject.toml": sha256, "requirements/base.txt": sha256, ...}
+
+    manifest, inputs = apply_sources(manifest, Path("repro.toml"))   # what `kernodeck lock` calls
+
+Entries are relative to the manifest's folder. A `*.toml` entry is a pyproject.toml: its
+`[project] dependencies`, the `extras` named in `[packages]` and the PEP 735 dependency `groups`.
+Anything else is a requirements file, read by `kernodeck.reqfile` the way pip reads it (and every
+file it includes is an input too). `inputs` maps every file read to the sha256 of its bytes: a
+lock records them, so editing pyproject.toml makes `kernodeck lock --check` fail naming it.
+
+A missing or unreadable source is a ManifestError located at its `from` entry in the manifest;
+a problem inside a source is located at that file's line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from kernodeck.backends import parse_backend
+from kernodeck.errors import Issue, ManifestError
+from kernodeck.manifest.schema import Index, Manifest, is_pyproject, unfingerprinted
+from kernodeck.reqfile import (
+    BackendHint,
+    IndexRef,
+    ParsedRequirements,
+    parse_pyproject,
+    parse_requirements_file,
+)
+
+#: A PyTorch-style per-backend index: `<base>/whl/<backend>` (the base becomes `pytorch-index`).
+_PYTORCH_INDEX = re.compile(r"^(?P<base>.+/whl)/(?P<backend>[a-z0-9.]+)/?$")
+
+
+@dataclass(frozen=True)
+class SourceSet:
+    requirements: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    indexes: tuple[IndexRef, ...] = ()
+    backends: tuple[BackendHint, ...] = ()
+    prereleases: bool = False
+    inputs: dict[str, str] = field(default_factory=dict)  # file (relative, '/') -> sha256
+
+
+def _manifest_file(manifest_path: Path) -> Path:
+    return manifest_path / "repro.toml" if manifest_path.is_dir() else manifest_path
+
+
+def _from_line(manifest_file: Path, index: int) -> int | None:
+    from kernodeck.manifest.load import _Locator
+
+    try:
+        text = manifest_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return _Locator(text).line_of(("packages", "from", index))
+
+
+def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
+    """Read every `[packages] from` source; raises ManifestError (located) on a problem."""
+    pk = manifest.packages
+    if not pk.from_:
+        return SourceSet()
+    mfile = _manifest_file(Path(manifest_path))
+    root = mfile.parent.resolve()
+    parsed: list[ParsedRequirements] = []
+    for i, entry in enumerate(pk.from_):
+        path = root / entry
+        problem = None
+        if not path.exists():
+            problem = f"source {entry!r} does not exist (looked for {entry} next to {mfile.name})"
+        elif not path.is_file():
+            problem = f"source {entry!r} is not a file"
+        else:
+            try:
+                with path.open("rb") as f:
+                    f.read(1)
+            except OSError as e:
+                problem = f"source {entry!r} cannot be read: {e.strerror or e}"
+        if problem is not None:
+            raise ManifestError(
+                [
+                    Issue(
+                        str(mfile),
+                        f"packages.from[{i}]",
+                        problem,
+                        line=_from_line(mfile, i),
+                        hint="paths in `from` are relative to the manifest's folder",
+                    )
+                ]
+            )
+        if is_pyproject(entry):
+            parsed.append(parse_pyproject(path, extras=pk.extras, groups=pk.groups, display_root=root))
+        else:
+            parsed.append(parse_requirements_file(path, project_root=root, display_root=root))
+    reqs: list[str] = []
+    cons: list[str] = []
+    inputs: dict[str, str] = {}
+    for p in parsed:
+        reqs += [r.requirement for r in p.requirements if r.requirement not in reqs]
+        cons += [c.requirement for c in p.constraints if c.requirement not in cons]
+        inputs.update(p.files)
+    return SourceSet(
+        requirements=tuple(reqs),
+        constraints=tuple(cons),
+        indexes=tuple(i for p in parsed for i in p.indexes),
+        backends=tuple(b for p in parsed for b in p.backends),
+        prereleases=any(p.prereleases for p in parsed),
+        inputs=dict(sorted(inputs.items())),
+    )
+
+
+def _index_name(ref: IndexRef, taken: set[str]) -> str:
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(ref.origin.file).stem).strip("-._") or "requirements"
+    n = 1
+    while f"{stem}-{n}" in taken:
+        n += 1
+    return f"{stem}-{n}"
+
+
+def merge(manifest: Manifest, sources: SourceSet) -> Manifest:
+    """The manifest with the sources' requirements, constraints, indexes and `--pre` added."""
+    pk = manifest.packages
+    if not pk.from_:
+        return manifest
+    reqs = list(pk.requirements) + [r for r in sources.requirements if r not in pk.requirements]
+    cons = list(pk.constraints) + [c for c in sources.constraints if c not in pk.constraints]
+    indexes = list(pk.index)
+    taken = {ix.name for ix in indexes}
+    urls = {ix.url for ix in indexes}
+    pytorch_index = pk.pytorch_index
+    has_default = any(ix.default for ix in indexes)
+    for ref in sources.indexes:
+        m = _PYTORCH_INDEX.match(ref.url)
+        backend = parse_backend(m["backend"]) if m else None
+        if m and backend is not None and backend.uses_pytorch_index:
+            # torch and its family are routed to the platform's backend index under this base
+            pytorch_index = pytorch_index or m["base"]
+            continue
+        if ref.url in urls:
+            continue
+        name = _index_name(ref, taken)
+        default = ref.kind == "index-url" and not has_default
+        has_default = has_default or default
+        indexes.append(
+            Index(
+                name=name,
+                url=ref.url,
+                default=default,
+                format="find-links" if ref.kind == "find-links" else "simple",
+            )
+        )
+        taken.add(name)
+        urls.add(ref.url)
+    packages = pk.model_copy(
+        update={
+            "requirements": reqs,
+            "constraints": cons,
+            "index": indexes,
+            "pytorch_index": pytorch_index,
+            "prereleases": pk.prereleases or sources.prereleases,
+        }
+    )
+    return manifest.model_copy(update={"packages": packages})
+
+
+def apply_sources(manifest: Manifest, manifest_path: Path) -> tuple[Manifest, dict[str, str]]:
+    """(the manifest with its `from` sources merged in, {input file: sha256}) for a lock."""
+    sources = read_sources(manifest, manifest_path)
+    return merge(manifest, sources), sources.inputs
+
+
+def backend_mismatches(manifest: Manifest, sources: SourceSet) -> list[str]:
+    """Warnings for local labels (`torch==2.3.0+cu121`) that no platform's backend matches."""
+    have = {p.backend for p in manifest.platform if p.backend}
+    out = []
+    for hint in sources.backends:
+        if hint.backend not in have:
+            out.append(
+                f"{hint.origin}: {canonicalize_name(hint.project)}=={hint.version}+{hint.backend} is a "
+                f"{hint.backend} build, but no [[platform]] has backend = {hint.backend!r}; "
+                "the build comes from each platform's backend"
+            )
+    return out
+
+
+def manifest_warnings(manifest: Manifest, manifest_path: Path) -> list[str]:
+    """What `kernodeck validate` reads beyond the manifest: every `from` source must be readable
+    (a ManifestError, located, when not); warnings for what a later step will need."""
+    from kernodeck.manifest.load import format_loc
+
+    sources = read_sources(manifest, Path(manifest_path))
+    out = [
+        f"{format_loc(loc)}: {what} has no sha256 yet; `kernodeck capture` computes and records it"
+        for loc, what in unfingerprinted(manifest)
+    ]
+    return out + backend_mismatches(manifest, sources)

@@ -1,0 +1,169 @@
+"""Joint resolution: one version of each package on every platform that has it, when one exists.
+
+Every platform is first resolved on its own. Then, while a package present on several platforms
+has different public versions there (local labels such as `+cpu`/`+cu126` are part of the backend
+and may differ), the platforms that got a newer version are resolved again with `name<=V`, V the
+oldest public version among them; a platform that cannot go down (no solution) instead lifts the
+others with `name>=W`, W its version. When neither works, the difference stays and its reason is
+the first cause of the failed attempt. Constraints only accumulate, so the loop reaches a fixpoint;
+it is bounded all the same (`MAX_ROUNDS`).
+
+Like uv's universal resolution with `required-environments`, the outcome is the newest version
+that each platform can install, the same on all of them wherever such a version exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from packaging.utils import NormalizedName
+from packaging.version import Version
+
+from kernodeck.errors import KernodeckError
+
+if TYPE_CHECKING:
+    from kernodeck.resolve import Resolution
+
+MAX_ROUNDS = 8
+
+# A platform's extra constraints: project -> specifier text ("<=2.2.6", ">=2.3.5").
+Constraints = Mapping[NormalizedName, str]
+Resolve = Callable[[str, Constraints], "Resolution"]
+
+
+def public(v: Version) -> Version:
+    """The version without its local label (2.6.0+cu126 -> 2.6.0)."""
+    return Version(v.public)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A package whose public version differs across platforms after joint resolution."""
+
+    name: NormalizedName
+    versions: Mapping[str, Version]  # platform -> version (with its local label)
+    reason: str
+
+    def _others(self, exclude: str | None) -> str:
+        by: dict[Version, list[str]] = {}
+        for p, v in self.versions.items():
+            if p != exclude:
+                by.setdefault(public(v), []).append(p)
+        return "; ".join(f"{v} on {', '.join(sorted(ps))}" for v, ps in sorted(by.items(), reverse=True))
+
+    def note_for(self, platform: str) -> str:
+        """One header comment line for `platform`'s file."""
+        here = self.versions[platform]
+        return _one_line(f"{self.name} {here} here, {self._others(platform)}: {self.reason}")
+
+    def describe(self) -> str:
+        return _one_line(f"{self.name}: {self._others(None)}: {self.reason}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "package": self.name,
+            "versions": {p: str(self.versions[p]) for p in sorted(self.versions)},
+            "reason": self.reason,
+        }
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def first_cause(error: KernodeckError, platform: str) -> str:
+    """The error's message without the `cannot lock platform X: ` prefix."""
+    msg = error.message
+    prefix = f"cannot lock platform {platform}: "
+    return _one_line(msg[len(prefix) :] if msg.startswith(prefix) else msg)
+
+
+def version_differences(results: Mapping[str, Resolution]) -> dict[NormalizedName, dict[str, Version]]:
+    """Packages whose public version differs across the platforms that have them."""
+    by: dict[NormalizedName, dict[str, Version]] = {}
+    for platform, res in results.items():
+        for pin in res.pins:
+            by.setdefault(pin.name, {})[platform] = pin.version
+    return {n: vs for n, vs in sorted(by.items()) if len({public(v) for v in vs.values()}) > 1}
+
+
+def align(
+    results: Mapping[str, Resolution],
+    resolve: Resolve,
+    *,
+    max_rounds: int = MAX_ROUNDS,
+    workers: int = 8,
+) -> tuple[dict[str, Resolution], list[Difference]]:
+    """Re-resolve platforms until each package has one public version wherever it can;
+    (the resolutions, the differences that remain)."""
+    current = dict(results)
+    constraints: dict[str, dict[NormalizedName, str]] = {p: {} for p in current}
+    reasons: dict[NormalizedName, str] = {}
+    settled: set[NormalizedName] = set()
+
+    def attempt(platform: str, extra: dict[NormalizedName, str]) -> Resolution | KernodeckError:
+        try:
+            return resolve(platform, {**constraints[platform], **extra})
+        except KernodeckError as e:
+            return e
+
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kernodeck-joint") as pool:
+        for _ in range(max_rounds):
+            diffs = {n: vs for n, vs in version_differences(current).items() if n not in settled}
+            if not diffs:
+                break
+            # Down: every platform above the oldest public version is capped at it.
+            down: dict[str, dict[NormalizedName, str]] = {}
+            for n, vs in diffs.items():
+                low = min(public(v) for v in vs.values())
+                for p, v in vs.items():
+                    if public(v) > low:
+                        down.setdefault(p, {})[n] = f"<={low}"
+            plats = list(down)
+            outcomes = dict(zip(plats, pool.map(attempt, plats, [down[p] for p in plats]), strict=True))
+            failed: list[tuple[str, NormalizedName, str, KernodeckError]] = []
+            for p, out in outcomes.items():
+                if not isinstance(out, KernodeckError):
+                    current[p] = out
+                    constraints[p].update(down[p])
+                    continue
+                # Try the caps one at a time: keep those that work, note those that do not.
+                for n, spec in sorted(down[p].items()):
+                    one = attempt(p, {n: spec})
+                    if isinstance(one, KernodeckError):
+                        failed.append((p, n, spec, one))
+                    else:
+                        current[p] = one
+                        constraints[p][n] = spec
+            # Up: a platform that cannot go down lifts the others to its version instead.
+            for p, n, spec, down_error in failed:
+                if n in settled:
+                    continue
+                versions = {q: r.version for q, res in current.items() for r in res.pins if r.name == n}
+                if p not in versions:
+                    continue
+                high = public(versions[p])
+                lows = [q for q, v in versions.items() if public(v) < high]
+                lifted = {q: attempt(q, {n: f">={high}"}) for q in lows}
+                errors = [(q, e) for q, e in lifted.items() if isinstance(e, KernodeckError)]
+                if not errors:
+                    for q, res in lifted.items():
+                        assert not isinstance(res, KernodeckError)
+                        current[q] = res
+                        constraints[q][n] = f">={high}"
+                    continue
+                q, up_error = errors[0]
+                reasons[n] = (
+                    f"{q} cannot take {n}>={high} ({first_cause(up_error, q)}); "
+                    f"{p} cannot take {n}{spec} ({first_cause(down_error, p)})"
+                )
+                settled.add(n)
+    remaining = version_differences(current)
+    diffs_out = [
+        Difference(n, vs, reasons.get(n, f"no common version found in {max_rounds} rounds"))
+        for n, vs in remaining.items()
+    ]
+    return current, diffs_out

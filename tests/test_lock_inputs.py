@@ -1,0 +1,244 @@
+"""Freshness from lock inputs only: `lock-inputs-sha256` in the header, `lock --check` at 0 for
+edits that cannot change a pin and at 1 (with what changed) for those that can; hand-edited pins
+and files with the old header are reported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kernodeck.cli import main
+from kernodeck.lockfile.names import requirements_filename
+from kernodeck.lockfile.read import read_lockfile
+from kernodeck.lockinputs import lock_inputs_sha256
+from kernodeck.manifest.load import load_manifest
+from tests.fixtures.index_factory import IndexFactory, Server
+
+pytest_plugins = ["tests.fixtures.index_fixtures"]
+
+_MANIFEST = """\
+schema-version = 1
+# a comment
+
+[reference]
+name = "test"
+id = "1"
+
+[code]
+revision = "{rev}"
+
+[python]
+version = "3.11"
+
+[packages]
+requirements = ["app", "dep>=1"]
+exclude-newer = "2026-06-01T00:00:00Z"
+
+[[packages.index]]
+name = "default"
+url = "{url}"
+default = true
+
+[[platform]]
+name = "linux"
+os = "linux"
+arch = "x86_64"
+
+[[platform]]
+name = "windows"
+os = "windows"
+arch = "x86_64"
+
+[system]
+cuda = "12.6"
+
+[[data]]
+name = "samples"
+path = "data/samples.jsonl"
+sha256 = "{sha}"
+
+[[weights]]
+name = "model"
+path = "weights/model.safetensors"
+sha256 = "{sha}"
+
+[determinism]
+seed = 0
+
+[[check]]
+name = "smoke"
+run = ["python", "-c", "print(1)"]
+
+[[check.output]]
+path = "out.npz"
+reference = "ref.npz"
+atol = 0.1
+"""
+
+
+@pytest.fixture
+def project(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    for index in ("default", "mirror"):
+        index_factory.add_wheel(
+            "app", "1.0", requires=["dep>=0.5"], upload_time="2024-01-01T00:00:00Z", index=index
+        )
+        index_factory.add_wheel("dep", "0.5", upload_time="2024-01-01T00:00:00Z", index=index)
+        index_factory.add_wheel("dep", "1.0", upload_time="2024-01-01T00:00:00Z", index=index)
+    path = tmp_path / "proj" / "repro.toml"
+    path.parent.mkdir()
+    path.write_text(_MANIFEST.format(rev="a" * 40, sha="0" * 64, url=served_index.url()), encoding="utf-8")
+    assert main(["lock", str(path), "-q"]) == 0
+    return path
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+_NO_PIN_CHANGE: list[tuple[str, str, str]] = [
+    ("comment", "# a comment", "# another comment"),
+    ("reference id", 'id = "1"', 'id = "2"'),
+    ("code revision", "a" * 40, "b" * 40),
+    (
+        "data fingerprint",
+        f'path = "data/samples.jsonl"\nsha256 = "{"0" * 64}"',
+        f'path = "data/samples.jsonl"\nsha256 = "{"1" * 64}"',
+    ),
+    (
+        "weights fingerprint",
+        f'path = "weights/model.safetensors"\nsha256 = "{"0" * 64}"',
+        f'path = "weights/model.safetensors"\nsha256 = "{"2" * 64}"',
+    ),
+    ("check tolerance", "atol = 0.1", "atol = 0.5"),
+    ("determinism", "seed = 0", "seed = 7"),
+    ("system", 'cuda = "12.6"', 'cuda = "12.8"'),
+    ("requirement order", '["app", "dep>=1"]', '["dep>=1", "app"]'),
+]
+
+
+@pytest.mark.parametrize(("what", "old", "new"), _NO_PIN_CHANGE, ids=[c[0] for c in _NO_PIN_CHANGE])
+def test_edits_that_cannot_change_a_pin_keep_check_at_0(
+    project: Path, what: str, old: str, new: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = (project.parent / requirements_filename("linux")).read_bytes()
+    _edit(project, old, new)
+    capsys.readouterr()
+    assert main(["lock", str(project), "--check"]) == 0, capsys.readouterr()
+    assert (project.parent / requirements_filename("linux")).read_bytes() == before
+
+
+def _index_url_edit(served: Server) -> tuple[str, str]:
+    return served.url(), served.url("mirror")
+
+
+_PIN_INPUTS: list[tuple[str, Callable[[Server], tuple[str, str]]]] = [
+    ("requirement", lambda s: ('"dep>=1"]', '"dep>=1", "dep<2"]')),
+    ("exclude-newer", lambda s: ("2026-06-01T00:00:00Z", "2026-07-01T00:00:00Z")),
+    (
+        "glibc",
+        lambda s: (
+            'name = "linux"\nos = "linux"\narch = "x86_64"',
+            'name = "linux"\nos = "linux"\narch = "x86_64"\nglibc = "2.17"',
+        ),
+    ),
+    ("index url", _index_url_edit),
+]
+
+
+@pytest.mark.parametrize(("what", "edit"), _PIN_INPUTS, ids=[c[0] for c in _PIN_INPUTS])
+def test_input_edits_make_check_exit_1_with_a_diff(
+    project: Path,
+    served_index: Server,
+    what: str,
+    edit: Callable[[Server], tuple[str, str]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    linux = project.parent / requirements_filename("linux")
+    before = linux.read_bytes()
+    old, new = edit(served_index)
+    _edit(project, old, new)
+    capsys.readouterr()
+    assert main(["lock", str(project), "--check", "--platform", "linux"]) == 1
+    captured = capsys.readouterr()
+    assert "requirements-rebuild-linux.txt: out of date" in captured.err
+    assert "the lock inputs changed" in captured.err
+    assert "-# lock-inputs-sha256:" in captured.out and "+# lock-inputs-sha256:" in captured.out
+    assert linux.read_bytes() == before
+    assert main(["lock", str(project), "-q"]) == 0
+    assert main(["lock", str(project), "--check"]) == 0
+
+
+def test_hand_edited_pin_is_reported(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    linux = project.parent / requirements_filename("linux")
+    text = linux.read_text(encoding="utf-8")
+    assert "dep==1.0" in text
+    linux.write_text(text.replace("dep==1.0", "dep==0.5"), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["lock", str(project), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "requirements-rebuild-linux.txt: out of date" in err
+    assert "dep==0.5 does not satisfy the requirement 'dep>=1'" in err
+    assert "the lock inputs changed" not in err
+
+
+def test_old_header_is_stale_once_with_a_hint(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    linux = project.parent / requirements_filename("linux")
+    linux.write_text(
+        linux.read_text(encoding="utf-8").replace("# lock-inputs-sha256: ", "# manifest-sha256: "),
+        encoding="utf-8",
+    )
+    capsys.readouterr()
+    assert main(["lock", str(project), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("the header format changed") == 1
+    assert "re-run `kernodeck lock`" in err
+    assert main(["lock", str(project), "-q"]) == 0
+    assert main(["lock", str(project), "--check"]) == 0
+
+
+def test_header_records_the_digest_and_extra_inputs_join_it(project: Path, served_index: Server) -> None:
+    manifest = load_manifest(project)
+    lock = read_lockfile(project.parent / requirements_filename("linux"))
+    assert lock.lock_inputs_sha256 == lock_inputs_sha256(manifest, "linux", default_index=None)
+    assert lock.manifest_sha256 is None
+    base = lock_inputs_sha256(manifest, "linux", default_index=None)
+    with_file = lock_inputs_sha256(manifest, "linux", default_index=None, extra={"reqs.txt": "a" * 64})
+    other_file = lock_inputs_sha256(manifest, "linux", default_index=None, extra={"reqs.txt": "b" * 64})
+    assert len({base, with_file, other_file}) == 3
+    # platforms are resolved jointly by default: a new platform is an input of every file
+    alone = manifest.model_copy(
+        update={"packages": manifest.packages.model_copy(update={"same_versions": "no"})}
+    )
+    fewer = alone.model_copy(update={"platform": [p for p in alone.platform if p.name == "linux"]})
+    assert lock_inputs_sha256(alone, "linux", default_index=None) == lock_inputs_sha256(
+        fewer, "linux", default_index=None
+    )
+    joint_fewer = manifest.model_copy(
+        update={"platform": [p for p in manifest.platform if p.name == "linux"]}
+    )
+    assert lock_inputs_sha256(joint_fewer, "linux", default_index=None) != base
+
+
+def test_verify_warns_only_when_the_lock_inputs_changed(project: Path) -> None:
+    from kernodeck.verify.context import Context
+    from kernodeck.verify.packages import _stale
+
+    manifest = load_manifest(project)
+    platform = manifest.get_platform("linux")
+    ctx = Context(root=project.parent, manifest_file=project, python="python", platform=platform)
+    lock = read_lockfile(project.parent / requirements_filename("linux"))
+    _edit(project, 'id = "1"', 'id = "2"')
+    assert _stale(lock, ctx) == []
+    _edit(project, '"dep>=1"]', '"dep>=1", "dep<2"]')
+    steps = _stale(lock, ctx)
+    assert [s.name for s in steps] == ["lock-current"]
+    assert "changed its lock inputs since requirements-rebuild-linux.txt was written" in (
+        steps[0].error or ""
+    )

@@ -1,0 +1,299 @@
+"""`kernodeck init` reads the project: it refers to the requirement files and pyproject.toml the
+project installs from (never copies them), sets the backend a local label asks for, and proposes
+data and model folders with their fingerprints; the first lock then follows those sources."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomlkit
+
+from kernodeck.cli import main
+from kernodeck.fingerprint import fingerprint
+from kernodeck.lockfile.names import requirements_filename
+from kernodeck.manifest import load_manifest
+from kernodeck.manifest.init import HostFacts, starter_document
+from kernodeck.manifest.sources import read_sources
+from tests.fixtures.index_factory import IndexFactory, Server
+from tests.test_resolve import pins
+
+pytest_plugins = ["tests.fixtures.index_fixtures"]
+
+LINUX = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
+MACOS = HostFacts("3.11", "cpython", "macos", "arm64", macos="14.0")
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _starter(directory: Path, facts: HostFacts = LINUX) -> str:
+    return tomlkit.dumps(starter_document(directory, facts=facts, git=None))
+
+
+def _init(directory: Path, facts: HostFacts = LINUX) -> Path:
+    path = directory / "repro.toml"
+    path.write_text(_starter(directory, facts), encoding="utf-8")
+    return path
+
+
+def test_requirements_with_includes_editable_project_and_local_label(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "pyproject.toml",
+        '[project]\nname = "trainer"\nversion = "1"\ndependencies = ["numpy>=1.26"]\n'
+        '[dependency-groups]\ntest = ["pytest"]\n',
+    )
+    _write(
+        tmp_path / "requirements.txt",
+        "-r requirements/base.txt\n-c requirements/constraints.txt\n"
+        "--extra-index-url https://example.org/whl/cu121\n-e .\ntorch==2.3.0+cu121\n",
+    )
+    _write(tmp_path / "requirements" / "base.txt", "tqdm\n")
+    _write(tmp_path / "requirements" / "constraints.txt", "tqdm<5\n")
+    _write(tmp_path / "requirements-dev.txt", "-r requirements.txt\nruff\n")
+    _write(tmp_path / "requirements-docs.txt", "sphinx\n")
+    _write(tmp_path / "requirements-rebuild-linux.txt", "# a kernodeck lock file, never a source\n")
+    path = _init(tmp_path)
+    text = path.read_text()
+    m = load_manifest(path)
+    # requirements.txt stands for everything the project installs: base.txt through -r, the
+    # project's own dependencies through -e .; requirements-dev.txt includes it, docs is for docs
+    assert m.packages.from_ == ["requirements.txt"]
+    assert "also found requirements-dev.txt" in text and "also found requirements-docs.txt" in text
+    assert "requirements-rebuild-linux.txt" not in text
+    assert m.packages.requirements == []
+    assert (m.platform[0].name, m.platform[0].backend) == ("linux-x86_64-cu121", "cu121")
+    assert "requirements.txt:5: torch==2.3.0+cu121" in text
+    sources = read_sources(m, path)
+    assert sources.requirements == ("tqdm", "numpy>=1.26", "torch==2.3.0")
+    assert sources.constraints == ("tqdm<5",)
+    assert "DESIGN.md" not in text
+
+
+def test_macos_host_ignores_a_cuda_label(tmp_path: Path) -> None:
+    _write(tmp_path / "requirements.txt", "torch==2.3.0+cu121\n")
+    m = load_manifest(_init(tmp_path, MACOS))
+    assert m.platform[0].backend is None
+
+
+def test_pyproject_only_is_referred_to_with_its_extras_and_groups_named(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "pyproject.toml",
+        '[project]\nname = "p"\nversion = "1"\ndependencies = ["numpy"]\n'
+        '[project.optional-dependencies]\ntrain = ["rich"]\n[dependency-groups]\nlint = ["ruff"]\n',
+    )
+    path = _init(tmp_path)
+    text = path.read_text()
+    m = load_manifest(path)
+    assert m.packages.from_ == ["pyproject.toml"]
+    assert "# extras = []   # the project has: train" in text
+    assert "# groups = []   # dependency groups: lint" in text
+
+
+def test_a_requirements_file_kernodeck_cannot_read_is_left_out_with_its_line(tmp_path: Path) -> None:
+    _write(tmp_path / "requirements.txt", "numpy\ngit+https://example.org/team/tool.git#egg=tool\n")
+    path = _init(tmp_path)
+    text = path.read_text()
+    m = load_manifest(path)
+    assert m.packages.from_ == []
+    assert "not used: requirements.txt:2" in text and "VCS" in text
+
+
+def test_data_and_model_folders_are_proposed_commented_out_with_fingerprints(tmp_path: Path) -> None:
+    _write(tmp_path / "data" / "train.jsonl", '{"x": 1}\n')
+    _write(tmp_path / "data" / "val" / "v.jsonl", '{"x": 2}\n')
+    _write(tmp_path / "checkpoints" / "step1.bin", "weights")
+    (tmp_path / "models").mkdir()  # empty: nothing to propose
+    path = _init(tmp_path)
+    text = path.read_text()
+    m = load_manifest(path)
+    assert m.data == [] and m.weights == []  # proposed, not declared
+    data_fp = fingerprint(tmp_path / "data").sha256
+    ckpt_fp = fingerprint(tmp_path / "checkpoints").sha256
+    assert f'# [[data]]\n# name = "data"\n# path = "data"\n# sha256 = "{data_fp}"   # 2 files' in text
+    assert f'# [[weights]]\n# name = "checkpoints"\n# path = "checkpoints"\n# sha256 = "{ckpt_fp}"' in text
+    assert 'name = "models"' not in text
+    # uncommented, the proposal is a valid entry whose fingerprint verify accepts
+    uncommented = text.replace("# [[data]]", "[[data]]").replace('# name = "data"', 'name = "data"')
+    uncommented = uncommented.replace('# path = "data"', 'path = "data"').replace(
+        f'# sha256 = "{data_fp}"', f'sha256 = "{data_fp}"'
+    )
+    path.write_text(uncommented)
+    assert load_manifest(path).data[0].sha256 == data_fp
+
+
+def test_init_then_lock_follows_the_project_sources(
+    tmp_path: Path,
+    index_factory: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    index_factory.add_wheel("app", "1.0", requires=["dep>=1"])
+    index_factory.add_wheel("app", "2.0", requires=["dep>=1"])
+    index_factory.add_wheel("dep", "1.0")
+    index_factory.add_wheel("progress", "4.0")
+    proj = tmp_path / "proj"
+    _write(proj / "pyproject.toml", '[project]\nname = "proj"\nversion = "1"\ndependencies = ["app"]\n')
+    _write(
+        proj / "requirements.txt",
+        f"--index-url {served_index.url()}\n-r base.txt\n-c constraints.txt\n-e .\n",
+    )
+    _write(proj / "base.txt", "progress\n")
+    _write(proj / "constraints.txt", "app<2\n")
+    assert main(["init", str(proj)]) == 0
+    assert main(["validate", str(proj / "repro.toml")]) == 0
+    m = load_manifest(proj / "repro.toml")
+    assert main(["lock", str(proj / "repro.toml"), "-q"]) == 0
+    lock = (proj / requirements_filename(m.platform[0].name)).read_text()
+    # progress is reached through -r base.txt, app through -e . and kept below 2 by -c
+    assert pins(lock) == {"app": "1.0", "dep": "1.0", "progress": "4.0"}
+    for name in ("requirements.txt", "base.txt", "constraints.txt", "pyproject.toml"):
+        assert f"# input-sha256: {name} " in lock
+    assert main(["lock", str(proj / "repro.toml"), "--check"]) == 0
+    _write(proj / "base.txt", "progress\n# a comment changes the input, too\n")
+    assert main(["lock", str(proj / "repro.toml"), "--check"]) == 1
+    assert "base.txt" in capsys.readouterr().out
+
+
+UV = Path(sys.executable).with_name("uv")
+
+
+def _uv_lock(proj: Path, url: str, tmp: Path) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp),
+        "UV_CACHE_DIR": str(tmp / "uv-cache"),
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_NO_CONFIG": "1",
+    }
+    proc = subprocess.run(
+        [str(UV), "lock", "--no-config", "--default-index", url, "--python", sys.executable],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_first_lock_keeps_the_pins_of_a_real_uv_lock(
+    tmp_path: Path,
+    index_factory: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    index_factory.add_wheel("app", "1.0", requires=["dep>=1"])
+    index_factory.add_wheel("dep", "1.0")
+    proj = tmp_path / "proj"
+    _write(
+        proj / "pyproject.toml",
+        '[project]\nname = "proj"\nversion = "1"\nrequires-python = ">=3.10"\ndependencies = ["app", "dep"]\n',
+    )
+    _uv_lock(proj, served_index.url(), tmp_path)
+    assert 'name = "app"\nversion = "1.0"' in (proj / "uv.lock").read_text()
+    # newer versions appear after uv locked; a fresh lock would take them
+    index_factory.add_wheel("app", "1.1", requires=["dep>=1"])
+    index_factory.add_wheel("dep", "2.0")
+    _write(proj / "requirements.txt", f"--index-url {served_index.url()}\n-e .\n")
+    assert main(["init", str(proj)]) == 0
+    text = (proj / "repro.toml").read_text()
+    assert "uv.lock found: a platform's first `kernodeck lock` keeps its 2 pins" in text
+    m = load_manifest(proj / "repro.toml")
+    platform = m.platform[0].name
+    assert main(["lock", str(proj / "repro.toml"), "-q"]) == 0
+    assert pins((proj / requirements_filename(platform)).read_text()) == {"app": "1.0", "dep": "1.0"}
+    # the preference is a preference: --upgrade takes the newest
+    assert main(["lock", str(proj / "repro.toml"), "-q", "--upgrade"]) == 0
+    assert pins((proj / requirements_filename(platform)).read_text()) == {"app": "1.1", "dep": "2.0"}
+
+
+def test_preferences_from_poetry_and_pylock_files(tmp_path: Path) -> None:
+    from kernodeck.manifest.adopt import project_lock
+
+    _write(
+        tmp_path / "poetry.lock",
+        '[[package]]\nname = "Rich"\nversion = "13.7.1"\n\n[[package]]\nname = "click"\nversion = "8.1.7"\n',
+    )
+    found = project_lock(tmp_path)
+    assert found is not None and found.file == "poetry.lock"
+    assert {k: str(v) for k, v in found.pins.items()} == {"click": "8.1.7", "rich": "13.7.1"}
+    _write(
+        tmp_path / "pylock.toml",
+        'lock-version = "1.0"\n[[packages]]\nname = "numpy"\nversion = "2.1.0"\n'
+        '[[packages]]\nname = "torch"\nversion = "2.5.1"\n[[packages]]\nname = "torch"\nversion = "2.5.0"\n',
+    )
+    found = project_lock(tmp_path)
+    assert found is not None and found.file == "pylock.toml"  # pylock.toml before poetry.lock
+    assert {k: str(v) for k, v in found.pins.items()} == {"numpy": "2.1.0"}  # torch: two versions
+
+
+def test_large_files_elsewhere_are_proposed_but_not_those_of_a_venv(tmp_path: Path) -> None:
+    from kernodeck.manifest.adopt import LARGE_FILE
+
+    big = b"\x01" * LARGE_FILE
+    _write(tmp_path / "pyproject.toml", '[project]\nname = "p"\nversion = "1"\ndependencies = []\n')
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "table.npy").write_bytes(big)
+    (tmp_path / "encoder.safetensors").write_bytes(big + b"w")
+    (tmp_path / "assets" / "small.npy").write_bytes(b"x" * 1000)
+    venv = tmp_path / "env"
+    (venv / "lib").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "lib" / "libhuge.so").write_bytes(big)
+    (tmp_path / ".git" / "objects").mkdir(parents=True)
+    (tmp_path / ".git" / "objects" / "pack").write_bytes(big)
+    text = _starter(tmp_path)
+    table_fp = fingerprint(tmp_path / "assets" / "table.npy").sha256
+    enc_fp = fingerprint(tmp_path / "encoder.safetensors").sha256
+    assert f'# [[data]]\n# name = "table"\n# path = "assets/table.npy"\n# sha256 = "{table_fp}"' in text
+    assert f'# [[weights]]\n# name = "encoder"\n# path = "encoder.safetensors"\n# sha256 = "{enc_fp}"' in text
+    assert "small.npy" not in text and "libhuge" not in text and "objects/pack" not in text
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "poetry.lock",
+            '[[package]]\nname = "app"\nversion = "1.0"\n\n[[package]]\nname = "dep"\nversion = "1.0"\n',
+        ),
+        (
+            "pylock.toml",
+            'lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\nname = "app"\nversion = "1.0"\n\n'
+            '[[packages]]\nname = "dep"\nversion = "1.0"\n',
+        ),
+    ],
+)
+def test_first_lock_keeps_the_pins_of_a_poetry_or_pylock_file(
+    tmp_path: Path,
+    index_factory: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    text: str,
+) -> None:
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    for version in ("1.0", "1.1"):
+        index_factory.add_wheel("app", version, requires=["dep>=1"])
+    for version in ("1.0", "2.0"):
+        index_factory.add_wheel("dep", version)
+    proj = tmp_path / "proj"
+    _write(proj / "requirements.txt", f"--index-url {served_index.url()}\napp\n")
+    _write(proj / name, text)
+    assert main(["init", str(proj)]) == 0
+    m = load_manifest(proj / "repro.toml")
+    assert m.packages.from_ == ["requirements.txt"]
+    assert main(["lock", str(proj / "repro.toml"), "-q"]) == 0
+    assert pins((proj / requirements_filename(m.platform[0].name)).read_text()) == {
+        "app": "1.0",
+        "dep": "1.0",
+    }
