@@ -479,7 +479,10 @@ def rebuild_markdown(
         *tool_install_commands(),
         "```",
         "",
-        "  (`.kernodeck/bin/kernodeck` below; on Windows `.kernodeck\\Scripts\\kernodeck.exe`.)",
+        "  (`.kernodeck/bin/kernodeck` below; on Windows `.kernodeck\\Scripts\\kernodeck.exe`.) Behind a",
+        "  TLS-inspecting proxy, add `--cert /path/to/company-ca.pem` (and `--proxy URL`) to these pip",
+        "  commands; `kernodeck rebuild` passes your CA bundle and proxy (`SSL_CERT_FILE`,",
+        "  `REQUESTS_CA_BUNDLE`, `PIP_CERT`, pip's `cert`, `HTTPS_PROXY`) to its installer on its own.",
         "- Access to the package indexes named at the top of the requirement file.",
     ]
     if creds:

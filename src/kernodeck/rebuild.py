@@ -13,8 +13,8 @@ saying why):
 5. `install`      the platform's requirements file with `--require-hashes --no-deps` (and
                   `--only-binary :all:` unless the manifest allows sdists), in an isolated pip run
                   (`--isolated`, `PIP_CONFIG_FILE=os.devnull`, an environment reduced to the
-                  basics plus the variables the manifest names), or `uv pip install` with the
-                  same strictness;
+                  basics, the machine's network settings and the variables the manifest names:
+                  `kernodeck.installer_env`), or `uv pip install` with the same strictness;
 6. `contract`     `pip check`;
 7. `inventory`    `pip freeze --all` written to installed-after.txt, marked as an observation;
 8. verify against `<dest>/bin/python`, application checks included; its steps are appended.
@@ -22,6 +22,7 @@ saying why):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform as _platform
@@ -34,15 +35,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from kernodeck import bundlesums
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
+from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
+from kernodeck.installer_errors import InstallerCause, first_error, installer_cause
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.report import Report, Status, Step
+from kernodeck.urls import redact
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
 LAYER = "rebuild"
@@ -53,7 +57,6 @@ INVENTORY_HEADER = (
     "# This is what was installed, NOT a lock: rebuild from {requirements} instead.\n"
 )
 
-Installer = Literal["pip", "uv"]
 Log = Callable[[str], None]
 
 _VERSION_ARG = re.compile(r"^\d+(\.\d+){0,2}$")
@@ -178,56 +181,6 @@ def _first_line(text: str) -> str:
     return ""
 
 
-_BOX = re.compile(r"^[\s│├╰─▶×|`]+")
-
-
-def first_error(output: str) -> str:
-    """The first error an installer printed, with the lines that belong to it: pip's `ERROR:` line
-    and its indented details (e.g. which package did not match which hash), or uv's `error:`/`×`
-    block. Falls back to the last non-empty line."""
-    lines = output.splitlines()
-    start = None
-    for i, line in enumerate(lines):
-        s = line.strip()
-        if s.startswith(("ERROR:", "error:", "×")):
-            start = i
-            break
-    if start is None:
-        tail = [ln.strip() for ln in lines if ln.strip()]
-        return tail[-1] if tail else "no output"
-    head = lines[start].strip()
-    for prefix in ("ERROR:", "error:", "×"):
-        if head.startswith(prefix):
-            head = head[len(prefix) :].strip()
-            break
-    if len(head) > 160 and ". " in head:  # pip's long advice after the first sentence
-        head = head.split(". ", 1)[0]
-    details: list[str] = []
-    blank = 0
-    for line in lines[start + 1 :]:
-        if not line.strip():
-            blank += 1
-            if blank > 1 and details:
-                break
-            continue
-        if not line[:1].isspace() and not _BOX.match(line):
-            break
-        blank = 0
-        details.append(_BOX.sub("", line).strip())
-        if len(details) >= 12:
-            break
-    text = head
-    sep = ": "
-    for d in details:
-        d = " ".join(d.split())
-        if not d:
-            continue
-        text += sep + d
-        sep = " " if d.endswith(":") else "; "
-    text = text.replace(":: ", ": ")
-    return text if len(text) <= 1200 else text[:1197] + "..."
-
-
 @dataclass
 class _Run:
     returncode: int
@@ -241,8 +194,16 @@ class _Run:
 
 
 def _run(
-    argv: Sequence[str], env: Mapping[str, str], cwd: Path | None = None, timeout: float = _STAGE_TIMEOUT
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    timeout: float = _STAGE_TIMEOUT,
+    on_line: Log | None = None,
 ) -> _Run:
+    """Run a command to its end (or `timeout`); with `on_line`, stdout and stderr are read together,
+    line by line as the command prints them, and each line is handed to `on_line`."""
+    if on_line is not None:
+        return _run_streaming(argv, env, cwd, timeout, on_line)
     t0 = time.monotonic()
     try:
         proc = subprocess.run(
@@ -262,6 +223,73 @@ def _run(
         err = e.stderr if isinstance(e.stderr, str) else ""
         return _Run(124, out, err + f"\nerror: timed out after {timeout:.0f} s", time.monotonic() - t0)
     return _Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+
+
+def _run_streaming(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path | None, timeout: float, on_line: Log
+) -> _Run:
+    import threading
+
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            bufsize=1,
+        )
+    except FileNotFoundError as e:
+        return _Run(127, "", f"error: {argv[0]}: {e.strerror}", time.monotonic() - t0)
+    lines: list[str] = []
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            with contextlib.suppress(Exception):  # a broken display must not break the install
+                on_line(line.rstrip("\r\n"))
+
+    reader = threading.Thread(target=pump, name="installer-output", daemon=True)
+    reader.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        reader.join(timeout=5)
+        return _Run(124, "".join(lines), f"error: timed out after {timeout:.0f} s", time.monotonic() - t0)
+    reader.join(timeout=30)
+    return _Run(code, "".join(lines), "", time.monotonic() - t0)
+
+
+_PROGRESS_URL = re.compile(r"\b(?:https?|file)://\S+")
+_PROGRESS_FILE_URL = re.compile(r"\.(whl|tar\.gz|zip|tar\.bz2|metadata)(#\S*)?$")
+_PROGRESS_PATH = re.compile(r"(?<![\w:/.])(?:/[^\s/()'\"]+)+/([^\s/()'\"]+)")
+
+
+def progress_line(installer: str, line: str) -> str | None:
+    """One line of installer output as a progress line ("pip: Downloading alpha-1.0-py3-none-any.whl
+    (1.2 kB)"): artifact URLs and absolute paths shortened to their file name, credentials never
+    shown; None for a blank line."""
+    text = line.strip()
+    if not text:
+        return None
+
+    def short(m: re.Match[str]) -> str:
+        url = m.group(0).rstrip("):,")
+        rest = m.group(0)[len(url) :]
+        if _PROGRESS_FILE_URL.search(url):
+            return url.rsplit("/", 1)[-1].split("#", 1)[0] + rest
+        return redact(url) + rest
+
+    text = _PROGRESS_PATH.sub(lambda m: m.group(1), _PROGRESS_URL.sub(short, text))
+    text = redact(text)
+    return f"{installer}: {text if len(text) <= 160 else text[:157] + '...'}"
 
 
 def _tail(text: str, n: int = 20) -> list[str]:
@@ -284,6 +312,8 @@ class RebuildPlan:
     bundle_sums: Path | None
     force: bool = False
     credential_names: list[str] = field(default_factory=list)
+    #: Why this platform, when --platform was not given ("" when it was).
+    platform_reason: str = ""
 
 
 def locate_manifest(source: str | Path) -> Path:
@@ -427,7 +457,20 @@ def plan_rebuild(
         bundle_sums=sums if sums.is_file() else None,
         force=force,
         credential_names=credential_names(manifest, reqs.read_text(encoding="utf-8", errors="replace")),
+        platform_reason="" if platform is not None else platform_reason(manifest, plat),
     )
+
+
+def platform_reason(manifest: Manifest, plat: Platform) -> str:
+    """Why `choose_platform` picked `plat` for this machine, in words."""
+    host = f"{os_of_sys_platform(sys.platform)} {norm_arch(_platform.machine())}"
+    why = f"matches this {host} machine"
+    if plat.backend is not None and _backend_kind(plat.backend) != "cpu":
+        why += f" and its {_backend_kind(plat.backend)} devices"
+    others = [p.name for p in manifest.platform if p.name != plat.name]
+    if others:
+        why += f" (pass --platform to choose another: {', '.join(others)})"
+    return why
 
 
 # --- stages ------------------------------------------------------------------------------------
@@ -539,10 +582,16 @@ def select_interpreter(
     return Step.passed(LAYER, "interpreter", expected=expected, observed=observed), chosen
 
 
-def install_command(plan: RebuildPlan, py: Path, uv: str | None) -> list[str]:
-    """The installer command line of a rebuild plan (see `install_argv`)."""
+def install_command(plan: RebuildPlan, py: Path, uv: str | None, extra: Sequence[str] = ()) -> list[str]:
+    """The installer command line of a rebuild plan (see `install_argv`); `extra` are the network
+    arguments (`InstallerEnvironment.args`)."""
     return install_argv(
-        plan.installer, str(py), str(plan.requirements), allow_sdist=plan.manifest.packages.allow_sdist, uv=uv
+        plan.installer,
+        str(py),
+        str(plan.requirements),
+        allow_sdist=plan.manifest.packages.allow_sdist,
+        uv=uv,
+        extra=extra,
     )
 
 
@@ -553,9 +602,11 @@ def install_argv(
     *,
     allow_sdist: Sequence[str],
     uv: str | None = None,
+    extra: Sequence[str] = (),
 ) -> list[str]:
     """The one command that installs a lock file into a fresh environment: rebuild runs it, and
-    REBUILD.md prints it. Binary-only unless the manifest allows some sdists (`allow_sdist`)."""
+    REBUILD.md prints it. Binary-only unless the manifest allows some sdists (`allow_sdist`).
+    `extra`: the network arguments of `kernodeck.installer_env` (before `-r`)."""
     only_binary = not allow_sdist
     if installer == "uv":
         argv = [
@@ -571,30 +622,21 @@ def install_argv(
         argv += ["--index-strategy", "unsafe-best-match"]  # every artifact is pinned by hash anyway
         if only_binary:
             argv += ["--only-binary", ":all:"]
-        return [*argv, "-r", requirements]
+        return [*argv, *extra, "-r", requirements]
     argv = [python, "-m", "pip", "install", "--isolated", "--no-input", "--disable-pip-version-check"]
     argv += ["--require-hashes", "--no-deps"]
     if only_binary:
         argv += ["--only-binary", ":all:"]
-    return [*argv, "-r", requirements]
+    return [*argv, *extra, "-r", requirements]
 
 
-def clean_environment(environ: Mapping[str, str], keep: Sequence[str]) -> dict[str, str]:
-    """The environment of every step in the new venv: the basics, the manifest's credential
-    variables, and settings that keep pip and uv away from the user's configuration."""
-    from kernodeck.scrub import reduced_environment
-
-    env = reduced_environment(environ, keep)
-    env.update(
-        {
-            "PIP_CONFIG_FILE": os.devnull,
-            "PIP_NO_INPUT": "1",
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "PYTHONNOUSERSITE": "1",
-            "UV_NO_CONFIG": "1",
-        }
-    )
-    return env
+def clean_environment(
+    environ: Mapping[str, str], keep: Sequence[str], installer: Installer = "pip"
+) -> InstallerEnvironment:
+    """The environment of every step in the new venv, and the network arguments of the install:
+    owned by `kernodeck.installer_env` (basics, network reach, the manifest's credential
+    variables; isolated from the user's pip and uv configuration)."""
+    return installer_environment(environ, keep, installer=installer)
 
 
 def _skip_rest(report: Report, names: Sequence[str], why: str) -> None:
@@ -627,7 +669,7 @@ def _pretty_argv(plan: RebuildPlan, argv: Sequence[str]) -> list[str]:
         elif os.path.isabs(a):
             out.append(Path(a).name)
         else:
-            out.append(a)
+            out.append(redact(a))
     return out
 
 
@@ -654,9 +696,13 @@ def run_rebuild(
     verify: VerifyFn | None = None,
     inventory_path: Path | None = None,
     log: Log | None = None,
+    progress: Log | None = None,
 ) -> Report:
-    """Run every stage of a planned rebuild; never raises for a failing stage (it is a Step)."""
+    """Run every stage of a planned rebuild; never raises for a failing stage (it is a Step).
+    `log` gets a line as each stage starts; `progress` gets the installer's output while it
+    installs, one `progress_line` at a time. Neither changes the report."""
     env_in = dict(os.environ if environ is None else environ)
+    ienv = clean_environment(env_in, plan.credential_names, plan.installer)
     m = plan.manifest
     report = Report(
         kind="rebuild",
@@ -669,7 +715,7 @@ def run_rebuild(
             "python": plan.python_request or (plan.platform.python or m.python.version),
             "requirements": plan.requirements.name,
             "compute": compute,
-            "environment-passed": sorted(clean_environment(env_in, plan.credential_names)),
+            "environment-passed": sorted(ienv.env),
         },
     )
     stages = ["venv", "pip-version", "install", "contract", "inventory", "verify"]
@@ -691,9 +737,10 @@ def run_rebuild(
         report.add(step)
     if interp is None:
         _skip_rest(report, stages, "no suitable interpreter; nothing was created")
+        report.refused = step.error or "no suitable interpreter"
         return report
 
-    env = clean_environment(env_in, plan.credential_names)
+    env = ienv.env
     py = venv_python(plan.dest)
 
     # venv
@@ -759,22 +806,39 @@ def run_rebuild(
         if plan.installer == "uv" and uv is None:
             run = _Run(127, "", "error: uv not found next to this Python or on PATH", 0.0)
         else:
-            argv = install_command(plan, py, uv)
-            run = _run(argv, env, cwd=plan.requirements.parent)
-    install_details = {
-        "command": _pretty_argv(plan, install_command(plan, py, uv)),
+            argv = install_command(plan, py, uv, ienv.args(plan.installer))
+            stream = None
+            if progress is not None:
+                show = progress
+
+                def stream(line: str) -> None:
+                    shown = progress_line(plan.installer, line)
+                    if shown is not None:
+                        show(shown)
+
+            run = _run(argv, env, cwd=plan.requirements.parent, on_line=stream)
+    install_details: dict[str, Any] = {
+        "command": _pretty_argv(plan, install_command(plan, py, uv, ienv.args(plan.installer))),
         "environment": sorted(env),
         "returncode": run.returncode,
     }
+    if ienv.settings.describe():
+        install_details["network"] = ienv.settings.describe()
+    if ienv.dropped:
+        install_details["not-passed"] = ienv.dropped
+    if ienv.settings.ignored:
+        install_details["network-ignored"] = list(ienv.settings.ignored)
     if run.returncode != 0:
         install_details["output"] = _tail(run.output)
+        cause = _install_cause(plan, run, py, uv, ienv, install_details)
+        install_details["cause"] = cause.kind
         report.add(
             Step.failed(
                 LAYER,
                 "install",
-                first_error(run.output),
+                cause.error,
                 expected=f"every pin of {plan.requirements.name} installed with matching hashes",
-                hint=_install_hint(run.output, plan),
+                hint=cause.hint,
                 details=install_details,
                 seconds=round(run.seconds, 3),
             )
@@ -867,17 +931,38 @@ def run_rebuild(
     return report
 
 
-def _install_hint(output: str, plan: RebuildPlan) -> str:
-    if "DO NOT MATCH THE HASHES" in output or "Hash mismatch" in output:
-        return (
-            "an artifact on the index is not the one that was locked: find out why it changed before "
-            f"re-locking (kernodeck lock --platform {plan.platform.name})"
+def _install_cause(
+    plan: RebuildPlan,
+    run: _Run,
+    py: Path,
+    uv: str | None,
+    ienv: InstallerEnvironment,
+    details: dict[str, Any],
+) -> InstallerCause:
+    """The real cause of a failed install. pip prints HTTP errors (401, 403) and wheels skipped for
+    their tags only with -vv, so when its output names no cause the same install is run again with
+    -vv (it fails as fast) and the cause is read from that."""
+
+    def pick(output: str) -> InstallerCause:
+        return installer_cause(
+            output,
+            installer=plan.installer,
+            requirements=plan.requirements.name,
+            platform=plan.platform.name,
+            credentials=plan.credential_names,
         )
-    if "No matching distribution" in output or "not find a version" in output.lower():
-        return "the index does not serve a locked artifact; check the index and its credentials"
-    if "Hashes are required" in output or "missing hash" in output.lower():
-        return f"{plan.requirements.name} has a pin without --hash; regenerate it with kernodeck lock"
-    return "read the installer output in this step's details"
+
+    cause = pick(run.output)
+    if plan.installer != "pip" or cause.kind not in ("not-found", "other") or run.returncode == 124:
+        return cause
+    argv = install_command(plan, py, uv, ienv.args(plan.installer))
+    at = argv.index("install") + 1
+    diag = _run([*argv[:at], "-vv", *argv[at:]], ienv.env, cwd=plan.requirements.parent, timeout=600)
+    better = pick(diag.output)
+    if better.kind in ("not-found", "other"):
+        return cause
+    details["diagnosis"] = f"pip install -vv: {better.kind}"
+    return better
 
 
 def _verify_rebuilt(
@@ -910,9 +995,16 @@ def rebuild(
     verify: VerifyFn | None = None,
     inventory_path: Path | None = None,
     log: Log | None = None,
+    progress: Log | None = None,
 ) -> Report:
     """Plan (usage errors raise) and run (stage failures are Steps) a rebuild."""
     plan = plan_rebuild(source, dest=dest, python=python, platform=platform, installer=installer, force=force)
     return run_rebuild(
-        plan, environ=environ, compute=compute, verify=verify, inventory_path=inventory_path, log=log
+        plan,
+        environ=environ,
+        compute=compute,
+        verify=verify,
+        inventory_path=inventory_path,
+        log=log,
+        progress=progress,
     )

@@ -83,6 +83,9 @@ class Report(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     inventory: dict[str, Any] = Field(default_factory=dict)
     settings: dict[str, Any] = Field(default_factory=dict)
+    #: Why the run was refused as bad input before it changed anything (exit 2), e.g. an
+    #: interpreter that does not satisfy [python]; None for a run that went ahead.
+    refused: str | None = None
 
     def add(self, *steps: Step) -> None:
         self.steps.extend(steps)
@@ -93,6 +96,15 @@ class Report(BaseModel):
     @property
     def ok(self) -> bool:
         return not any(s.status is Status.FAILED and s.required for s in self.steps)
+
+    @property
+    def exit_code(self) -> int:
+        """2 when the run was refused as bad input, else 0 when every required step passed, else 1."""
+        from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
+        if self.refused is not None:
+            return EXIT_USAGE
+        return EXIT_OK if self.ok else EXIT_FAILED
 
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Status}

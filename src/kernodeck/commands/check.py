@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 
 from kernodeck.commands.options import DEFAULT_MANIFEST, deprecated, manifest_file, report_options
-from kernodeck.errors import EXIT_FAILED, EXIT_OK
 from kernodeck.render.output import OutputOptions
 
 RESUME = "resume"
@@ -124,4 +123,4 @@ def check(
             click.echo(report.to_json(), nl=False)
         else:
             report.write_json(json_out)
-    click.get_current_context().exit(EXIT_OK if report.ok else EXIT_FAILED)
+    click.get_current_context().exit(report.exit_code)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from kernodeck.commands.options import DEFAULT_MANIFEST, deprecated, manifest_argument, report_options
-from kernodeck.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from kernodeck.errors import EXIT_OK
 from kernodeck.render.output import OutputOptions
 
 
@@ -54,6 +55,8 @@ def rebuild(
     Creates a fresh venv at --dest, then calls its interpreter explicitly to print pip's version,
     install the platform's requirements with --require-hashes --no-deps in an isolated run, check
     the dependency contract, write installed-after.txt, and verify (application checks included).
+    While the installer runs, its output is shown as it comes: a status line on a terminal, plain
+    "  pip: ..." lines otherwise (--quiet: nothing).
     """
     from kernodeck.rebuild import plan_rebuild, run_rebuild
     from kernodeck.render import emit
@@ -68,23 +71,67 @@ def rebuild(
         installer="uv" if installer == "uv" else "pip",
         force=force,
     )
-    click.echo(
+    display = _StageDisplay(quiet=output.quiet)
+    display.log(
         f"rebuilding {plan.manifest.reference.name} {plan.manifest.reference.id} for {plan.platform.name} "
-        f"into {dest} with {installer}",
-        err=True,
+        f"into {dest} with {installer}"
     )
-    report = run_rebuild(plan, compute=not no_compute, log=lambda msg: click.echo(msg, err=True))
+    if plan.platform_reason:
+        display.log(f"platform {plan.platform.name}: {plan.platform_reason}")
+    try:
+        report = run_rebuild(plan, compute=not no_compute, log=display.log, progress=display.progress)
+    finally:
+        display.close()
     pip_step = next((s for s in report.steps if s.layer == "rebuild" and s.name == "pip-version"), None)
-    if pip_step is not None and pip_step.status is Status.PASSED:
+    if pip_step is not None and pip_step.status is Status.PASSED and not output.quiet:
         click.echo(f"pip --version: {pip_step.observed}", err=to_stdout)
     if json_out is not None:
         write_json_report(report, json_out)
     emit(report, output, sys.stderr if to_stdout else sys.stdout)
-    interp = next((s for s in report.steps if s.layer == "rebuild" and s.name == "interpreter"), None)
-    if interp is not None and interp.status is Status.FAILED:
-        # the chosen interpreter does not satisfy [python]: refused before anything was created
-        click.get_current_context().exit(EXIT_USAGE)
-    click.get_current_context().exit(EXIT_OK if report.ok else EXIT_FAILED)
+    click.get_current_context().exit(report.exit_code)
+
+
+class _StageDisplay:
+    """Rebuild's stage lines and installer progress on stderr: a rich status line that follows the
+    installer on a terminal, plain indented lines otherwise, nothing with --quiet."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self._status: Any = None
+        self._console: Any = None
+        if self.tty and not quiet:
+            from rich.console import Console
+
+            self._console = Console(stderr=True, highlight=False)
+
+    def log(self, message: str) -> None:
+        if self.quiet:
+            return
+        self._stop()
+        click.echo(message, err=True)
+
+    def progress(self, line: str) -> None:
+        if self.quiet:
+            return
+        if self._console is None:
+            click.echo(f"  {line}", err=True)
+            return
+        from rich.markup import escape
+
+        if self._status is None:
+            self._status = self._console.status(escape(line))
+            self._status.start()
+        else:
+            self._status.update(escape(line))
+
+    def _stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def close(self) -> None:
+        self._stop()
 
 
 @click.command()

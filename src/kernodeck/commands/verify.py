@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from kernodeck.commands.options import report_options
-from kernodeck.errors import EXIT_FAILED, EXIT_OK
 from kernodeck.render.output import OutputOptions
 
 
@@ -131,7 +130,7 @@ def verify(
     if json_out is not None:
         write_json_report(report, json_out)
     emit(report, output, sys.stderr if json_out == "-" else sys.stdout)
-    sys.exit(EXIT_OK if report.ok else EXIT_FAILED)
+    sys.exit(report.exit_code)
 
 
 @click.command()
