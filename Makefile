@@ -19,6 +19,7 @@ $(STAMP): $(PY) pyproject.toml
 	@# headless Chromium for the HTML report's browser tests (Debian's package); never fails make
 	-@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    { apt-get update -qq >/dev/null 2>&1 || true; } && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1; } || \
 	  echo "note: chromium is not installed (apt-get install chromium); the browser tests will skip"
 	touch $(STAMP)
