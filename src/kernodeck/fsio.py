@@ -5,6 +5,13 @@ Every write goes to a uniquely named temporary file beside the target (`.<name>.
 is flushed (and by default fsynced), then renamed over the target. A failed write removes its
 temporary file and leaves the target as it was.
 
+A set of files that belong together (the lock files of every platform) is written with
+`write_set`: every file is staged first, a journal beside them names the set, then the files are
+renamed into place and the journal removed. A run killed between two renames leaves the journal:
+the next `write_set` (or `recover_set`) in that folder finishes the renames, so the folder holds
+either the whole old set or the whole new set, and `interrupted_set` lets a reader tell. Leftover
+temporary files of earlier runs are removed then too.
+
 Reading a file whose bytes are data (a manifest, a dataset) goes through `open_regular` /
 `read_regular`: a FIFO or a device is refused instead of read for ever.
 """
@@ -14,8 +21,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import json
 import os
+import re
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from kernodeck.errors import EXIT_FAILED, KernodeckError
@@ -68,6 +78,123 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> None:
     """Write UTF-8 `text` to `path` atomically."""
     atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+# --- sets of files --------------------------------------------------------------------------------
+
+#: The journal of a set being written, in the set's folder.
+SET_JOURNAL = ".kernodeck-write-set.json"
+
+
+def _stage(target: Path, data: bytes) -> Path:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TMP_SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFull(target.parent, e) from None
+        raise
+    return Path(tmp)
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """One writer of sets per folder at a time (an advisory lock on the folder itself, where the
+    platform has one)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks on folders; sets are still journalled
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _fsync_folder(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def interrupted_set(folder: Path) -> bool:
+    """Whether a set write in `folder` was interrupted between its renames (a mixed set)."""
+    return (folder / SET_JOURNAL).is_file()
+
+
+def recover_set(folder: Path, owned: Callable[[str], bool]) -> list[str]:
+    """Finish an interrupted set write in `folder` (rename what is still staged) and remove
+    leftover temporary files of targets `owned` names. Returns the targets it finished.
+    Call with the folder lock held, or from a single writer."""
+    done: list[str] = []
+    journal = folder / SET_JOURNAL
+    if journal.is_file():
+        try:
+            entries = json.loads(journal.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            entries = []
+        for entry in entries if isinstance(entries, list) else []:
+            if not (isinstance(entry, dict) and isinstance(entry.get("target"), str)):
+                continue
+            target, temp = folder / Path(entry["target"]).name, folder / Path(str(entry.get("temp"))).name
+            if temp.is_file():
+                os.replace(temp, target)
+                done.append(target.name)
+        journal.unlink(missing_ok=True)
+        _fsync_folder(folder)
+    leftover = re.compile(r"^\.(?P<name>.+)\.[^.]+" + re.escape(TMP_SUFFIX) + "$")
+    with contextlib.suppress(OSError):
+        for p in folder.iterdir():
+            m = leftover.match(p.name)
+            if m and owned(m["name"]) and p.is_file():
+                with contextlib.suppress(OSError):
+                    p.unlink()
+    return done
+
+
+def write_set(
+    folder: Path,
+    files: Sequence[tuple[str, bytes]],
+    owned: Callable[[str], bool],
+    *,
+    before_rename: Callable[[int], None] | None = None,
+) -> None:
+    """Write `files` ({name in folder: content}) so that the folder shows the whole old set or
+    the whole new set: stage all, journal, rename each, drop the journal. An earlier interrupted
+    set in the folder is finished first and leftover temporary files of `owned` names removed.
+    (`before_rename(i)` is a test hook, called before the i-th rename.)"""
+    folder.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(folder):
+        recover_set(folder, owned)
+        staged: list[tuple[Path, Path]] = []
+        try:
+            for name, data in files:
+                target = folder / name
+                staged.append((target, _stage(target, data)))
+            journal = [{"target": t.name, "temp": tmp.name} for t, tmp in staged]
+            atomic_write_text(folder / SET_JOURNAL, json.dumps(journal, indent=1) + "\n")
+        except BaseException:
+            for _t, tmp in staged:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            raise
+        for i, (target, tmp) in enumerate(staged):
+            if before_rename is not None:
+                before_rename(i)
+            os.replace(tmp, target)
+        (folder / SET_JOURNAL).unlink(missing_ok=True)
+        _fsync_folder(folder)
 
 
 class NotRegularFile(OSError):

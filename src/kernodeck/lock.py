@@ -61,9 +61,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.errors import EXIT_USAGE, KernodeckError, ResolutionError, UsageError
-from kernodeck.fsio import atomic_write_text
+from kernodeck.fsio import interrupted_set, write_set
 from kernodeck.index.cache import DEFAULT_PAGE_TTL, IndexCache, default_cache_dir, page_is_fresh
-from kernodeck.lockfile.names import pylock_filename, requirements_filename
+from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
 from kernodeck.lockfile.write import (
     IndexLine,
     LockedFile,
@@ -853,6 +853,7 @@ def _finish(
     out: list[PlatformResult] = []
     pending: list[tuple[Path, str]] = []
     targets = {t.name: t for t in _targets(manifest, names)} if check else {}
+    torn = check and interrupted_set(out_dir)
     for name in names:
         r = rendered[name]
         text = r.text
@@ -874,9 +875,14 @@ def _finish(
                     pending.append((fpath, content))
                 elif old is not None:
                     reasons.extend(_stale_reasons(old, content, manifest, targets[name], fpath.suffix))
+        if torn:
+            reasons.append(
+                "an earlier `kernodeck lock` was interrupted while it replaced the files: they may be a mix"
+                " of two runs; run `kernodeck lock` to finish it"
+            )
         status: Status
         if check:
-            status = "fresh" if not diffs else ("missing" if missing else "stale")
+            status = "fresh" if not diffs and not torn else ("missing" if missing else "stale")
         else:
             status = "written" if diffs else "unchanged"
         out.append(
@@ -894,8 +900,9 @@ def _finish(
                 warnings=tuple(r.warnings),
             )
         )
-    for fpath, content in pending:
-        atomic_write_text(fpath, content)
+    if not check:
+        # every file of this lock moves together: the whole old set or the whole new set
+        write_set(out_dir, [(f.name, c.encode("utf-8")) for f, c in pending], is_lock_file)
     return LockResult(
         manifest_path=path,
         platforms=tuple(out),

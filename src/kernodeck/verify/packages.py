@@ -254,6 +254,20 @@ def _wrong_environment_step(missing: list[Pin], pins: int, ctx: Context, lock_na
 
 
 def _stale(lock: LockFile, ctx: Context) -> list[Step]:
+    from kernodeck.fsio import interrupted_set
+
+    if interrupted_set(lock.path.parent):
+        return [
+            Step.warning(
+                LAYER,
+                "lock-current",
+                f"an earlier `kernodeck lock` was interrupted while it replaced the files beside "
+                f"{ctx.manifest_file.name}: {lock.path.name} may come from another run than the others",
+                hint="kernodeck lock (it finishes the interrupted set)",
+                required=False,
+                details={"cause": "interrupted-lock"},
+            )
+        ]
     what = "changed"
     if lock.lock_inputs_sha256 and ctx.platform is not None:
         from kernodeck.lockinputs import current_lock_inputs
