@@ -4,6 +4,7 @@ that resets every HTTP/2 stream five times over."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,9 @@ def test_stream_resets_fall_back_to_http11_and_the_lock_succeeds(
     f.add_wheel("bar", "1.0")
     ca = tmp_path / "ca.pem"
     with H2ResetServer(f, resets=5, ca_file=ca) as srv:
+        for other in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_DIR"):
+            monkeypatch.delenv(other, raising=False)  # the machine's own CA settings come first
+        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
         monkeypatch.setenv("SSL_CERT_FILE", str(ca))
         m = write_manifest(tmp_path / "proj", requirements=["foo"], default_url=srv.url())
         lock(m, tmp_path / "cache")

@@ -36,6 +36,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import ssl
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -172,6 +173,26 @@ class ClientStats:
         return asdict(self)
 
 
+def network_reach(environ: Mapping[str, str] | None = None) -> tuple[ssl.SSLContext | bool, str | None]:
+    """(TLS verification, proxy) for the index client, from the same settings the installer runs
+    keep (kernodeck.installer_env): the user's CA bundle and client certificate, and pip's proxy
+    setting (None: the HTTP(S)_PROXY / NO_PROXY variables apply)."""
+    from kernodeck.installer_env import network_settings
+
+    net = network_settings(os.environ if environ is None else environ)
+    verify: ssl.SSLContext | bool = True
+    if net.ca is not None or net.client_cert is not None:
+        ca = net.ca.value if net.ca is not None else None
+        ctx = ssl.create_default_context(
+            cafile=ca if ca and not os.path.isdir(ca) else None,
+            capath=ca if ca and os.path.isdir(ca) else None,
+        )
+        if net.client_cert is not None:
+            ctx.load_cert_chain(net.client_cert.value)
+        verify = ctx
+    return verify, (net.proxy.value if net.proxy is not None else None)
+
+
 def _h2_available() -> bool:
     try:
         import h2  # noqa: F401
@@ -243,21 +264,27 @@ class IndexClient:
             max_connections=max(16, self.concurrency * 2), max_keepalive_connections=self.concurrency
         )
         own = transport is None
-        if transport is None:
-            transport = httpx.HTTPTransport(http2=_h2_available(), retries=2, limits=limits)
+        # How this machine reaches the network, as the user's own pip would (CA bundle from
+        # PIP_CERT / pip's `cert` / REQUESTS_CA_BUNDLE / SSL_CERT_FILE, client certificate, proxy
+        # from pip's `proxy`, else HTTP(S)_PROXY / NO_PROXY): how to reach, never what to lock.
+        verify, proxy = network_reach() if own else (True, None)
 
-        def client(t: httpx.BaseTransport) -> httpx.Client:
+        def client(t: httpx.BaseTransport | None, *, http2: bool) -> httpx.Client:
             return httpx.Client(
                 transport=t,
+                http2=http2,
+                limits=limits,
+                verify=verify,
+                proxy=proxy,
                 timeout=httpx.Timeout(read_timeout, connect=min(15.0, read_timeout)),
                 follow_redirects=True,
                 headers={"User-Agent": f"kernodeck/{__version__}"},
-                trust_env=True,
+                trust_env=True,  # with no transport given, HTTP(S)_PROXY and NO_PROXY apply
             )
 
-        self._http = client(transport)
+        self._http = client(transport, http2=_h2_available())
         # fresh HTTP/1.1 connections for retries after a broken stream, and for hosts that reset
-        self._h1 = client(httpx.HTTPTransport(http2=False, retries=2, limits=limits)) if own else self._http
+        self._h1 = client(None, http2=False) if own else self._http
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

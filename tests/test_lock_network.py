@@ -1,0 +1,99 @@
+"""`kernodeck lock` reaches an index the way the user's own pip would: the CA bundle from PIP_CERT,
+pip's `cert` setting, REQUESTS_CA_BUNDLE or SSL_CERT_FILE, and the HTTPS_PROXY of the machine —
+how the network is reached, never what is written."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kernodeck.errors import KernodeckError
+from kernodeck.lock import lock_manifest
+from kernodeck.lockfile.names import requirements_filename
+from tests.fixtures.connect_proxy import ConnectProxy
+from tests.fixtures.index_factory import IndexFactory, Server
+from tests.fixtures.test_ca import TestCA
+
+CA_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT")
+PROXY_VARIABLES = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+
+
+@pytest.fixture
+def https_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Server, TestCA]]:
+    for name in (*CA_VARIABLES, *PROXY_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
+    ca = TestCA(tmp_path / "ca")
+    factory = IndexFactory(tmp_path / "index")
+    factory.add_wheel("alpha", "1.0", requires=["beta>=2"])
+    factory.add_wheel("beta", "2.0")
+    with factory.serve(ssl_context=ca.server_context()) as srv:
+        proj = tmp_path / "proj"
+        proj.mkdir()
+        (proj / "repro.toml").write_text(
+            'schema-version = 1\n[reference]\nname = "tls"\nid = "1"\n[python]\nversion = "3.11"\n'
+            f'[packages]\nrequirements = ["alpha"]\n[[packages.index]]\nname = "corp"\nurl = "{srv.url()}"\n'
+            'default = true\n[[platform]]\nname = "here"\nos = "linux"\narch = "x86_64"\n'
+        )
+        yield proj, srv, ca
+
+
+def _pins(proj: Path) -> str:
+    return (proj / requirements_filename("here")).read_text()
+
+
+@pytest.mark.parametrize("variable", ["PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"])
+def test_the_ca_from_the_environment_is_trusted(
+    https_project: tuple[Path, Server, TestCA], variable: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    proj, _srv, ca = https_project
+    monkeypatch.setenv(variable, str(ca.ca_pem))
+    lock_manifest(proj, cache_dir=tmp_path / "cache")
+    assert "alpha==1.0" in _pins(proj) and "beta==2.0" in _pins(proj)
+
+
+def test_the_ca_from_pips_cert_setting_is_trusted(
+    https_project: tuple[Path, Server, TestCA], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    proj, _srv, ca = https_project
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\ncert = {ca.ca_pem}\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    lock_manifest(proj, cache_dir=tmp_path / "cache")
+    assert "alpha==1.0" in _pins(proj)
+
+
+def test_without_the_ca_the_error_says_certificate(
+    https_project: tuple[Path, Server, TestCA], tmp_path: Path
+) -> None:
+    proj, _srv, _ca = https_project
+    with pytest.raises(KernodeckError) as err:
+        lock_manifest(proj, cache_dir=tmp_path / "cache")
+    assert "certificate" in str(err.value).lower() or "certificate" in str(err.value.context).lower()
+    assert not (proj / requirements_filename("here")).exists()
+
+
+def test_the_machines_https_proxy_is_used(
+    https_project: tuple[Path, Server, TestCA], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    proj, _srv, ca = https_project
+    proxy = ConnectProxy()
+    try:
+        monkeypatch.setenv("PIP_CERT", str(ca.ca_pem))
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        lock_manifest(proj, cache_dir=tmp_path / "cache")
+        assert proxy.connects, "the lock did not go through the proxy"
+        assert all(c.startswith("127.0.0.1:") for c in proxy.connects)
+        assert "alpha==1.0" in _pins(proj)
+        assert proxy.url not in _pins(proj)  # how the network is reached is never written
+    finally:
+        proxy.close()
