@@ -115,6 +115,14 @@ def test_output_dir_and_pylock(project: Path, tmp_path: Path) -> None:
         "requirements-rebuild-windows.txt",
     ]
     assert not (project.parent / requirements_filename("linux")).exists()
+    # the PEP 751 files a real lock writes are valid for packaging's own model
+    import tomllib
+
+    from packaging.pylock import Pylock
+
+    for name in ("pylock.linux.toml", "pylock.windows.toml"):
+        lock = Pylock.from_dict(tomllib.loads((out / name).read_text()))
+        assert lock.packages and all(p.wheels for p in lock.packages)
 
 
 def test_offline_uses_the_cache(

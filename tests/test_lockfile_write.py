@@ -163,3 +163,8 @@ def test_pylock_is_pep751_shaped() -> None:
     assert fl["wheels"][0]["upload-time"] == datetime(2025, 1, 29, tzinfo=timezone.utc)
     assert fl["wheels"][0]["size"] == 123
     assert "${" not in text
+    # packaging's own PEP 751 model accepts it
+    from packaging.pylock import Pylock
+
+    lock = Pylock.from_dict(doc)
+    assert [p.name for p in lock.packages] == ["filelock", "torch"]
