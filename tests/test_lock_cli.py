@@ -117,7 +117,6 @@ def test_output_dir_and_pylock(project: Path, tmp_path: Path) -> None:
     assert not (project.parent / requirements_filename("linux")).exists()
     # the PEP 751 files a real lock writes are valid for packaging's own model
     import tomllib
-
     from packaging.pylock import Pylock
 
     for name in ("pylock.linux.toml", "pylock.windows.toml"):
