@@ -174,7 +174,7 @@ def main() -> None:
         rows_big.append(("uv pip check, .venv", med))
 
     # fingerprint throughput
-    big_file = work / "data" / "big.bin"
+    big_file = work / "project" / "data" / "big.bin"  # inside the project: data paths stay there
     big_file.parent.mkdir(exist_ok=True)
     size = int(args.size_gb * (1 << 30))
     if not big_file.exists() or big_file.stat().st_size != size:
