@@ -242,3 +242,26 @@ def test_verify_warns_only_when_the_lock_inputs_changed(project: Path) -> None:
     assert "changed its lock inputs since requirements-rebuild-linux.txt was written" in (
         steps[0].error or ""
     )
+
+
+def test_values_at_their_defaults_do_not_count() -> None:
+    """A key written at its default and the same key left out give one digest, so a Kernodeck that
+    learns a new key (with a default) leaves every existing lock fresh."""
+    from kernodeck.lockinputs import lock_inputs_sha256
+    from kernodeck.manifest.load import loads_manifest
+
+    base = (
+        'schema-version = 1\n[reference]\nname = "d"\nid = "1"\n[python]\nversion = "3.11"\n'
+        '[packages]\nrequirements = ["a"]\n{extra}\n[[platform]]\nname = "p"\nos = "linux"\narch = "x86_64"\n'
+    )
+    plain = loads_manifest(base.format(extra=""), "repro.toml")
+    explicit = loads_manifest(
+        base.format(extra='same-versions = "prefer"\nprereleases = false\nconstraints = []'), "repro.toml"
+    )
+    changed = loads_manifest(base.format(extra='same-versions = "no"'), "repro.toml")
+
+    def digest(m: object) -> str:
+        return lock_inputs_sha256(m, "p", default_index="https://index.invalid/simple")  # type: ignore[arg-type]
+
+    assert digest(plain) == digest(explicit)
+    assert digest(plain) != digest(changed)

@@ -39,7 +39,7 @@ def _platform_doc(manifest: Manifest, name: str) -> dict[str, Any]:
     p = manifest.get_platform(name)
     if p is None:
         raise KeyError(name)
-    return p.model_dump(mode="json", by_alias=True)
+    return p.model_dump(mode="json", by_alias=True, exclude_defaults=True)
 
 
 def lock_inputs(
@@ -56,7 +56,9 @@ def lock_inputs(
     from kernodeck.lockfile.write import format_time
 
     pk = manifest.packages
-    packages = pk.model_dump(mode="json", by_alias=True)
+    # Values left at their defaults are left out, so a Kernodeck that learns a new key does not
+    # make every existing lock stale.
+    packages = pk.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     # The order of requirements and constraints cannot change a pin; the order of indexes can.
     packages["requirements"] = sorted(pk.requirements)
     packages["constraints"] = sorted(pk.constraints)
@@ -64,7 +66,7 @@ def lock_inputs(
     packages["exclude-newer"] = format_time(pk.exclude_newer) if pk.exclude_newer else None
     doc: dict[str, Any] = {
         "format": LOCK_INPUTS_FORMAT,
-        "python": manifest.python.model_dump(mode="json", by_alias=True),
+        "python": manifest.python.model_dump(mode="json", by_alias=True, exclude_defaults=True),
         "packages": packages,
         "platform": _platform_doc(manifest, platform),
         "backend-table": {"torch-family": sorted(TORCH_FAMILY), "pytorch-index": PYTORCH_INDEX_BASE},
@@ -74,7 +76,8 @@ def lock_inputs(
     if pk.same_versions != "no":
         # Platforms resolved jointly: any platform can move this one's versions.
         doc["platforms"] = sorted(
-            (p.model_dump(mode="json", by_alias=True) for p in manifest.platform), key=lambda d: d["name"]
+            (p.model_dump(mode="json", by_alias=True, exclude_defaults=True) for p in manifest.platform),
+            key=lambda d: d["name"],
         )
     return doc
 
