@@ -16,7 +16,7 @@ from kernodeck import selfwheel
 from kernodeck.bundle import BundleError, report_markdown, verify_bundle, write_bundle
 from kernodeck.cli import cli
 from kernodeck.report import Report, Step
-from kernodeck.scrub import Scrubber, is_secret_name, reduced_environment
+from kernodeck.scrub import Scrubber, is_secret_name
 from tests.fixtures.bundle_project import bundle_project
 
 SECRET = "planted-S3cret-value-0451"
@@ -57,21 +57,6 @@ def test_scrubber_replaces_values_urls_assignments_and_paths(tmp_path: Path) -> 
     assert s.leaks(clean) == []
     assert "the value of HF_TOKEN" in s.leaks(text)
     assert s.data({"a": [f"{proj}/x", {SECRET: 1}]}) == {"a": ["<project>/x", {"<redacted:HF_TOKEN>": 1}]}
-
-
-def test_reduced_environment_keeps_basics_and_named_variables() -> None:
-    env = {
-        "PATH": "/bin",
-        "HOME": "/h",
-        "HF_TOKEN": "x",
-        "PIP_INDEX_URL": "http://evil",
-        "CORP_TOKEN": "t",
-        "OTHER": "1",
-    }
-    assert reduced_environment(env, ["CORP_TOKEN"]) == {"PATH": "/bin", "HOME": "/h", "CORP_TOKEN": "t"}
-
-
-# --- the bundle -------------------------------------------------------------------------------------
 
 
 def _all_bytes(out: Path) -> dict[str, bytes]:
