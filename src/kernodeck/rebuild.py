@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kernodeck import bundlesums
+from kernodeck.backends import parse_backend
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
@@ -340,13 +341,9 @@ def _host_backend_kinds() -> set[str]:
 
 
 def _backend_kind(backend: str | None) -> str:
-    if backend is None or backend == "cpu":
-        return "cpu"
-    if backend.startswith("cu"):
-        return "cuda"
-    if backend.startswith("rocm"):
-        return "rocm"
-    return backend
+    """The device kind of a platform's backend, as the backend table says (cpu when none)."""
+    parsed = parse_backend(backend) if backend else None
+    return parsed.kind if parsed is not None else "cpu"
 
 
 def choose_platform(manifest: Manifest, folder: Path, name: str | None) -> Platform:
