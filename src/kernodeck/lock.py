@@ -546,7 +546,11 @@ def _pip_notices(manifest: Manifest) -> list[str]:
     settings = locker_pip_settings()
     if not settings:
         return []
-    named = "; ".join(f"{s.name} {s.value} ({s.where})" for s in settings)
+    # one entry per setting and value, naming every place it is set (env and config files)
+    where: dict[tuple[str, str], list[str]] = {}
+    for s in settings:
+        where.setdefault((s.name, s.value), []).append(s.where)
+    named = "; ".join(f"{name} {value} ({', '.join(places)})" for (name, value), places in where.items())
     return [
         f"not used for the lock (only repro.toml decides the indexes): {named}; to use an index, "
         "declare it in repro.toml as [[packages.index]] with a name and url"
