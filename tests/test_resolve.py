@@ -30,11 +30,6 @@ from tests.fixtures.lock_project import (
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
 
-@pytest.fixture
-def cache(tmp_path: Path) -> Path:
-    return tmp_path / "cache"
-
-
 # --- markers, extras, constraints ------------------------------------------------------------------
 
 

@@ -13,11 +13,6 @@ from tests.fixtures.lock_project import hashes, lock, pins, read_lock, sha_of, w
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
 
-@pytest.fixture
-def cache(tmp_path: Path) -> Path:
-    return tmp_path / "cache"
-
-
 def test_extra_does_not_let_a_yanked_file_in(
     index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
 ) -> None:

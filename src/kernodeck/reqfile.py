@@ -301,27 +301,14 @@ class _Reader:
             raise self.fail(origin, f"files included more than {_MAX_DEPTH} levels deep")
         try:
             raw = path.read_bytes()
-        except FileNotFoundError:
-            raise ManifestError(
-                [
-                    Issue(
-                        origin.file if origin else shown,
-                        "",
-                        f"requirements file {shown} does not exist",
-                        line=origin.line if origin else None,
-                    )
-                ]
-            ) from None
         except OSError as e:
+            why = (
+                f"requirements file {shown} does not exist"
+                if isinstance(e, FileNotFoundError)
+                else f"cannot read requirements file {shown}: {e.strerror or e}"
+            )
             raise ManifestError(
-                [
-                    Issue(
-                        origin.file if origin else shown,
-                        "",
-                        f"cannot read requirements file {shown}: {e.strerror or e}",
-                        line=origin.line if origin else None,
-                    )
-                ]
+                [Issue(origin.file if origin else shown, "", why, line=origin.line if origin else None)]
             ) from None
         try:
             text = raw.decode("utf-8").removeprefix("\ufeff")
