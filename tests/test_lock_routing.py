@@ -12,7 +12,7 @@ from kernodeck.cli import main
 from kernodeck.lock import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import LINUX, pins, write_manifest
+from tests.fixtures.lock_project import LINUX, pins, write_manifest
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 

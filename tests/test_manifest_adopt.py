@@ -19,7 +19,7 @@ from kernodeck.manifest import load_manifest
 from kernodeck.manifest.init import HostFacts, starter_document
 from kernodeck.manifest.sources import read_sources
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import pins
+from tests.fixtures.lock_project import pins
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 

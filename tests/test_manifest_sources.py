@@ -15,7 +15,7 @@ from kernodeck.lockfile.names import requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.sources import apply_sources, read_sources
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_resolve import pins
+from tests.fixtures.lock_project import pins
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 

@@ -14,7 +14,7 @@ from kernodeck.cli import main
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.hostile_index import HostileServer
 from tests.fixtures.index_factory import IndexFactory
-from tests.test_resolve import lock, pins, write_manifest
+from tests.fixtures.lock_project import lock, pins, write_manifest
 
 _SHA = re.compile(rb"[0-9a-f]{64}")
 

@@ -13,7 +13,7 @@ import pytest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.hostile_index import HostileServer
 from tests.fixtures.index_factory import IndexFactory
-from tests.test_resolve import lock, pins, write_manifest
+from tests.fixtures.lock_project import lock, pins, write_manifest
 
 
 @pytest.mark.parametrize("metadata_files", [True, False])

@@ -16,7 +16,7 @@ from kernodeck.index import IndexClient, IndexSource, ProjectPage
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.hostile_index import HostileServer
 from tests.fixtures.index_factory import IndexFactory
-from tests.test_resolve import write_manifest
+from tests.fixtures.lock_project import write_manifest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

@@ -12,7 +12,7 @@ import pytest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.h2_index import H2ResetServer
 from tests.fixtures.index_factory import IndexFactory
-from tests.test_resolve import lock, pins, write_manifest
+from tests.fixtures.lock_project import lock, pins, write_manifest
 
 
 def test_stream_resets_fall_back_to_http11_and_the_lock_succeeds(

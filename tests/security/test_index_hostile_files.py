@@ -13,7 +13,7 @@ from kernodeck.index import IndexClient, IndexSource, ProjectPage
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.hostile_index import HostileServer
 from tests.fixtures.index_factory import IndexFactory, build_wheel_bytes, metadata_text
-from tests.test_resolve import lock, pins, write_manifest
+from tests.fixtures.lock_project import lock, pins, write_manifest
 
 
 def _factory(tmp_path: Path) -> IndexFactory:

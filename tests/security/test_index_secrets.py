@@ -14,7 +14,7 @@ from kernodeck.lockfile.names import requirements_filename
 from kernodeck.urls import redact, remember_secret
 from tests.fixtures.hostile_index import HostileServer
 from tests.fixtures.index_factory import IndexFactory
-from tests.test_resolve import pins, write_manifest
+from tests.fixtures.lock_project import pins, write_manifest
 
 PATH_TOKEN = "pathTok-7f3a9c21e5"
 QUERY_TOKEN = "queryTok-b81d44e0aa"
