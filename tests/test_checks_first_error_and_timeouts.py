@@ -8,7 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from kernodeck.checks.runner import first_error_line, run_command
+from kernodeck.checks.runner import run_command
+from kernodeck.firsterror import first_error as first_error_line
 
 GROUP = """\
 import builtins

@@ -109,7 +109,7 @@ def traj(tmp_path: Path, got: list[float], ref: list[float], **tol: float) -> tu
     (tmp_path / "out").mkdir(exist_ok=True)
     write_log(tmp_path / "out" / "log.jsonl", got)
     write_log(tmp_path / "ref.jsonl", ref)
-    t = Trajectory(log="log.jsonl", reference="ref.jsonl", metric="loss", **tol)  # type: ignore[arg-type]
+    t = Trajectory(log="log.jsonl", reference="ref.jsonl", metric="loss", **tol)
     s = trajectory_step(t, tmp_path / "out", tmp_path)
     return s.status, s.error
 

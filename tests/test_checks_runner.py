@@ -13,13 +13,13 @@ from kernodeck.checks import run_check, steps
 from kernodeck.checks.runner import (
     LOG_DIR,
     expand_argv,
-    first_error_line,
     fresh_out,
     make_base,
     run_command,
     target_env,
 )
 from kernodeck.errors import UsageError
+from kernodeck.firsterror import first_error as first_error_line
 from kernodeck.manifest import Manifest, loads_manifest
 from kernodeck.manifest.schema import Determinism
 from kernodeck.report import Status

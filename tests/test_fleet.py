@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -484,7 +484,7 @@ def test_ranks_started_without_torchrun_like_srun(fleet: Fleet, tmp_path: Path) 
     assert "FLEET OK: 3 ranks" in ranks.stdout(0)
 
 
-def _report(steps: list[dict[str, object]], inventory: dict[str, object] | None = None) -> Report:
+def _report(steps: Sequence[Mapping[str, object]], inventory: Mapping[str, object] | None = None) -> Report:
     return Report.model_validate({"steps": steps, "inventory": inventory or {}})
 
 
@@ -549,7 +549,7 @@ def test_missing_rank_0_is_named_by_the_others(fleet: Fleet, tmp_path: Path) -> 
 
 
 def test_shared_probe_runs_once_and_keeps_each_ranks_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torch.distributed import HashStore
+    from torch.distributed import HashStore  # type: ignore[attr-defined]  # torch re-exports it without __all__
 
     from kernodeck.fleet.exchange import Channel
     from kernodeck.fleet.facts import Identity

@@ -10,9 +10,9 @@ import pytest
 from kernodeck.gitstate import (
     GitState,
     git_state,
-    is_kernodeck_file,
     later_commits_touch_only_kernodeck_files,
 )
+from kernodeck.lockfile.names import is_kernodeck_file
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from kernodeck.index.sources import builtin_index_url
@@ -115,5 +116,5 @@ def test_live_joint_resolution_gives_one_version_everywhere(tmp_path: Path) -> N
     }
     differing = {d.name for d in result.differences}
     for project in ("numpy", "pandas"):
-        versions = {Version(str(lk[project].version)).public for lk in locks.values()}
+        versions = {Version(str(lk[canonicalize_name(project)].version)).public for lk in locks.values()}
         assert len(versions) == 1 or project in differing, (project, versions)

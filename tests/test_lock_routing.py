@@ -38,7 +38,7 @@ def test_one_platform_takes_a_package_from_its_own_index(
     two_indexes: IndexFactory, served_index: Server, tmp_path: Path, spelling: str
 ) -> None:
     arm_index: dict[str, Any] = {"name": "arm", "url": served_index.url("armidx"), "packages": ["num"]}
-    arm = dict(ARM)
+    arm: dict[str, Any] = dict(ARM)
     if spelling == "index-platforms":
         arm_index["platforms"] = ["linux-aarch64"]
     else:
@@ -88,7 +88,7 @@ def test_a_package_on_two_platform_indexes_that_never_meet(
     two_indexes: IndexFactory, served_index: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     two_indexes.add_wheel("num", "5.0", index="x86idx")
-    indexes = [
+    indexes: list[dict[str, Any]] = [
         {"name": "default", "url": served_index.url(), "default": True},
         {
             "name": "arm",

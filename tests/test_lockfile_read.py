@@ -42,7 +42,7 @@ def test_design_format() -> None:
         "--extra-index-url https://download.pytorch.org/whl/cu126",
         "--only-binary :all:",
     ]
-    pins = lock.by_name()
+    pins = {str(name): pin for name, pin in lock.by_name().items()}
     assert list(pins) == ["colorama", "filelock", "torch", "uvicorn"]
     assert pins["torch"].version == "2.6.0+cu126" and pins["torch"].hashes == (H[3], H[0])
     assert pins["colorama"].marker == 'sys_platform == "win32"' and pins["colorama"].via == ("click", "tqdm")

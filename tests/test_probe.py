@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from kernodeck.probe.facts import Facts, NvidiaFacts, Nvml, Smi, TorchFacts
 from kernodeck.probe.runner import FakeProbe, ProbeRequest, RealProbe, parse_torch_output
@@ -44,7 +45,10 @@ def test_real_environment_probe() -> None:
     assert facts.located[0].found and facts.located[0].file is not None
     assert not facts.located[1].found and "not installed" in (facts.located[1].error or "")
     if "torch" in facts.dists():
-        assert facts.torch_files.installed and facts.torch_files.version == facts.dists()["torch"].version
+        assert (
+            facts.torch_files.installed
+            and facts.torch_files.version == facts.dists()[canonicalize_name("torch")].version
+        )
 
 
 def _fake_torch_env(tmp_path: Path, init: str) -> Path:

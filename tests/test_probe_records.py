@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.probe import script
@@ -177,7 +178,7 @@ def test_real_probe_warm_cache_then_edit(tmp_path: Path) -> None:
     probe = RealProbe(python, cache=FingerprintCache.open(tmp_path / "cache"))
     request = ProbeRequest(torch=False, locate=("demo:demo/core.py",))
     facts = probe.collect(request)
-    assert facts.records.hashed == 3 and not facts.dists()["demo"].record_problems
+    assert facts.records.hashed == 3 and not facts.dists()[canonicalize_name("demo")].record_problems
     assert facts.located[0].found  # the manifest-dependent part of the request arrives on stdin
     facts = probe.collect(request)
     assert facts.records.hashed == 0 and facts.records.cache_hits == 3
@@ -188,11 +189,13 @@ def test_real_probe_warm_cache_then_edit(tmp_path: Path) -> None:
     target.write_bytes(b"def f():\n    return 3\n")
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
     facts = probe.collect(request)
-    problems = facts.dists()["demo"].record_problems
+    problems = facts.dists()[canonicalize_name("demo")].record_problems
     assert [(p.path, p.problem) for p in problems] == [("demo/core.py", "hash")]
     # without a cache the answer is the same
     facts = RealProbe(python, cache=FingerprintCache.open(enabled=False)).collect(request)
-    assert [(p.path, p.problem) for p in facts.dists()["demo"].record_problems] == [("demo/core.py", "hash")]
+    assert [(p.path, p.problem) for p in facts.dists()[canonicalize_name("demo")].record_problems] == [
+        ("demo/core.py", "hash")
+    ]
     assert facts.records.hashed == 3
 
 

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from kernodeck.cli import cli
 from kernodeck.errors import UsageError
+from kernodeck.installer_errors import first_error
 from kernodeck.rebuild import (
-    first_error,
     parse_freeze,
     plan_rebuild,
     rebuild,
@@ -336,5 +336,5 @@ arch = "x86_64"
     assert got["config:conf.yaml"] == ("passed", conf_sha)
     # a code file changed in the author's checkout after the capture is a dirty tree there
     (proj / "app.py").write_text("print('changed')\n")
-    got = {s.name: s.status.value for s in verify(proj / "repro.toml", only=["code"]).steps}
-    assert got["clean-tree"] == "failed"
+    statuses = {s.name: s.status.value for s in verify(proj / "repro.toml", only=["code"]).steps}
+    assert statuses["clean-tree"] == "failed"

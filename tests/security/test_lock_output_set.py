@@ -5,6 +5,7 @@ temporary files of earlier runs are removed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,12 +101,12 @@ def test_an_interrupted_lock_is_reported_then_finished(
     stale.write_text("half")
     real = fsio.write_set
 
-    def killed_after_first_rename(*a, **kw):  # type: ignore[no-untyped-def]
+    def killed_after_first_rename(*a: Any, **kw: Any) -> None:
         def crash(i: int) -> None:
             if i == 1:
                 raise Killed
 
-        return real(*a, **kw, before_rename=crash)
+        real(*a, **kw, before_rename=crash)
 
     monkeypatch.setattr("kernodeck.lock.write_set", killed_after_first_rename)
     with pytest.raises(Killed):

@@ -162,6 +162,7 @@ def test_a_warm_records_cache_still_sees_a_new_module_and_a_dropped_row(
     (meta / "RECORD").write_text("\n".join([*rows, "pkg-1.0.dist-info/RECORD,,"]) + "\n")
 
     def run() -> list[str]:
+        dist: dict[str, object]  # str values and a bool
         dist = {"name": "pkg", "version": "1.0", "location": str(site), "metadata_dir": str(meta)}
         dist.update(record=str(meta / "RECORD"), shadowed=False)
         cache = script.RecordsCache(str(tmp_path / "cache"), "env", read=True)
