@@ -10,15 +10,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernodeck.checks.criteria import evaluate
+from kernodeck.checks.criteria import Mode, evaluate
 from kernodeck.manifest.schema import CheckOutput
 from kernodeck.report import Status, Step
 
 
-def judge(tmp_path: Path, spec: dict[str, Any], mode: str = "check") -> dict[str, Step]:
+def judge(tmp_path: Path, spec: dict[str, Any], mode: Mode = "check") -> dict[str, Step]:
     out = tmp_path / "out"
     o = CheckOutput.model_validate(spec)
-    steps = evaluate("c", o, out, tmp_path, mode=mode)  # type: ignore[arg-type]
+    steps = evaluate("c", o, out, tmp_path, mode=mode)
     return {s.name.split(": ", 1)[1]: s for s in steps}
 
 

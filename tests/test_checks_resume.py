@@ -13,7 +13,7 @@ from kernodeck.checks import resume_steps
 from kernodeck.checks.resume import trajectory_step
 from kernodeck.manifest import Manifest, loads_manifest
 from kernodeck.manifest.schema import Trajectory
-from kernodeck.report import Status
+from kernodeck.report import Status, Step
 
 PY = sys.executable
 
@@ -59,7 +59,7 @@ FULL = {
 }
 
 
-def by_name(steps: list) -> dict:  # type: ignore[type-arg]
+def by_name(steps: list[Step]) -> dict[str, Step]:
     return {s.name: s for s in steps}
 
 

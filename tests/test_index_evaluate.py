@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 from kernodeck.index.evaluate import Accepted, Rejected, evaluate
 from kernodeck.index.models import IndexFile
@@ -32,9 +33,9 @@ def _file(
 
 
 def _ev(f: IndexFile, target: Target = LINUX, **kw: object) -> Accepted | Rejected:
-    args: dict[str, object] = {"allow_sdist": False, "exclude_newer": None}
+    args: dict[str, Any] = {"allow_sdist": False, "exclude_newer": None}
     args.update(kw)
-    return evaluate(f, target, **args)  # type: ignore[arg-type]
+    return evaluate(f, target, **args)
 
 
 def test_wheel_ranks_by_tag() -> None:

@@ -13,6 +13,7 @@ from kernodeck.cli import main
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.lockfile.read import read_lockfile
 from kernodeck.lockinputs import lock_inputs_sha256
+from kernodeck.manifest import Manifest
 from kernodeck.manifest.load import load_manifest
 from tests.fixtures.index_factory import IndexFactory, Server
 
@@ -260,8 +261,8 @@ def test_values_at_their_defaults_do_not_count() -> None:
     )
     changed = loads_manifest(base.format(extra='same-versions = "no"'), "repro.toml")
 
-    def digest(m: object) -> str:
-        return lock_inputs_sha256(m, "p", default_index="https://index.invalid/simple")  # type: ignore[arg-type]
+    def digest(m: Manifest) -> str:
+        return lock_inputs_sha256(m, "p", default_index="https://index.invalid/simple")
 
     assert digest(plain) == digest(explicit)
     assert digest(plain) != digest(changed)

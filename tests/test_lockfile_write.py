@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timezone
+from typing import Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -40,7 +41,7 @@ def _file(fn: str, h: str, *, wheel: bool = True) -> LockedFile:
 
 
 def _lock(packages: tuple[LockedPackage, ...], **kw: object) -> PlatformLock:
-    base: dict[str, object] = dict(
+    base: dict[str, Any] = dict(
         platform="linux-x86_64-cu126",
         summary="cpython 3.11, manylinux_2_28 x86_64, backend cu126",
         manifest_name="repro.toml",
@@ -55,7 +56,7 @@ def _lock(packages: tuple[LockedPackage, ...], **kw: object) -> PlatformLock:
         environment="sys_platform == 'linux'",
     )
     base.update(kw)
-    return PlatformLock(**base)  # type: ignore[arg-type]
+    return PlatformLock(**base)
 
 
 TORCH = LockedPackage(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,8 @@ from tests.fixtures.render_projects import SHA_A, check_project, long_report, re
 PY = sys.executable
 
 
-def run_check(tmp_path: Path, name: str, make: object, **kw: float) -> tuple[Report, Path, Path]:
-    manifest = make(tmp_path / name, **kw)  # type: ignore[operator]
+def run_check(tmp_path: Path, name: str, make: Callable[..., Path], **kw: float) -> tuple[Report, Path, Path]:
+    manifest = make(tmp_path / name, **kw)
     js, page = tmp_path / f"{name}.json", tmp_path / f"{name}.html"
     code = main(
         [

@@ -6,6 +6,7 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -17,9 +18,9 @@ from kernodeck.report import Report, Step
 from tests.fixtures.render_projects import ANSI, SHA_A, SHA_B, WHEEL, long_report
 
 
-def render_text(report: Report, **kw: object) -> str:
+def render_text(report: Report, **kw: Any) -> str:
     buf = io.StringIO()
-    render_report(report, buf, width=80, **kw)  # type: ignore[arg-type]
+    render_report(report, buf, width=80, **kw)
     return buf.getvalue()
 
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,9 +24,9 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _error(path: Path, **kw: object) -> str:
+def _error(path: Path, **kw: Any) -> str:
     with pytest.raises(ManifestError) as e:
-        parse_requirements_file(path, **kw)  # type: ignore[arg-type]
+        parse_requirements_file(path, **kw)
     return e.value.render()
 
 

@@ -51,13 +51,13 @@ def test_comma_separated_only_equals_repeated_only(project: Path) -> None:
     repeated = _report(project, "--only", "data", "--only", "interpreter")
     assert _layers(comma) == _layers(repeated) == {"data", "interpreter"}
     assert comma["settings"] == repeated["settings"]
-    assert comma["settings"]["only"] == ["data", "interpreter"]  # type: ignore[index]
+    assert isinstance(comma["settings"], dict) and comma["settings"]["only"] == ["data", "interpreter"]
 
 
 def test_comma_separated_skip(project: Path) -> None:
     report = _report(project, "--only", "data, interpreter", "--skip", "interpreter,packages")
     assert _layers(report) == {"data"}
-    assert report["settings"]["skip"] == ["interpreter", "packages"]  # type: ignore[index]
+    assert isinstance(report["settings"], dict) and report["settings"]["skip"] == ["interpreter", "packages"]
 
 
 def test_unknown_layer_in_a_list_is_a_usage_error(project: Path) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,8 +87,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]
     os.environ.pop("KERNODECK_CACHE_DIR", None)
 
 
-def _verify(python: Path, project: Path, **kw: object) -> Report:
-    return verify(project / "repro.toml", python=python, compute=False, **kw)  # type: ignore[arg-type]
+def _verify(python: Path, project: Path, **kw: Any) -> Report:
+    return verify(project / "repro.toml", python=python, compute=False, **kw)
 
 
 def _wheels(python: Path) -> str:
