@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import platform as _platform
 import re
 import shutil
 import subprocess
@@ -37,8 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernodeck import bundlesums
-from kernodeck.backends import parse_backend
+from kernodeck import bundlesums, platforms
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
@@ -46,6 +44,7 @@ from kernodeck.installer_errors import InstallerCause, first_error, installer_ca
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
+from kernodeck.platforms import PlatformChoice, PlatformFacts
 from kernodeck.report import Report, Status, Step
 from kernodeck.urls import redact
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
@@ -329,52 +328,26 @@ def locate_manifest(source: str | Path) -> Path:
     return p
 
 
-def _host_backend_kinds() -> set[str]:
-    kinds = {"cpu"}
-    if Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi"):
-        kinds.add("cuda")
-    if Path("/dev/kfd").exists():
-        kinds.add("rocm")
-    if sys.platform == "darwin":
-        kinds.add("mps")
-    return kinds
-
-
-def _backend_kind(backend: str | None) -> str:
-    """The device kind of a platform's backend, as the backend table says (cpu when none)."""
-    parsed = parse_backend(backend) if backend else None
-    return parsed.kind if parsed is not None else "cpu"
-
-
-def choose_platform(manifest: Manifest, folder: Path, name: str | None) -> Platform:
-    """The platform to rebuild: the one named, else the only locked one that fits this host
-    (os and arch; among several, the one whose backend this host has, preferring GPU)."""
-    if name is not None:
-        plat = manifest.get_platform(name)
-        if plat is None:
-            known = ", ".join(p.name for p in manifest.platform)
-            raise UsageError(f"no platform {name!r} in the manifest", hint=f"platforms: {known}")
-        return plat
-    locked = [p for p in manifest.platform if (folder / requirements_filename(p.name)).is_file()]
-    if not locked:
-        raise UsageError(
-            f"no {REQUIREMENTS_PREFIX}<platform>.txt next to {folder / 'repro.toml'}",
-            hint="run `kernodeck lock` first (or rebuild from a bundle, which carries them)",
-        )
-    host_os = os_of_sys_platform(sys.platform)
-    host_arch = norm_arch(_platform.machine())
-    fits = [p for p in locked if p.os == host_os and _same_arch(p.arch, host_arch)]
-    if len(fits) > 1:
-        kinds = _host_backend_kinds()
-        have = [p for p in fits if _backend_kind(p.backend) in kinds]
-        gpu = [p for p in have if _backend_kind(p.backend) != "cpu"]
-        fits = gpu or have or fits
-    if len(fits) == 1:
-        return fits[0]
-    names = ", ".join(p.name for p in (fits or locked))
-    raise UsageError(
-        f"cannot tell which platform to rebuild on this {host_os} {host_arch} host (locked: {names})",
-        hint="pass --platform NAME",
+def choose_platform(
+    manifest: Manifest, folder: Path, name: str | None, facts: PlatformFacts | None = None
+) -> PlatformChoice:
+    """The platform to rebuild, with the reason: the one named, else the only locked one that fits
+    this host (`platforms.choose` with the host's facts: os, arch and, among several, the device
+    kinds it has, GPU first). `facts`: this host's, found with `platforms.host_facts` when None."""
+    locked: list[Platform] = []
+    if name is None:
+        locked = [p for p in manifest.platform if (folder / requirements_filename(p.name)).is_file()]
+        if not locked:
+            raise UsageError(
+                f"no {REQUIREMENTS_PREFIX}<platform>.txt next to {folder / 'repro.toml'}",
+                hint="run `kernodeck lock` first (or rebuild from a bundle, which carries them)",
+            )
+    return platforms.choose(
+        locked,
+        facts if facts is not None or name is not None else platforms.host_facts(),
+        name,
+        known=manifest.platform,
+        among="locked",
     )
 
 
@@ -421,7 +394,8 @@ def plan_rebuild(
     manifest_path = locate_manifest(source)
     manifest = load_manifest(manifest_path)
     folder = manifest_path.parent
-    plat = choose_platform(manifest, folder, platform)
+    choice = choose_platform(manifest, folder, platform)
+    plat = choice.platform
     reqs = folder / requirements_filename(plat.name)
     if not reqs.is_file():
         raise UsageError(
@@ -454,20 +428,8 @@ def plan_rebuild(
         bundle_sums=sums if sums.is_file() else None,
         force=force,
         credential_names=credential_names(manifest, reqs.read_text(encoding="utf-8", errors="replace")),
-        platform_reason="" if platform is not None else platform_reason(manifest, plat),
+        platform_reason="" if choice.named else choice.reason,
     )
-
-
-def platform_reason(manifest: Manifest, plat: Platform) -> str:
-    """Why `choose_platform` picked `plat` for this machine, in words."""
-    host = f"{os_of_sys_platform(sys.platform)} {norm_arch(_platform.machine())}"
-    why = f"matches this {host} machine"
-    if plat.backend is not None and _backend_kind(plat.backend) != "cpu":
-        why += f" and its {_backend_kind(plat.backend)} devices"
-    others = [p.name for p in manifest.platform if p.name != plat.name]
-    if others:
-        why += f" (pass --platform to choose another: {', '.join(others)})"
-    return why
 
 
 # --- stages ------------------------------------------------------------------------------------
