@@ -593,6 +593,57 @@ def install_argv(
     return [*argv, *extra, "-r", requirements]
 
 
+def venv_argv(interpreter: str, dest: str) -> list[str]:
+    """The command of the `venv` stage: a fresh virtual environment, the interpreter isolated."""
+    return [interpreter, "-I", "-m", "venv", dest]
+
+
+def pip_argv(python: str, *args: str) -> list[str]:
+    """pip of the new environment, called through its interpreter and isolated from pip's
+    configuration files and variables."""
+    return [python, "-m", "pip", "--isolated", *args]
+
+
+def pip_version_argv(python: str) -> list[str]:
+    """The command of the `pip-version` stage."""
+    return pip_argv(python, "--version")
+
+
+def contract_argv(python: str) -> list[str]:
+    """The command of the `contract` stage (`pip check`)."""
+    return pip_argv(python, "check")
+
+
+def inventory_argv(python: str) -> list[str]:
+    """The command of the `inventory` stage (`pip freeze --all`; its output is the inventory)."""
+    return pip_argv(python, "freeze", "--all")
+
+
+def stage_commands(
+    interpreter: str,
+    dest: str,
+    python: str,
+    requirements: str,
+    *,
+    installer: Installer,
+    allow_sdist: Sequence[str],
+    uv: str | None = None,
+    extra: Sequence[str] = (),
+) -> list[tuple[str, list[str]]]:
+    """The command of every stage that runs one, in order, by stage name: what the stages run
+    (each calls its own builder above) and what REBUILD.md prints."""
+    return [
+        ("venv", venv_argv(interpreter, dest)),
+        ("pip-version", pip_version_argv(python)),
+        (
+            "install",
+            install_argv(installer, python, requirements, allow_sdist=allow_sdist, uv=uv, extra=extra),
+        ),
+        ("contract", contract_argv(python)),
+        ("inventory", inventory_argv(python)),
+    ]
+
+
 def clean_environment(
     environ: Mapping[str, str], keep: Sequence[str], installer: Installer = "pip"
 ) -> InstallerEnvironment:
@@ -719,7 +770,7 @@ def _stage_venv(r: _Rebuild) -> StageResult:
     assert interp is not None  # the interpreter stage skips this one when it fails
     if plan.dest.exists() and any(plan.dest.iterdir()):
         shutil.rmtree(plan.dest)  # --force was checked by plan_rebuild
-    run = _run([interp.path, "-I", "-m", "venv", str(plan.dest)], r.ienv.env)
+    run = _run(venv_argv(interp.path, str(plan.dest)), r.ienv.env)
     expected = f"a fresh virtual environment with {interp.implementation} {interp.version}"
     observed = {"dest": plan.dest_display, "python": _display(plan, py)}
     if run.returncode != 0 or not py.exists():
@@ -741,7 +792,7 @@ def _stage_venv(r: _Rebuild) -> StageResult:
 
 def _stage_pip_version(r: _Rebuild) -> StageResult:
     env = r.ienv.env
-    run = _run([str(r.py), "-m", "pip", "--isolated", "--version"], env)
+    run = _run(pip_version_argv(str(r.py)), env)
     pip_version = re.sub(r"\s+from\s+.*?(\(python [^)]*\))?$", r" \1", run.stdout.strip()).strip()
     details: dict[str, Any] = {}
     r.uv = find_uv(r.environ) if r.plan.installer == "uv" else None
@@ -824,7 +875,7 @@ def _stage_install(r: _Rebuild) -> StageResult:
 
 
 def _stage_contract(r: _Rebuild) -> StageResult:
-    run = _run([str(r.py), "-m", "pip", "--isolated", "check"], r.ienv.env)
+    run = _run(contract_argv(str(r.py)), r.ienv.env)
     expected = "no broken requirements (pip check)"
     if run.returncode != 0:
         step = Step.failed(
@@ -852,7 +903,7 @@ def _stage_contract(r: _Rebuild) -> StageResult:
 
 def _stage_inventory(r: _Rebuild) -> StageResult:
     plan, m = r.plan, r.plan.manifest
-    run = _run([str(r.py), "-m", "pip", "--isolated", "freeze", "--all"], r.ienv.env)
+    run = _run(inventory_argv(str(r.py)), r.ienv.env)
     if run.returncode != 0:
         step = Step.failed(LAYER, "inventory", first_error(run.output), seconds=round(run.seconds, 3))
         return StageResult([step], failed=True)
