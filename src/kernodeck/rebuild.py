@@ -696,11 +696,10 @@ def parse_freeze(text: str) -> dict[str, str]:
 @dataclass
 class _Rebuild:
     """What the stages of one rebuild share: the plan, the environment of every step, and what the
-    earlier stages found (the interpreter, the uv binary). Stages write only here and in their
-    `StageResult`; the loop in `run_rebuild` adds their steps to the report."""
+    earlier stages found (the interpreter, the uv binary, verify's report). Stages write only here
+    and in their `StageResult`; `run_rebuild` builds the report from them."""
 
     plan: RebuildPlan
-    report: Report
     environ: dict[str, str]
     ienv: InstallerEnvironment
     compute: bool
@@ -709,6 +708,9 @@ class _Rebuild:
     progress: Log | None
     interp: Interpreter | None = None
     uv: str | None = None
+    #: verify's report of the rebuilt environment, and how long it took (the `verify` stage).
+    verified: Report | None = None
+    verify_seconds: float = 0.0
 
     @property
     def py(self) -> Path:
@@ -937,9 +939,7 @@ def _stage_verify(r: _Rebuild) -> StageResult:
             seconds=round(time.monotonic() - t0, 3),
         )
         return StageResult([step], failed=True)
-    r.report.interpreter = result.interpreter
-    r.report.inventory = result.inventory
-    r.report.settings["verify"] = {"seconds": round(time.monotonic() - t0, 3), **result.settings}
+    r.verified, r.verify_seconds = result, round(time.monotonic() - t0, 3)
     return StageResult(list(result.steps))
 
 
@@ -1023,7 +1023,6 @@ def run_rebuild(
     )
     state = _Rebuild(
         plan=plan,
-        report=report,
         environ=env_in,
         ienv=ienv,
         compute=compute,
@@ -1050,6 +1049,10 @@ def run_rebuild(
         if result.failed:
             for name in stage.skips:
                 skipped.setdefault(name, stage.why_skipped)
+    if state.verified is not None:
+        report.interpreter = state.verified.interpreter
+        report.inventory = state.verified.inventory
+        report.settings["verify"] = {"seconds": state.verify_seconds, **state.verified.settings}
     return report
 
 
