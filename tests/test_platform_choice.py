@@ -30,11 +30,11 @@ ARM = _plat("arm", arch="aarch64")
 
 
 def _host(*kinds: str, os: str = "linux", machine: str = "x86_64") -> PlatformFacts:
-    return PlatformFacts(os=os, machine=machine, kinds=kinds, kinds_from="this machine's devices")
+    return PlatformFacts(os=os, machine=machine, kinds=kinds, kinds_from="host-devices")
 
 
 def _live(kind: str, cuda: str | None = None) -> PlatformFacts:
-    return PlatformFacts(os="linux", machine="x86_64", kinds=(kind,), kinds_from="the live torch", cuda=cuda)
+    return PlatformFacts(os="linux", machine="x86_64", kinds=(kind,), kinds_from="live-torch", cuda=cuda)
 
 
 def test_a_named_platform_wins_over_every_fact() -> None:
@@ -111,7 +111,7 @@ def test_probe_facts_from_recorded_probes() -> None:
     cpu = probe_facts(Facts.model_validate(load("cpu_linux")))
     assert (cpu.os, cpu.arch, cpu.kinds) == ("linux", "x86_64", ("cpu",))
     h100 = probe_facts(Facts.model_validate(load("h100_cu126")))
-    assert h100.kinds == ("cuda",) and h100.cuda == "12.6"
+    assert h100.kinds == ("cuda",) and h100.cuda == "12.6" and h100.kinds_from == "live-torch"
     rocm = probe_facts(Facts.model_validate(load("mi300x_rocm62")))
     assert rocm.kinds == ("rocm",)
 
@@ -146,6 +146,6 @@ def test_rebuild_chooses_among_the_locked_platforms_with_host_facts(tmp_path: Pa
 
 def test_host_facts_describe_this_host() -> None:
     facts = host_facts(kinds=("cpu",))
-    assert facts.kinds == ("cpu",) and facts.kinds_from == "this machine's devices"
+    assert facts.kinds == ("cpu",) and facts.kinds_from == "host-devices"
     assert facts.os in ("linux", "macos", "windows") and facts.arch
     assert host_facts().kinds[-1] == "cpu"  # every host can run the cpu build

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import UsageError
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 #: Device kinds a host can offer, GPU first (the order of preference of `host_facts`).
 HOST_KIND_ORDER = ("cuda", "rocm", "mps", "cpu")
 
+#: Where a `PlatformFacts`' backend kinds come from: the environment's torch build, the host's
+#: devices (rebuild, before torch is installed), or the drivers an environment without torch sees.
+KindsSource = Literal["live-torch", "host-devices", "drivers"]
+
 
 @dataclass(frozen=True)
 class PlatformFacts:
@@ -45,8 +49,7 @@ class PlatformFacts:
     os: str  # "linux" | "macos" | "windows"
     machine: str  # as observed ("aarch64", "AMD64"), for messages; `arch` is normalised
     kinds: tuple[str, ...]  # backend kinds on offer, most preferred first: ("cuda", "cpu")
-    #: Whose kinds these are, for messages: "this machine's devices", "the live torch".
-    kinds_from: str
+    kinds_from: KindsSource
     cuda: str | None = None  # the live torch's CUDA version ("12.6"), when known
     hip: str | None = None  # the live torch's HIP/ROCm version, when known
 
@@ -92,7 +95,7 @@ def host_facts(kinds: Sequence[str] | None = None) -> PlatformFacts:
         os=os_of_sys_platform(sys.platform),
         machine=_platform.machine(),
         kinds=found,
-        kinds_from="this machine's devices",
+        kinds_from="host-devices",
     )
 
 
@@ -115,16 +118,17 @@ def probe_facts(facts: Facts) -> PlatformFacts:
         os=os_of_sys_platform(facts.markers.get("sys_platform", "")) or facts.platform.os,
         machine=facts.platform.machine,
         kinds=(kind,),
-        kinds_from="the live torch" if facts.torch_build_kind() is not None else "this machine's drivers",
+        kinds_from="live-torch" if facts.torch_build_kind() is not None else "drivers",
         cuda=facts.torch_cuda(),
         hip=facts.torch_hip(),
     )
 
 
 def _describe_kinds(facts: PlatformFacts) -> str:
-    if facts.kinds_from == "the live torch":
+    if facts.kinds_from == "live-torch":
         return f"the live torch is a {facts.kinds[0]} build"
-    return f"{facts.kinds_from}: {', '.join(facts.kinds)}"
+    whose = "devices" if facts.kinds_from == "host-devices" else "drivers"
+    return f"this machine's {whose}: {', '.join(facts.kinds)}"
 
 
 def choose(
@@ -190,7 +194,7 @@ def choose(
         why = f"matches {facts.where()}"
         if by_backend and backend_kind(chosen.backend) != "cpu":
             kind = backend_kind(chosen.backend)
-            live = facts.kinds_from == "the live torch"
+            live = facts.kinds_from == "live-torch"
             why += f" and the live torch ({kind} build)" if live else f" and its {kind} devices"
         if len(every) > 1:
             why += (
