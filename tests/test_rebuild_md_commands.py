@@ -163,3 +163,51 @@ def _any_interpreter(
 
     info = rebuild.Interpreter(sys.executable, manifest.python.version, "cpython", plat.os, plat.arch)
     return Step.passed("rebuild", "interpreter"), info
+
+
+def test_rebuild_md_stage_commands_build_the_environment_when_run_by_hand(tmp_path: Path) -> None:
+    """A reader who runs REBUILD.md's stage block in a shell, from the folder, gets the locked
+    environment: the printed commands are not only the right ones, they work."""
+    import hashlib
+    import os
+    import subprocess
+
+    from tests.fixtures.index_factory import IndexFactory
+
+    factory = IndexFactory(tmp_path / "index")
+    factory.add_wheel("alpha", "1.0", requires=["beta>=2"])
+    factory.add_wheel("beta", "2.0")
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    py = f"{sys.version_info.major}.{sys.version_info.minor}"
+    (folder / "repro.toml").write_text(
+        f'schema-version = 1\n[reference]\nname = "t"\nid = "2026-01-01.1"\n[python]\nversion = "{py}"\n'
+        '[[platform]]\nname = "here"\nos = "linux"\narch = "x86_64"\n'
+    )
+    m = load_manifest(folder / "repro.toml")
+    bindir = tmp_path / "bin"  # `python3.X` on PATH, as REBUILD.md asks
+    bindir.mkdir()
+    (bindir / f"python{py}").symlink_to(sys.executable)
+    with factory.serve() as server:
+        lines = [f"--index-url {server.url()}", ""]
+        for name, version in (("alpha", "1.0"), ("beta", "2.0")):
+            digest = hashlib.sha256((factory.files_dir() / f"{name}-{version}-py3-none-any.whl").read_bytes())
+            lines += [f"{name}=={version} \\", f"    --hash=sha256:{digest.hexdigest()}"]
+        (folder / "requirements-rebuild-here.txt").write_text("\n".join(lines) + "\n")
+        md = _md(m)
+        after = md[md.index(INTRO) :]
+        start = after.index("```sh\n") + len("```sh\n")
+        script = after[start : after.index("\n```", start)].replace("<platform>", "here")
+        done = subprocess.run(
+            ["bash", "-euc", script],
+            cwd=folder,
+            env={"PATH": f"{bindir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path), "PIP_NO_INPUT": "1"},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    inventory = (folder / rebuild.INVENTORY_FILE).read_text()
+    assert "alpha==1.0" in inventory and "beta==2.0" in inventory
+    assert (folder / MD_PYTHON).exists()
