@@ -26,9 +26,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import string
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -40,7 +42,7 @@ from kernodeck.index.sources import locker_pip_settings
 from kernodeck.lockfile.names import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
-from kernodeck.rebuild import INVENTORY_FILE, credential_names, install_argv
+from kernodeck.rebuild import INVENTORY_FILE, credential_names, stage_commands
 from kernodeck.report import Report, Status
 from kernodeck.scrub import Scrubber
 
@@ -441,6 +443,175 @@ def rebuild_command(platform: str | None) -> str:
     return f"{TOOL} rebuild . --dest .venv-rebuild{plat} --json rebuild-report.json"
 
 
+#: The folder and interpreter REBUILD.md's commands use (rebuild's default --dest).
+MD_DEST = ".venv-rebuild"
+MD_PYTHON = f"{MD_DEST}/bin/python"
+
+
+def rebuild_stage_commands(m: Manifest) -> list[tuple[str, list[str]]]:
+    """The commands of rebuild's stages as REBUILD.md prints them: built by the same functions the
+    stages run (`rebuild.stage_commands`), for the folder and names a reader uses."""
+    py = m.python.version
+    return stage_commands(
+        f"python{'.'.join(py.split('.')[:2])}",
+        MD_DEST,
+        MD_PYTHON,
+        requirements_filename("<platform>"),
+        installer="pip",
+        allow_sdist=m.packages.allow_sdist,
+    )
+
+
+#: What REBUILD.md writes around a stage's command: the environment rebuild gives the installer,
+#: and where the inventory goes.
+_MD_PREFIX = {"install": "PIP_CONFIG_FILE=/dev/null "}
+_MD_SUFFIX = {"inventory": f" > {INVENTORY_FILE}   # an observation, not a lock"}
+
+
+def _md_stage_commands(m: Manifest) -> str:
+    return "\n".join(
+        _MD_PREFIX.get(name, "") + " ".join(_sh(a) for a in argv) + _MD_SUFFIX.get(name, "")
+        for name, argv in rebuild_stage_commands(m)
+    )
+
+
+def _md_credentials(creds: list[str]) -> list[str]:
+    if not creds:
+        return ["- No credentials are needed."]
+    return [
+        "- Set these environment variables (ask the project for their values; they are not in this folder):",
+        *(f"  - `{name}`" for name in creds),
+    ]
+
+
+def _md_missing(refs: list[dict[str, Any]]) -> list[str]:
+    missing = [r for r in refs if r.get("included") is False and r.get("kind") != "code"]
+    if not missing:
+        return []
+    lines = ["", "Data and weights not included in this folder; put them at their paths before step 3:", ""]
+    for r in missing:
+        where = r.get("path") or r.get("hub")
+        src = r.get("source") or (
+            f"hub {r['hub']} at revision {r.get('revision')}" if r.get("hub") else "ask the project"
+        )
+        access = (
+            f"; access: {', '.join('`' + a + '`' for a in r.get('access') or [])}" if r.get("access") else ""
+        )
+        digest = r.get("sha256") or ", ".join(f"{k}: {v}" for k, v in (r.get("files") or {}).items())
+        lines.append(f"- {r['kind']} `{r['name']}` -> `{where}` from {src} (sha256 {digest}){access}")
+    lines.append(f"\nEvery fingerprint is in `{REFERENCES}`.")
+    return lines
+
+
+def _md_dirty(refs: list[dict[str, Any]]) -> list[str]:
+    code_ref = next((r for r in refs if r.get("kind") == "code"), None)
+    if code_ref is None or not code_ref.get("dirty"):
+        return []
+    return [
+        "",
+        "**This bundle was written with `--allow-dirty`:** its code has uncommitted changes that no",
+        "revision records ("
+        + ", ".join(f"`{c}`" for c in code_ref.get("changed") or [])
+        + "). Verify's code layer reports it as a warning.",
+    ]
+
+
+def _md_no_code(m: Manifest, with_code: bool) -> list[str]:
+    if with_code:
+        return []
+    rev = m.code.revision if m.code else None
+    return [
+        "",
+        "The code is not in this folder: check out"
+        + (f" revision `{rev}`" if rev else " the project's code")
+        + " and copy this folder's files into it.",
+    ]
+
+
+def _md_sample(m: Manifest) -> list[str]:
+    if not (m.check or m.resume is not None):
+        return ["The manifest declares no application check; verify's device computation is the only run."]
+    lines = [
+        "```sh",
+        f"{TOOL} check repro.toml --python {MD_PYTHON} --out out --json check-report.json",
+        "```",
+        "",
+        "which runs, from this folder and with `{out}` replaced by an output folder per check:",
+        "",
+    ]
+    for c in m.check:
+        lines.append(f"- `{c.name}`: `{' '.join(c.run)}` (timeout {c.timeout:g} s)")
+    if m.resume is not None:
+        lines.append(f"- `resume`: `{' '.join(m.resume.run)}`")
+    return lines
+
+
+def _md_criteria(o: Any) -> str:
+    crit = []
+    if o.shape is not None:
+        crit.append(f"shape {o.shape}")
+    if o.dtype:
+        crit.append(f"dtype {o.dtype}")
+    if o.finite:
+        crit.append("finite")
+    if o.count is not None:
+        crit.append(f"count {o.count}")
+    if o.key:
+        crit.append(f"key {o.key}")
+    if o.min is not None or o.max is not None:
+        crit.append(
+            f"values in [{o.min if o.min is not None else '-inf'}, {o.max if o.max is not None else 'inf'}]"
+        )
+    if o.ids_from:
+        crit.append(f"ids equal {o.ids_from}")
+    if o.equals is not None:
+        crit.append(f"equals {json.dumps(o.equals)}")
+    if o.sha256:
+        crit.append(f"sha256 {o.sha256}")
+    if o.reference:
+        tol = ", ".join(
+            f"{k} {v:g}"
+            for k, v in (("atol", o.atol), ("rtol", o.rtol), ("cosine-min", o.cosine_min))
+            if v is not None
+        )
+        crit.append(f"compared with `{o.reference}`" + (f" ({tol})" if tol else ""))
+    return ", ".join(crit) or "exists"
+
+
+def _md_outputs(m: Manifest) -> list[str]:
+    if not m.check:
+        return ["No outputs to read back."]
+    lines = [
+        "`kernodeck check` reads every output back from its folder and applies the criteria decided",
+        "before the run (structure first, then values within tolerance):",
+        "",
+    ]
+    for c in m.check:
+        for o in c.output:
+            lines.append(f"- `{c.name}` -> `{o.path}`: " + _md_criteria(o))
+    lines += ["", "The outputs stay in `out/<check>/`; to look at them yourself:", "", "```sh"]
+    for c in m.check:
+        for o in c.output:
+            where = f"out/{c.name}/{o.path}"
+            if o.path.endswith(".npy"):
+                lines.append(
+                    f"{MD_PYTHON} -c \"import numpy as np; a = np.load('{where}'); "
+                    'print(a.shape, a.dtype, bool(np.isfinite(a).all()))"'
+                )
+            elif o.path.endswith(".json"):
+                lines.append(f"{MD_PYTHON} -m json.tool {where}")
+            else:
+                lines.append(f"ls -l {where}")
+    lines.append("```")
+    return lines
+
+
+def _template(name: str) -> string.Template:
+    """A text template shipped in the package (`kernodeck/templates/`)."""
+    text = resources.files("kernodeck").joinpath("templates", name).read_text(encoding="utf-8")
+    return string.Template(text)
+
+
 def rebuild_markdown(
     m: Manifest,
     *,
@@ -450,222 +621,44 @@ def rebuild_markdown(
     report: Report | None,
     with_code: bool,
 ) -> str:
-    """REBUILD.md: the exact commands in order, and what must be provided (names, never values)."""
+    """REBUILD.md: the exact commands in order, and what must be provided (names, never values).
+    The text is `templates/REBUILD.md.tmpl`; its commands come from the functions that run them."""
     py = m.python.version
-    lines = [
-        f"# Rebuild {m.reference.name} (reference {m.reference.id})",
-        "",
-        "This folder was written by `kernodeck bundle`. It is everything another launch needs to rebuild",
-        "the environment and show that it works: the manifest, the hashed requirement files for each",
-        "platform, the author's observed inventory and last verify report, the configuration, the",
-        "references of the data and weights, and the control results. It holds no credentials and no",
-        "paths of the author's machine; where access is needed, the environment variables are named below.",
-        "",
-        "Run every command from this folder, in this order. Never activate the environment: each step",
-        "calls its interpreter explicitly (`.venv-rebuild/bin/python`, on Windows",
-        "`.venv-rebuild\\Scripts\\python.exe`).",
-        "",
-        "## 0. Before you start",
-        "",
-        "```sh",
-        f"sha256sum -c {BUNDLE_SUMS}        # every file is as it was written",
-        "```",
-        "",
-        f"- Python {py} ({m.python.implementation}) on PATH as `python{py.split('.')[0]}.{py.split('.')[1]}`, or pass"
-        " `--python /path/to/python` to the rebuild.",
-        "- Kernodeck, from this folder (the version that wrote it), in a venv of its own:",
-        "",
-        "```sh",
-        *tool_install_commands(),
-        "```",
-        "",
-        "  (`.kernodeck/bin/kernodeck` below; on Windows `.kernodeck\\Scripts\\kernodeck.exe`.) Behind a",
-        "  TLS-inspecting proxy, add `--cert /path/to/company-ca.pem` (and `--proxy URL`) to these pip",
-        "  commands; `kernodeck rebuild` passes your CA bundle and proxy (`SSL_CERT_FILE`,",
-        "  `REQUESTS_CA_BUNDLE`, `PIP_CERT`, pip's `cert`, `HTTPS_PROXY`) to its installer on its own.",
-        "- Access to the package indexes named at the top of the requirement file.",
-    ]
-    if creds:
-        lines.append(
-            "- Set these environment variables (ask the project for their values; they are not in this folder):"
-        )
-        lines.extend(f"  - `{name}`" for name in creds)
-    else:
-        lines.append("- No credentials are needed.")
-    missing = [r for r in refs if r.get("included") is False and r.get("kind") != "code"]
-    if missing:
-        lines += [
-            "",
-            "Data and weights not included in this folder; put them at their paths before step 3:",
-            "",
-        ]
-        for r in missing:
-            where = r.get("path") or r.get("hub")
-            src = r.get("source") or (
-                f"hub {r['hub']} at revision {r.get('revision')}" if r.get("hub") else "ask the project"
-            )
-            access = (
-                f"; access: {', '.join('`' + a + '`' for a in r.get('access') or [])}"
-                if r.get("access")
-                else ""
-            )
-            digest = r.get("sha256") or ", ".join(f"{k}: {v}" for k, v in (r.get("files") or {}).items())
-            lines.append(f"- {r['kind']} `{r['name']}` -> `{where}` from {src} (sha256 {digest}){access}")
-        lines.append(f"\nEvery fingerprint is in `{REFERENCES}`.")
-    code_ref = next((r for r in refs if r.get("kind") == "code"), None)
-    if code_ref is not None and code_ref.get("dirty"):
-        lines += [
-            "",
-            "**This bundle was written with `--allow-dirty`:** its code has uncommitted changes that no",
-            "revision records ("
-            + ", ".join(f"`{c}`" for c in code_ref.get("changed") or [])
-            + "). Verify's code layer reports it as a warning.",
-        ]
-    if not with_code:
-        rev = m.code.revision if m.code else None
-        lines += [
-            "",
-            "The code is not in this folder: check out"
-            + (f" revision `{rev}`" if rev else " the project's code")
-            + " and copy this folder's files into it.",
-        ]
-    lines += ["", "## 1. Rebuild the environment", "", "```sh", rebuild_command(None), "```", ""]
-    lines += [
-        "With no `--platform`, rebuild picks the platform of this folder that matches your machine",
-        "(operating system, architecture and, among several, the GPU backend it has) and prints which",
-        "one it took. To choose yourself, run the command of your platform:",
-        "",
-        "| platform | os | arch | backend | command |",
-        "|---|---|---|---|---|",
-    ]
     by_name = {p.name: p for p in m.platform}
-    for name in platforms:
-        p = by_name[name]
-        lines.append(f"| `{name}` | {p.os} | {p.arch} | {p.backend or 'cpu'} | `{rebuild_command(name)}` |")
-    lines += [
-        "",
-        f"It creates a fresh virtual environment with Python {py}, then, with that environment's own",
-        "interpreter and a clean environment (no pip configuration, no variables but the basics, the",
-        "network settings (CA bundles, proxies) and the credentials above), does what these commands do",
-        "for the chosen platform:",
-        "",
-        "```sh",
-        f"python{'.'.join(py.split('.')[:2])} -m venv .venv-rebuild",
-        ".venv-rebuild/bin/python -m pip --version",
-        "PIP_CONFIG_FILE=/dev/null "
-        + " ".join(
-            _sh(a)
-            for a in install_argv(
-                "pip",
-                ".venv-rebuild/bin/python",
-                requirements_filename("<platform>"),
-                allow_sdist=m.packages.allow_sdist,
-            )
-        ),
-        ".venv-rebuild/bin/python -m pip check",
-        f".venv-rebuild/bin/python -m pip freeze --all > {INVENTORY_FILE}   # an observation, not a lock",
-        "```",
-        "",
-        "and then step 2. It stops at the first stage that fails and keeps that stage's first error.",
-        "",
-        "## 2. Diagnose",
-        "",
-        "```sh",
-        f"{TOOL} verify . --python .venv-rebuild/bin/python --json verify-report.json",
+    rows = [
+        f"| `{name}` | {by_name[name].os} | {by_name[name].arch} | {by_name[name].backend or 'cpu'} "
+        f"| `{rebuild_command(name)}` |"
+        for name in platforms
     ]
+    diagnose = [f"{TOOL} verify . --python {MD_PYTHON} --json verify-report.json"]
     if report is not None:
-        lines.append(
+        diagnose.append(
             f"{TOOL} diff {OBSERVED_DIR}/{REPORT_JSON} verify-report.json   # which layer differs from the author's run"
         )
-    lines += [
-        "```",
-        "",
-        "Layers, in order: code, data and weights, interpreter, packages, dependency contract, system,",
-        "backend, device and a small computation, application checks, resume. A failure skips what",
-        "depends on it; fix the first failing layer first.",
-    ]
-    lines += ["", "## 3. Run the sample", ""]
-    if m.check or m.resume is not None:
-        lines += [
-            "```sh",
-            f"{TOOL} check repro.toml --python .venv-rebuild/bin/python --out out --json check-report.json",
-            "```",
-            "",
-            "which runs, from this folder and with `{out}` replaced by an output folder per check:",
-            "",
-        ]
-        for c in m.check:
-            lines.append(f"- `{c.name}`: `{' '.join(c.run)}` (timeout {c.timeout:g} s)")
-        if m.resume is not None:
-            lines.append(f"- `resume`: `{' '.join(m.resume.run)}`")
-    else:
-        lines.append(
-            "The manifest declares no application check; verify's device computation is the only run."
-        )
-    lines += ["", "## 4. Read the outputs back", ""]
-    if m.check:
-        lines += [
-            "`kernodeck check` reads every output back from its folder and applies the criteria decided",
-            "before the run (structure first, then values within tolerance):",
-            "",
-        ]
-        for c in m.check:
-            for o in c.output:
-                crit = []
-                if o.shape is not None:
-                    crit.append(f"shape {o.shape}")
-                if o.dtype:
-                    crit.append(f"dtype {o.dtype}")
-                if o.finite:
-                    crit.append("finite")
-                if o.count is not None:
-                    crit.append(f"count {o.count}")
-                if o.key:
-                    crit.append(f"key {o.key}")
-                if o.min is not None or o.max is not None:
-                    crit.append(
-                        f"values in [{o.min if o.min is not None else '-inf'}, {o.max if o.max is not None else 'inf'}]"
-                    )
-                if o.ids_from:
-                    crit.append(f"ids equal {o.ids_from}")
-                if o.equals is not None:
-                    crit.append(f"equals {json.dumps(o.equals)}")
-                if o.sha256:
-                    crit.append(f"sha256 {o.sha256}")
-                if o.reference:
-                    tol = ", ".join(
-                        f"{k} {v:g}"
-                        for k, v in (("atol", o.atol), ("rtol", o.rtol), ("cosine-min", o.cosine_min))
-                        if v is not None
-                    )
-                    crit.append(f"compared with `{o.reference}`" + (f" ({tol})" if tol else ""))
-                lines.append(f"- `{c.name}` -> `{o.path}`: " + (", ".join(crit) or "exists"))
-        lines += ["", "The outputs stay in `out/<check>/`; to look at them yourself:", "", "```sh"]
-        for c in m.check:
-            for o in c.output:
-                where = f"out/{c.name}/{o.path}"
-                if o.path.endswith(".npy"):
-                    lines.append(
-                        f".venv-rebuild/bin/python -c \"import numpy as np; a = np.load('{where}'); "
-                        'print(a.shape, a.dtype, bool(np.isfinite(a).all()))"'
-                    )
-                elif o.path.endswith(".json"):
-                    lines.append(f".venv-rebuild/bin/python -m json.tool {where}")
-                else:
-                    lines.append(f"ls -l {where}")
-        lines.append("```")
-    else:
-        lines.append("No outputs to read back.")
-    lines += [
-        "",
-        "## If something must change",
-        "",
-        "Fix the procedure (repro.toml, then `kernodeck lock`), give the reference a new identity",
-        "(`kernodeck capture`, or `kernodeck capture --variant NAME` for a deliberate difference),",
-        "and write a new bundle. Change one layer at a time.",
-        "",
-    ]
-    return "\n".join(lines)
+
+    def block(lines: list[str]) -> str:
+        """A block that follows a line of the template directly ("" when empty)."""
+        return "".join("\n" + line for line in lines)
+
+    return _template("REBUILD.md.tmpl").substitute(
+        name=m.reference.name,
+        id=m.reference.id,
+        check_sums=f"sha256sum -c {BUNDLE_SUMS}",
+        python=py,
+        implementation=m.python.implementation,
+        python_exe=f"python{py.split('.')[0]}.{py.split('.')[1]}",
+        tool_install="\n".join(tool_install_commands()),
+        credentials=block(_md_credentials(creds)),
+        missing=block(_md_missing(refs)),
+        dirty=block(_md_dirty(refs)),
+        no_code=block(_md_no_code(m, with_code)),
+        rebuild=rebuild_command(None),
+        platform_rows="\n".join(rows),
+        stage_commands=_md_stage_commands(m),
+        diagnose="\n".join(diagnose),
+        sample="\n".join(_md_sample(m)),
+        outputs="\n".join(_md_outputs(m)),
+    )
 
 
 # --- writing ------------------------------------------------------------------------------------

@@ -17,7 +17,12 @@ saying why):
                   `kernodeck.installer_env`), or `uv pip install` with the same strictness;
 6. `contract`     `pip check`;
 7. `inventory`    `pip freeze --all` written to installed-after.txt, marked as an observation;
-8. verify against `<dest>/bin/python`, application checks included; its steps are appended.
+8. `verify`       verify against `<dest>/bin/python`, application checks included; its steps
+                  are appended.
+
+The procedure is the table `STAGES` (name, the function that runs it, the later stages it skips
+when it fails and why); `run_rebuild` runs it in order and adds every stage's steps to the report.
+The exit code comes from the steps' typed status (`Report.exit_code`), never from a step's name.
 """
 
 from __future__ import annotations
@@ -25,20 +30,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import platform as _platform
 import re
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernodeck import bundlesums
-from kernodeck.backends import parse_backend
+from kernodeck import bundlesums, platforms
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
@@ -46,6 +48,7 @@ from kernodeck.installer_errors import InstallerCause, first_error, installer_ca
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
+from kernodeck.platforms import PlatformChoice, PlatformFacts
 from kernodeck.report import Report, Status, Step
 from kernodeck.urls import redact
 from kernodeck.verify.system import norm_arch, os_of_sys_platform
@@ -329,52 +332,26 @@ def locate_manifest(source: str | Path) -> Path:
     return p
 
 
-def _host_backend_kinds() -> set[str]:
-    kinds = {"cpu"}
-    if Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi"):
-        kinds.add("cuda")
-    if Path("/dev/kfd").exists():
-        kinds.add("rocm")
-    if sys.platform == "darwin":
-        kinds.add("mps")
-    return kinds
-
-
-def _backend_kind(backend: str | None) -> str:
-    """The device kind of a platform's backend, as the backend table says (cpu when none)."""
-    parsed = parse_backend(backend) if backend else None
-    return parsed.kind if parsed is not None else "cpu"
-
-
-def choose_platform(manifest: Manifest, folder: Path, name: str | None) -> Platform:
-    """The platform to rebuild: the one named, else the only locked one that fits this host
-    (os and arch; among several, the one whose backend this host has, preferring GPU)."""
-    if name is not None:
-        plat = manifest.get_platform(name)
-        if plat is None:
-            known = ", ".join(p.name for p in manifest.platform)
-            raise UsageError(f"no platform {name!r} in the manifest", hint=f"platforms: {known}")
-        return plat
-    locked = [p for p in manifest.platform if (folder / requirements_filename(p.name)).is_file()]
-    if not locked:
-        raise UsageError(
-            f"no {REQUIREMENTS_PREFIX}<platform>.txt next to {folder / 'repro.toml'}",
-            hint="run `kernodeck lock` first (or rebuild from a bundle, which carries them)",
-        )
-    host_os = os_of_sys_platform(sys.platform)
-    host_arch = norm_arch(_platform.machine())
-    fits = [p for p in locked if p.os == host_os and _same_arch(p.arch, host_arch)]
-    if len(fits) > 1:
-        kinds = _host_backend_kinds()
-        have = [p for p in fits if _backend_kind(p.backend) in kinds]
-        gpu = [p for p in have if _backend_kind(p.backend) != "cpu"]
-        fits = gpu or have or fits
-    if len(fits) == 1:
-        return fits[0]
-    names = ", ".join(p.name for p in (fits or locked))
-    raise UsageError(
-        f"cannot tell which platform to rebuild on this {host_os} {host_arch} host (locked: {names})",
-        hint="pass --platform NAME",
+def choose_platform(
+    manifest: Manifest, folder: Path, name: str | None, facts: PlatformFacts | None = None
+) -> PlatformChoice:
+    """The platform to rebuild, with the reason: the one named, else the only locked one that fits
+    this host (`platforms.choose` with the host's facts: os, arch and, among several, the device
+    kinds it has, GPU first). `facts`: this host's, found with `platforms.host_facts` when None."""
+    locked: list[Platform] = []
+    if name is None:
+        locked = [p for p in manifest.platform if (folder / requirements_filename(p.name)).is_file()]
+        if not locked:
+            raise UsageError(
+                f"no {REQUIREMENTS_PREFIX}<platform>.txt next to {folder / 'repro.toml'}",
+                hint="run `kernodeck lock` first (or rebuild from a bundle, which carries them)",
+            )
+    return platforms.choose(
+        locked,
+        facts if facts is not None or name is not None else platforms.host_facts(),
+        name,
+        known=manifest.platform,
+        among="locked",
     )
 
 
@@ -421,7 +398,8 @@ def plan_rebuild(
     manifest_path = locate_manifest(source)
     manifest = load_manifest(manifest_path)
     folder = manifest_path.parent
-    plat = choose_platform(manifest, folder, platform)
+    choice = choose_platform(manifest, folder, platform)
+    plat = choice.platform
     reqs = folder / requirements_filename(plat.name)
     if not reqs.is_file():
         raise UsageError(
@@ -454,23 +432,11 @@ def plan_rebuild(
         bundle_sums=sums if sums.is_file() else None,
         force=force,
         credential_names=credential_names(manifest, reqs.read_text(encoding="utf-8", errors="replace")),
-        platform_reason="" if platform is not None else platform_reason(manifest, plat),
+        platform_reason="" if choice.named else choice.reason,
     )
 
 
-def platform_reason(manifest: Manifest, plat: Platform) -> str:
-    """Why `choose_platform` picked `plat` for this machine, in words."""
-    host = f"{os_of_sys_platform(sys.platform)} {norm_arch(_platform.machine())}"
-    why = f"matches this {host} machine"
-    if plat.backend is not None and _backend_kind(plat.backend) != "cpu":
-        why += f" and its {_backend_kind(plat.backend)} devices"
-    others = [p.name for p in manifest.platform if p.name != plat.name]
-    if others:
-        why += f" (pass --platform to choose another: {', '.join(others)})"
-    return why
-
-
-# --- stages ------------------------------------------------------------------------------------
+# --- what the stages check and run -------------------------------------------------------------
 
 
 def check_bundle_sums(sums: Path) -> Step:
@@ -627,6 +593,57 @@ def install_argv(
     return [*argv, *extra, "-r", requirements]
 
 
+def venv_argv(interpreter: str, dest: str) -> list[str]:
+    """The command of the `venv` stage: a fresh virtual environment, the interpreter isolated."""
+    return [interpreter, "-I", "-m", "venv", dest]
+
+
+def pip_argv(python: str, *args: str) -> list[str]:
+    """pip of the new environment, called through its interpreter and isolated from pip's
+    configuration files and variables."""
+    return [python, "-m", "pip", "--isolated", *args]
+
+
+def pip_version_argv(python: str) -> list[str]:
+    """The command of the `pip-version` stage."""
+    return pip_argv(python, "--version")
+
+
+def contract_argv(python: str) -> list[str]:
+    """The command of the `contract` stage (`pip check`)."""
+    return pip_argv(python, "check")
+
+
+def inventory_argv(python: str) -> list[str]:
+    """The command of the `inventory` stage (`pip freeze --all`; its output is the inventory)."""
+    return pip_argv(python, "freeze", "--all")
+
+
+def stage_commands(
+    interpreter: str,
+    dest: str,
+    python: str,
+    requirements: str,
+    *,
+    installer: Installer,
+    allow_sdist: Sequence[str],
+    uv: str | None = None,
+    extra: Sequence[str] = (),
+) -> list[tuple[str, list[str]]]:
+    """The command of every stage that runs one, in order, by stage name: what the stages run
+    (each calls its own builder above) and what REBUILD.md prints."""
+    return [
+        ("venv", venv_argv(interpreter, dest)),
+        ("pip-version", pip_version_argv(python)),
+        (
+            "install",
+            install_argv(installer, python, requirements, allow_sdist=allow_sdist, uv=uv, extra=extra),
+        ),
+        ("contract", contract_argv(python)),
+        ("inventory", inventory_argv(python)),
+    ]
+
+
 def clean_environment(
     environ: Mapping[str, str], keep: Sequence[str], installer: Installer = "pip"
 ) -> InstallerEnvironment:
@@ -634,18 +651,6 @@ def clean_environment(
     owned by `kernodeck.installer_env` (basics, network reach, the manifest's credential
     variables; isolated from the user's pip and uv configuration)."""
     return installer_environment(environ, keep, installer=installer)
-
-
-def _skip_rest(report: Report, names: Sequence[str], why: str) -> None:
-    for name in names:
-        report.add(Step.skipped(LAYER, name, why))
-
-
-@contextmanager
-def _stage(log: Log | None, name: str) -> Iterator[None]:
-    if log is not None:
-        log(f"rebuild: {name} ...")
-    yield
 
 
 def _display(plan: RebuildPlan, path: Path) -> str:
@@ -685,6 +690,306 @@ def parse_freeze(text: str) -> dict[str, str]:
     return dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
 
 
+# --- the procedure: a table of named stages -------------------------------------------------
+
+
+@dataclass
+class _Rebuild:
+    """What the stages of one rebuild share: the plan, the environment of every step, and what the
+    earlier stages found (the interpreter, the uv binary, verify's report). Stages write only here
+    and in their `StageResult`; `run_rebuild` builds the report from them."""
+
+    plan: RebuildPlan
+    environ: dict[str, str]
+    ienv: InstallerEnvironment
+    compute: bool
+    verify: VerifyFn
+    inventory_path: Path | None
+    progress: Log | None
+    interp: Interpreter | None = None
+    uv: str | None = None
+    #: verify's report of the rebuilt environment, and how long it took (the `verify` stage).
+    verified: Report | None = None
+    verify_seconds: float = 0.0
+
+    @property
+    def py(self) -> Path:
+        return venv_python(self.plan.dest)
+
+
+@dataclass
+class StageResult:
+    """A stage's steps, whether the stage itself failed (its `Stage.skips` are then skipped), and
+    why the run was refused as bad input before anything was created (exit 2), when it was."""
+
+    steps: list[Step]
+    failed: bool = False
+    refused: str | None = None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One row of rebuild's procedure."""
+
+    name: str
+    run: Callable[[_Rebuild], StageResult]
+    #: The later stages skipped when this one fails, and the reason they are given.
+    skips: tuple[str, ...] = ()
+    why_skipped: str = ""
+    #: Whether the stage runs for this plan (the bundle check: only when rebuilding from a bundle).
+    applies: Callable[[RebuildPlan], bool] = lambda plan: True
+    #: The line `log` gets as it starts ("{installer}" is the plan's installer).
+    label: str = ""
+    #: Whether a failure of its steps decides the exit code (`Step.required`).
+    required: bool = True
+
+
+def _timed(fn: Callable[[], Step]) -> Step:
+    t0 = time.monotonic()
+    step = fn()
+    step.seconds = round(time.monotonic() - t0, 3)
+    return step
+
+
+def _stage_bundle(r: _Rebuild) -> StageResult:
+    assert r.plan.bundle_sums is not None  # `applies` runs this stage only for a bundle
+    sums = r.plan.bundle_sums
+    step = _timed(lambda: check_bundle_sums(sums))
+    return StageResult([step], failed=step.status is Status.FAILED)
+
+
+def _stage_interpreter(r: _Rebuild) -> StageResult:
+    t0 = time.monotonic()
+    step, r.interp = select_interpreter(r.plan.manifest, r.plan.platform, r.plan.python_request, r.environ)
+    step.seconds = round(time.monotonic() - t0, 3)
+    if r.interp is None:
+        return StageResult([step], failed=True, refused=step.error or "no suitable interpreter")
+    return StageResult([step])
+
+
+def _stage_venv(r: _Rebuild) -> StageResult:
+    plan, interp, py = r.plan, r.interp, r.py
+    assert interp is not None  # the interpreter stage skips this one when it fails
+    if plan.dest.exists() and any(plan.dest.iterdir()):
+        shutil.rmtree(plan.dest)  # --force was checked by plan_rebuild
+    run = _run(venv_argv(interp.path, str(plan.dest)), r.ienv.env)
+    expected = f"a fresh virtual environment with {interp.implementation} {interp.version}"
+    observed = {"dest": plan.dest_display, "python": _display(plan, py)}
+    if run.returncode != 0 or not py.exists():
+        step = Step.failed(
+            LAYER,
+            "venv",
+            first_error(run.output) if run.output.strip() else f"venv exited {run.returncode}",
+            expected=expected,
+            observed=observed,
+            hint="on Debian/Ubuntu install pythonX.Y-venv; or pass another --python",
+            details={"output": _tail(run.output)},
+            seconds=round(run.seconds, 3),
+        )
+        return StageResult([step], failed=True)
+    return StageResult(
+        [Step.passed(LAYER, "venv", expected=expected, observed=observed, seconds=round(run.seconds, 3))]
+    )
+
+
+def _stage_pip_version(r: _Rebuild) -> StageResult:
+    env = r.ienv.env
+    run = _run(pip_version_argv(str(r.py)), env)
+    pip_version = re.sub(r"\s+from\s+.*?(\(python [^)]*\))?$", r" \1", run.stdout.strip()).strip()
+    details: dict[str, Any] = {}
+    r.uv = find_uv(r.environ) if r.plan.installer == "uv" else None
+    if r.uv is not None:
+        details["uv"] = _run([r.uv, "--version"], env).stdout.strip()
+    if run.returncode != 0:
+        step = Step.failed(
+            LAYER,
+            "pip-version",
+            first_error(run.output),
+            observed=None,
+            hint="the new environment has no working pip; recreate it with --force",
+            seconds=round(run.seconds, 3),
+        )
+        return StageResult([step], failed=True)
+    return StageResult(
+        [
+            Step.passed(
+                LAYER, "pip-version", observed=pip_version, details=details, seconds=round(run.seconds, 3)
+            )
+        ]
+    )
+
+
+def _stage_install(r: _Rebuild) -> StageResult:
+    plan, ienv, py, uv = r.plan, r.ienv, r.py, r.uv
+    argv = install_command(plan, py, uv, ienv.args(plan.installer))
+    if plan.installer == "uv" and uv is None:
+        run = _Run(127, "", "error: uv not found next to this Python or on PATH", 0.0)
+    else:
+        stream = None
+        if r.progress is not None:
+            show = r.progress
+
+            def stream(line: str) -> None:
+                shown = progress_line(plan.installer, line)
+                if shown is not None:
+                    show(shown)
+
+        run = _run(argv, ienv.env, cwd=plan.requirements.parent, on_line=stream)
+    details: dict[str, Any] = {
+        "command": _pretty_argv(plan, argv),
+        "environment": sorted(ienv.env),
+        "returncode": run.returncode,
+    }
+    if ienv.settings.describe():
+        details["network"] = ienv.settings.describe()
+    if ienv.dropped:
+        details["not-passed"] = ienv.dropped
+    if ienv.settings.ignored:
+        details["network-ignored"] = list(ienv.settings.ignored)
+    expected = f"every pin of {plan.requirements.name} installed with matching hashes"
+    if run.returncode != 0:
+        details["output"] = _tail(run.output)
+        cause = _install_cause(plan, run, py, uv, ienv, details)
+        details["cause"] = cause.kind
+        step = Step.failed(
+            LAYER,
+            "install",
+            cause.error,
+            expected=expected,
+            hint=cause.hint,
+            details=details,
+            seconds=round(run.seconds, 3),
+        )
+        return StageResult([step], failed=True)
+    observed = f"installed from {plan.requirements.name} ({plan.installer}, --require-hashes --no-deps)"
+    return StageResult(
+        [
+            Step.passed(
+                LAYER,
+                "install",
+                expected=expected,
+                observed=observed,
+                details=details,
+                seconds=round(run.seconds, 3),
+            )
+        ]
+    )
+
+
+def _stage_contract(r: _Rebuild) -> StageResult:
+    run = _run(contract_argv(str(r.py)), r.ienv.env)
+    expected = "no broken requirements (pip check)"
+    if run.returncode != 0:
+        step = Step.failed(
+            LAYER,
+            "contract",
+            _first_line(run.stdout) or first_error(run.output),
+            expected=expected,
+            observed=_tail(run.stdout, 50),
+            hint="the lock misses a dependency or pins incompatible versions; run `kernodeck lock` again",
+            seconds=round(run.seconds, 3),
+        )
+        return StageResult([step], failed=True)
+    return StageResult(
+        [
+            Step.passed(
+                LAYER,
+                "contract",
+                expected=expected,
+                observed=_first_line(run.stdout),
+                seconds=round(run.seconds, 3),
+            )
+        ]
+    )
+
+
+def _stage_inventory(r: _Rebuild) -> StageResult:
+    plan, m = r.plan, r.plan.manifest
+    run = _run(inventory_argv(str(r.py)), r.ienv.env)
+    if run.returncode != 0:
+        step = Step.failed(LAYER, "inventory", first_error(run.output), seconds=round(run.seconds, 3))
+        return StageResult([step], failed=True)
+    target = r.inventory_path or (plan.manifest_path.parent / INVENTORY_FILE)
+    context = f" (reference {m.reference.name} {m.reference.id}, platform {plan.platform.name})"
+    header = INVENTORY_HEADER.format(context=context, requirements=plan.requirements.name)
+    atomic_write_text(target, header + run.stdout)
+    dists = parse_freeze(run.stdout)
+    step = Step.passed(
+        LAYER,
+        "inventory",
+        observed=dists,
+        details={"file": target.name, "distributions": len(dists)},
+        seconds=round(run.seconds, 3),
+    )
+    return StageResult([step])
+
+
+def _stage_verify(r: _Rebuild) -> StageResult:
+    """verify of the rebuilt environment, application checks included: its steps join the report."""
+    t0 = time.monotonic()
+    try:
+        result = r.verify(
+            r.plan.manifest_path, python=str(r.py), platform=r.plan.platform.name, compute=r.compute
+        )
+    except Exception as e:  # a crash in verify is a failed stage, reported like the others
+        step = Step.failed(
+            LAYER,
+            "verify",
+            f"verify could not run: {type(e).__name__}: {e}",
+            seconds=round(time.monotonic() - t0, 3),
+        )
+        return StageResult([step], failed=True)
+    r.verified, r.verify_seconds = result, round(time.monotonic() - t0, 3)
+    return StageResult(list(result.steps))
+
+
+#: The stages' names in order (`STAGES` follows it; a test holds them together).
+STAGE_ORDER = ("bundle", "interpreter", "venv", "pip-version", "install", "contract", "inventory", "verify")
+
+
+def _after(name: str) -> tuple[str, ...]:
+    """Every stage after `name`."""
+    return STAGE_ORDER[STAGE_ORDER.index(name) + 1 :]
+
+
+#: Rebuild's procedure, in order: each stage, what it skips when it fails and why. Every stage's
+#: steps are required (a failure makes the exit code 1; a refused interpreter makes it 2).
+STAGES: tuple[Stage, ...] = (
+    Stage(
+        "bundle",
+        _stage_bundle,
+        skips=_after("bundle"),
+        why_skipped="the bundle does not match BUNDLE.sha256",
+        applies=lambda plan: plan.bundle_sums is not None,
+    ),
+    Stage(
+        "interpreter",
+        _stage_interpreter,
+        skips=_after("interpreter"),
+        why_skipped="no suitable interpreter; nothing was created",
+    ),
+    Stage(
+        "venv", _stage_venv, skips=_after("venv"), why_skipped="the virtual environment could not be created"
+    ),
+    Stage(
+        "pip-version",
+        _stage_pip_version,
+        skips=_after("pip-version"),
+        why_skipped="pip does not run in the new environment",
+    ),
+    Stage(
+        "install",
+        _stage_install,
+        skips=_after("install"),
+        why_skipped="the install failed",
+        label="install ({installer})",
+    ),
+    Stage("contract", _stage_contract),  # a broken contract is reported; the inventory still helps
+    Stage("inventory", _stage_inventory),
+    Stage("verify", _stage_verify),
+)
+
+
 def run_rebuild(
     plan: RebuildPlan,
     *,
@@ -695,9 +1000,10 @@ def run_rebuild(
     log: Log | None = None,
     progress: Log | None = None,
 ) -> Report:
-    """Run every stage of a planned rebuild; never raises for a failing stage (it is a Step).
-    `log` gets a line as each stage starts; `progress` gets the installer's output while it
-    installs, one `progress_line` at a time. Neither changes the report."""
+    """Run every stage of a planned rebuild (`STAGES`, in order); never raises for a failing stage
+    (it is a Step, and the stages it skips are skipped Steps saying why). `log` gets a line as each
+    stage starts; `progress` gets the installer's output while it installs, one `progress_line` at
+    a time. Neither changes the report."""
     env_in = dict(os.environ if environ is None else environ)
     ienv = clean_environment(env_in, plan.credential_names, plan.installer)
     m = plan.manifest
@@ -715,216 +1021,38 @@ def run_rebuild(
             "environment-passed": sorted(ienv.env),
         },
     )
-    stages = ["venv", "pip-version", "install", "contract", "inventory", "verify"]
-
-    if plan.bundle_sums is not None:
-        with _stage(log, "bundle"):
-            t0 = time.monotonic()
-            step = check_bundle_sums(plan.bundle_sums)
-            step.seconds = round(time.monotonic() - t0, 3)
-            report.add(step)
-        if step.status is Status.FAILED:
-            _skip_rest(report, ["interpreter", *stages], "the bundle does not match BUNDLE.sha256")
-            return report
-
-    with _stage(log, "interpreter"):
-        t0 = time.monotonic()
-        step, interp = select_interpreter(m, plan.platform, plan.python_request, env_in)
-        step.seconds = round(time.monotonic() - t0, 3)
-        report.add(step)
-    if interp is None:
-        _skip_rest(report, stages, "no suitable interpreter; nothing was created")
-        report.refused = step.error or "no suitable interpreter"
-        return report
-
-    env = ienv.env
-    py = venv_python(plan.dest)
-
-    # venv
-    with _stage(log, "venv"):
-        if plan.dest.exists() and any(plan.dest.iterdir()):
-            shutil.rmtree(plan.dest)  # --force was checked by plan_rebuild
-        run = _run([interp.path, "-I", "-m", "venv", str(plan.dest)], env)
-    observed = {"dest": plan.dest_display, "python": _display(plan, py)}
-    if run.returncode != 0 or not py.exists():
-        report.add(
-            Step.failed(
-                LAYER,
-                "venv",
-                first_error(run.output) if run.output.strip() else f"venv exited {run.returncode}",
-                expected=f"a fresh virtual environment with {interp.implementation} {interp.version}",
-                observed=observed,
-                hint="on Debian/Ubuntu install pythonX.Y-venv; or pass another --python",
-                details={"output": _tail(run.output)},
-                seconds=round(run.seconds, 3),
-            )
-        )
-        _skip_rest(report, stages[1:], "the virtual environment could not be created")
-        return report
-    report.add(
-        Step.passed(
-            LAYER,
-            "venv",
-            expected=f"a fresh virtual environment with {interp.implementation} {interp.version}",
-            observed=observed,
-            seconds=round(run.seconds, 3),
-        )
+    state = _Rebuild(
+        plan=plan,
+        environ=env_in,
+        ienv=ienv,
+        compute=compute,
+        verify=verify or _verify_rebuilt,
+        inventory_path=inventory_path,
+        progress=progress,
     )
-
-    # pip --version
-    with _stage(log, "pip-version"):
-        run = _run([str(py), "-m", "pip", "--isolated", "--version"], env)
-    pip_version = re.sub(r"\s+from\s+.*?(\(python [^)]*\))?$", r" \1", run.stdout.strip()).strip()
-    details: dict[str, Any] = {}
-    uv = find_uv(env_in) if plan.installer == "uv" else None
-    if uv is not None:
-        details["uv"] = _run([uv, "--version"], env).stdout.strip()
-    if run.returncode != 0:
-        report.add(
-            Step.failed(
-                LAYER,
-                "pip-version",
-                first_error(run.output),
-                observed=None,
-                hint="the new environment has no working pip; recreate it with --force",
-                seconds=round(run.seconds, 3),
-            )
-        )
-        _skip_rest(report, stages[2:], "pip does not run in the new environment")
-        return report
-    report.add(
-        Step.passed(
-            LAYER, "pip-version", observed=pip_version, details=details, seconds=round(run.seconds, 3)
-        )
-    )
-
-    # install
-    with _stage(log, f"install ({plan.installer})"):
-        if plan.installer == "uv" and uv is None:
-            run = _Run(127, "", "error: uv not found next to this Python or on PATH", 0.0)
-        else:
-            argv = install_command(plan, py, uv, ienv.args(plan.installer))
-            stream = None
-            if progress is not None:
-                show = progress
-
-                def stream(line: str) -> None:
-                    shown = progress_line(plan.installer, line)
-                    if shown is not None:
-                        show(shown)
-
-            run = _run(argv, env, cwd=plan.requirements.parent, on_line=stream)
-    install_details: dict[str, Any] = {
-        "command": _pretty_argv(plan, install_command(plan, py, uv, ienv.args(plan.installer))),
-        "environment": sorted(env),
-        "returncode": run.returncode,
-    }
-    if ienv.settings.describe():
-        install_details["network"] = ienv.settings.describe()
-    if ienv.dropped:
-        install_details["not-passed"] = ienv.dropped
-    if ienv.settings.ignored:
-        install_details["network-ignored"] = list(ienv.settings.ignored)
-    if run.returncode != 0:
-        install_details["output"] = _tail(run.output)
-        cause = _install_cause(plan, run, py, uv, ienv, install_details)
-        install_details["cause"] = cause.kind
-        report.add(
-            Step.failed(
-                LAYER,
-                "install",
-                cause.error,
-                expected=f"every pin of {plan.requirements.name} installed with matching hashes",
-                hint=cause.hint,
-                details=install_details,
-                seconds=round(run.seconds, 3),
-            )
-        )
-        _skip_rest(report, stages[3:], "the install failed")
-        return report
-    report.add(
-        Step.passed(
-            LAYER,
-            "install",
-            expected=f"every pin of {plan.requirements.name} installed with matching hashes",
-            observed=f"installed from {plan.requirements.name} ({plan.installer}, --require-hashes --no-deps)",
-            details=install_details,
-            seconds=round(run.seconds, 3),
-        )
-    )
-
-    # pip check
-    with _stage(log, "contract"):
-        run = _run([str(py), "-m", "pip", "--isolated", "check"], env)
-    if run.returncode != 0:
-        report.add(
-            Step.failed(
-                LAYER,
-                "contract",
-                _first_line(run.stdout) or first_error(run.output),
-                expected="no broken requirements (pip check)",
-                observed=_tail(run.stdout, 50),
-                hint="the lock misses a dependency or pins incompatible versions; run `kernodeck lock` again",
-                seconds=round(run.seconds, 3),
-            )
-        )
-    else:
-        report.add(
-            Step.passed(
-                LAYER,
-                "contract",
-                expected="no broken requirements (pip check)",
-                observed=_first_line(run.stdout),
-                seconds=round(run.seconds, 3),
-            )
-        )
-
-    # pip freeze --all
-    with _stage(log, "inventory"):
-        run = _run([str(py), "-m", "pip", "--isolated", "freeze", "--all"], env)
-    target = inventory_path or (plan.manifest_path.parent / INVENTORY_FILE)
-    if run.returncode != 0:
-        report.add(Step.failed(LAYER, "inventory", first_error(run.output), seconds=round(run.seconds, 3)))
-    else:
-        context = f" (reference {m.reference.name} {m.reference.id}, platform {plan.platform.name})"
-        header = INVENTORY_HEADER.format(context=context, requirements=plan.requirements.name)
-        atomic_write_text(target, header + run.stdout)
-        dists = parse_freeze(run.stdout)
-        report.add(
-            Step.passed(
-                LAYER,
-                "inventory",
-                observed=dists,
-                details={"file": target.name, "distributions": len(dists)},
-                seconds=round(run.seconds, 3),
-            )
-        )
-
-    # verify, application checks included
-    with _stage(log, "verify"):
-        t0 = time.monotonic()
-        verify_fn = verify or _verify_rebuilt
-        try:
-            result = verify_fn(
-                plan.manifest_path,
-                python=str(py),
-                platform=plan.platform.name,
-                compute=compute,
-            )
-        except Exception as e:  # a crash in verify is a failed stage, reported like the others
-            report.add(
-                Step.failed(
-                    LAYER,
-                    "verify",
-                    f"verify could not run: {type(e).__name__}: {e}",
-                    seconds=round(time.monotonic() - t0, 3),
-                )
-            )
-            return report
-    report.add(*result.steps)
-    report.interpreter = result.interpreter
-    report.inventory = result.inventory
-    report.settings["verify"] = {"seconds": round(time.monotonic() - t0, 3), **result.settings}
+    skipped: dict[str, str] = {}
+    for stage in STAGES:
+        if not stage.applies(plan):
+            continue
+        if stage.name in skipped:
+            report.add(Step.skipped(LAYER, stage.name, skipped[stage.name]))
+            continue
+        if log is not None:
+            log(f"rebuild: {(stage.label or stage.name).format(installer=plan.installer)} ...")
+        result = stage.run(state)
+        if not stage.required:
+            for step in result.steps:
+                step.required = False
+        report.add(*result.steps)
+        if result.refused is not None:
+            report.refused = result.refused
+        if result.failed:
+            for name in stage.skips:
+                skipped.setdefault(name, stage.why_skipped)
+    if state.verified is not None:
+        report.interpreter = state.verified.interpreter
+        report.inventory = state.verified.inventory
+        report.settings["verify"] = {"seconds": state.verify_seconds, **state.verified.settings}
     return report
 
 

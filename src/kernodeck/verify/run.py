@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from kernodeck.backends import parse_backend
+from kernodeck import platforms
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.interpreters import Interpreter
@@ -26,7 +26,6 @@ from kernodeck.probe.runner import Probe, ProbeRequest
 from kernodeck.report import CheckedInterpreter, Report, Status, Step
 from kernodeck.verify import backend, code, contract, data, device, interpreter, packages, system
 from kernodeck.verify.context import Context
-from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
 #: The cause of the layers not run after the packages layer found most of the lock missing.
 SKIPPED_WRONG_ENVIRONMENT = "not-the-project-environment"
@@ -43,73 +42,11 @@ _FACT_LAYERS: dict[Layer, FactLayer] = {
 }
 
 
-def _live_kind(facts: Facts) -> str:
-    kind = facts.torch_build_kind()
-    if kind is not None:
-        return kind
-    if facts.nvidia.driver() is not None:
-        return "cuda"
-    if facts.rocm.driver_present:
-        return "rocm"
-    return "mps" if facts.platform.os == "macos" else "cpu"
-
-
 def select_platform(manifest: Manifest, facts: Facts | None, name: str | None) -> Platform:
-    """The platform named by --platform, or the one the live facts match; UsageError otherwise."""
-    names = ", ".join(p.name for p in manifest.platform)
-    if name is not None:
-        p = manifest.get_platform(name)
-        if p is None:
-            raise UsageError(f"no platform {name!r} in the manifest", hint=f"platforms: {names}")
-        return p
-    if len(manifest.platform) == 1:
-        return manifest.platform[0]
-    if facts is None:
-        raise UsageError(
-            "cannot choose a platform without facts about the environment",
-            hint=f"pass --platform (one of {names})",
-        )
-    live_os = os_of_sys_platform(facts.markers.get("sys_platform", "")) or facts.platform.os
-    live_arch = norm_arch(facts.platform.machine)
-    rejected: list[str] = []
-    cands = []
-    for p in manifest.platform:
-        if p.os != live_os:
-            rejected.append(f"{p.name}: os {p.os}, this machine is {live_os}")
-        elif norm_arch(p.arch) != live_arch:
-            rejected.append(f"{p.name}: arch {p.arch}, this machine is {facts.platform.machine}")
-        else:
-            cands.append(p)
-    kind = _live_kind(facts)
-    cuda = facts.torch_cuda()
-    hip = facts.torch_hip()
-    if len(cands) > 1:
-        exact, loose = [], []
-        for p in cands:
-            b = parse_backend(p.backend) if p.backend else None
-            if b is None:
-                loose.append(p)  # no backend: torch from the default indexes, any build
-            elif b.kind != kind:
-                rejected.append(f"{p.name}: backend {b.name}, the live torch is a {kind} build")
-            elif b.kind == "cuda" and cuda and b.version != ".".join(cuda.split(".")[:2]):
-                rejected.append(f"{p.name}: backend {b.name}, the live torch is built for CUDA {cuda}")
-            elif b.kind == "rocm" and hip and not hip.startswith(str(b.version)):
-                rejected.append(f"{p.name}: backend {b.name}, the live torch is built for ROCm {hip}")
-            else:
-                exact.append(p)
-        cands = exact or loose
-    if len(cands) == 1:
-        return cands[0]
-    if not cands:
-        raise UsageError(
-            "no platform in the manifest matches this environment",
-            context=rejected,
-            hint=f"pass --platform (one of {names}), or add a [[platform]] for this machine",
-        )
-    raise UsageError(
-        f"several platforms match this environment: {', '.join(p.name for p in cands)}",
-        hint="pass --platform to choose one",
-    )
+    """The platform named by --platform, or the one the live facts match (`platforms.choose`, a
+    manifest's only platform taken as is); UsageError otherwise."""
+    live = platforms.probe_facts(facts) if facts is not None else None
+    return platforms.choose(manifest.platform, live, name, lone=True).platform
 
 
 def _probe_request(manifest: Manifest, layers: list[Layer], compute: bool, device_kind: str) -> ProbeRequest:

@@ -1,0 +1,126 @@
+"""rebuild's procedure as a table of named stages (`rebuild.STAGES`): what a failing stage skips
+and why, refusals, stages that do not apply, and the exit code from typed results only."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernodeck import bundlesums, rebuild
+from kernodeck.rebuild import STAGE_ORDER, STAGES, RebuildPlan, Stage, StageResult, plan_rebuild, run_rebuild
+from kernodeck.report import Report, Status, Step
+
+MANIFEST = """schema-version = 1
+[reference]
+name = "tiny"
+id = "2026-01-01.1"
+[python]
+version = "{py}"
+[[platform]]
+name = "here"
+os = "linux"
+arch = "x86_64"
+"""
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _plan(tmp_path: Path, py: str = PY, bundle: bool = False) -> RebuildPlan:
+    proj = tmp_path / "proj"
+    proj.mkdir(parents=True)
+    (proj / "repro.toml").write_text(MANIFEST.format(py=py))
+    (proj / "requirements-rebuild-here.txt").write_text("# empty lock\n")
+    if bundle:
+        files = {p.name: p.read_bytes() for p in proj.iterdir()}
+        (proj / bundlesums.NAME).write_text(bundlesums.render(files))
+    return plan_rebuild(proj, dest=tmp_path / "v", platform="here")
+
+
+def _steps(report: Report) -> list[tuple[str, str, str | None]]:
+    return [(s.name, s.status.value, s.error if s.status is Status.SKIPPED else None) for s in report.steps]
+
+
+def test_the_table_names_every_stage_in_order_and_skips_only_later_ones() -> None:
+    assert tuple(s.name for s in STAGES) == STAGE_ORDER
+    for i, stage in enumerate(STAGES):
+        assert set(stage.skips) <= set(STAGE_ORDER[i + 1 :]), stage.name
+        assert bool(stage.skips) == bool(stage.why_skipped), stage.name
+    # a broken contract and a failed inventory are reported without skipping what follows
+    by_name = {s.name: s for s in STAGES}
+    assert by_name["contract"].skips == () and by_name["inventory"].skips == ()
+    assert by_name["install"].skips == ("contract", "inventory", "verify")
+
+
+def _canned(name: str, status: Status, refused: str | None = None) -> Stage:
+    def run(_: object) -> StageResult:
+        step = Step(
+            layer="rebuild", name=name, status=status, error=None if status is Status.PASSED else "boom"
+        )
+        return StageResult([step], failed=status is Status.FAILED, refused=refused)
+
+    return Stage(name, run)
+
+
+def test_a_failing_stage_skips_what_it_names_and_the_rest_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = (
+        Stage("a", _canned("a", Status.PASSED).run),
+        Stage("b", _canned("b", Status.FAILED).run, skips=("c",), why_skipped="b failed"),
+        Stage("c", _canned("c", Status.PASSED).run),
+        Stage("d", _canned("d", Status.PASSED).run, applies=lambda plan: False),
+        Stage("e", _canned("e", Status.PASSED).run, label="e with {installer}"),
+    )
+    monkeypatch.setattr(rebuild, "STAGES", table)
+    lines: list[str] = []
+    report = run_rebuild(_plan(tmp_path), environ={"PATH": ""}, log=lines.append)
+    assert _steps(report) == [
+        ("a", "passed", None),
+        ("b", "failed", None),
+        ("c", "skipped", "b failed"),
+        ("e", "passed", None),
+    ]
+    assert lines == ["rebuild: a ...", "rebuild: b ...", "rebuild: e with pip ..."]
+    assert report.exit_code == 1 and report.refused is None
+
+
+def test_a_refusal_and_a_stage_not_needed_for_the_exit_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    optional = Stage("x", _canned("x", Status.FAILED).run, required=False)
+    monkeypatch.setattr(rebuild, "STAGES", (optional,))
+    report = run_rebuild(_plan(tmp_path), environ={"PATH": ""})
+    assert report.steps[0].status is Status.FAILED and not report.steps[0].required
+    assert report.exit_code == 0
+    monkeypatch.setattr(
+        rebuild, "STAGES", (Stage("y", _canned("y", Status.FAILED, refused="bad input").run),)
+    )
+    report = run_rebuild(_plan(tmp_path / "2"), environ={"PATH": ""})
+    assert report.refused == "bad input" and report.exit_code == 2
+
+
+def test_a_refused_interpreter_skips_every_later_stage_verify_included(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, py="3.9")
+    report = run_rebuild(plan, environ={"PATH": ""}, verify=None)
+    why = "no suitable interpreter; nothing was created"
+    assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[2:]]
+    assert report.steps[0].name == "interpreter" and report.steps[0].status is Status.FAILED
+    assert report.exit_code == 2 and not plan.dest.exists()
+
+
+def test_a_tampered_bundle_skips_everything_after_the_bundle_stage(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, bundle=True)
+    assert plan.bundle_sums is not None
+    (plan.manifest_path.parent / "requirements-rebuild-here.txt").write_text("alpha==1.0\n")
+    report = run_rebuild(plan, environ={"PATH": ""})
+    assert report.steps[0].name == "bundle" and report.steps[0].status is Status.FAILED
+    why = "the bundle does not match BUNDLE.sha256"
+    assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[1:]]
+    assert report.exit_code == 1 and not plan.dest.exists()
+
+
+def test_without_a_bundle_the_bundle_stage_does_not_appear(tmp_path: Path) -> None:
+    report = run_rebuild(_plan(tmp_path, py="3.9"), environ={"PATH": ""})
+    assert "bundle" not in [s.name for s in report.steps]
