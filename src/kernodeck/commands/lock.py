@@ -12,7 +12,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import click
 
@@ -20,7 +20,7 @@ from kernodeck.commands.options import json_option
 from kernodeck.errors import EXIT_FAILED
 
 if TYPE_CHECKING:
-    from kernodeck.lock import LockResult
+    from kernodeck.lock import LockProgress, LockResult
 
 
 @click.command()
@@ -88,7 +88,7 @@ def lock(
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
     from kernodeck.lock import Format, lock_manifest
 
-    progress = None if quiet or not sys.stderr.isatty() else RichProgress()
+    progress = progress_for(quiet, sys.stderr)
     result = lock_manifest(
         manifest,
         list(platforms) or None,
@@ -194,6 +194,11 @@ def _json(result: LockResult) -> dict[str, Any]:
         "differences": [d.to_json() for d in result.differences],
         "notices": list(result.notices),
     }
+
+
+def progress_for(quiet: bool, stream: TextIO) -> LockProgress | None:
+    """The progress display of a lock: rich on a terminal, none when quiet or redirected."""
+    return None if quiet or not stream.isatty() else RichProgress()
 
 
 class RichProgress:
