@@ -12,11 +12,11 @@ files. `Rendered` is also what the replay cache (`kernodeck.lockreplay`) records
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from kernodeck.lockfile.read import has_old_header, header_digest
 from kernodeck.lockfile.write import (
     IndexLine,
     LockedFile,
@@ -25,7 +25,7 @@ from kernodeck.lockfile.write import (
     render_pylock,
     render_requirements,
 )
-from kernodeck.lockinputs import HEADER_KEY, OLD_HEADER_KEY, unsatisfied_pins
+from kernodeck.lockinputs import unsatisfied_pins
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource
@@ -177,18 +177,15 @@ def diff(old: str | None, new: str, name: str) -> str:
     )
 
 
-_HEADER_DIGEST = re.compile(rf"(?:{HEADER_KEY}|{OLD_HEADER_KEY}):\s*([0-9a-f]{{64}})")
-
-
 def stale_reasons(old: str, new: str, manifest: Manifest, target: Target, suffix: str) -> list[str]:
     """Why a file on disk differs from the lock computed now, in words."""
     out: list[str] = []
-    if HEADER_KEY not in old and OLD_HEADER_KEY in old:
+    if has_old_header(old):
         return [
             "written with the old header (manifest-sha256); re-run `kernodeck lock`: the header format changed"
         ]
-    a, b = _HEADER_DIGEST.search(old), _HEADER_DIGEST.search(new)
-    if a is None or b is None or a.group(1) != b.group(1):
+    a, b = header_digest(old), header_digest(new)
+    if a is None or b is None or a != b:
         out.append(
             "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
             "exclude-newer, the platforms, or the backend table)"

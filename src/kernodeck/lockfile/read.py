@@ -7,6 +7,9 @@ requirement: `name==version [; marker] \\` followed by `--hash=sha256:<hex>` con
 and `# via ...` comments. Reading is strict about pins (a line that is not one is an error with
 its line number) and tolerant about comments.
 
+`header_digest` / `has_old_header` read the freshness digest a file's header records (requirements
+or pylock, both write it in a comment), for `kernodeck lock --check` explaining a stale file.
+
 `pins_of_text` / `read_pins` read the same files leniently, for `kernodeck lock` preferring the
 versions already pinned (minimal churn): a line that is not a pin is skipped, never an error.
 """
@@ -24,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 
 from kernodeck.errors import KernodeckError
 from kernodeck.lockfile.names import requirements_path
+from kernodeck.lockinputs import HEADER_KEY, OLD_HEADER_KEY
 
 
 class LockfileError(KernodeckError):
@@ -225,3 +229,18 @@ def _parse_pin(joined: str, number: int, path: Path, via: tuple[str, ...]) -> Pi
         via=via,
         line=number,
     )
+
+
+_HEADER_DIGEST = re.compile(rf"(?:{HEADER_KEY}|{OLD_HEADER_KEY}):\s*([0-9a-f]{{64}})")
+
+
+def header_digest(text: str) -> str | None:
+    """The lock-inputs digest a lock file's header records (the old manifest-sha256 of files
+    written before it); None when there is none. Either format: the digest is in a comment."""
+    m = _HEADER_DIGEST.search(text)
+    return m.group(1) if m else None
+
+
+def has_old_header(text: str) -> bool:
+    """Whether a lock file was written with the old header (manifest-sha256, no lock inputs)."""
+    return HEADER_KEY not in text and OLD_HEADER_KEY in text
