@@ -70,8 +70,9 @@ def test_lock_reports_to_the_progress_it_is_given_resolved_and_replayed(
         ("done", "windows", "2"),
         ("close",),
     ]
-    # without a progress object the library shows nothing, even when told quiet=False
-    lock_manifest(manifest, cache_dir=cache, quiet=False, refresh=True, upgrade=True)
+    # without a progress object the library shows nothing, even when told quiet=False (deprecated)
+    with pytest.warns(DeprecationWarning, match="quiet"):
+        lock_manifest(manifest, cache_dir=cache, quiet=False, refresh=True, upgrade=True)
     assert capfd.readouterr().err == ""
 
 

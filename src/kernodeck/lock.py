@@ -47,6 +47,7 @@ import os
 import re
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -219,7 +220,7 @@ def lock_manifest(
     offline: bool = False,
     fmt: Format = "requirements",
     refresh: bool = False,
-    quiet: bool = True,
+    quiet: bool | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: LockProgress | None = None,
     extra_inputs: Mapping[str, str] | None = None,
@@ -229,8 +230,15 @@ def lock_manifest(
     that cannot be locked (failed resolution, unreadable index) is reported in `result.failed`.
     `extra_inputs` (name -> sha256) join each platform's lock-inputs digest. `progress` receives
     what the lock does while it works (none by default); `quiet` is accepted for callers of
-    earlier releases and has no effect: the library shows nothing on its own."""
-    del quiet  # the caller decides on a progress display (see LockProgress)
+    earlier releases with a DeprecationWarning and has no effect: the library shows nothing on
+    its own."""
+    if quiet is not None:
+        warnings.warn(
+            "lock_manifest(quiet=...) has no effect: the library shows no progress of its own; "
+            "pass progress=... (a LockProgress) to follow a lock",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     started = time.perf_counter()
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
