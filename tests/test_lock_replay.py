@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import kernodeck.lock as lockmod
+import kernodeck.lockreplay as lockreplay
 from kernodeck.index.cache import IndexCache
 from kernodeck.lock import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
@@ -149,7 +150,7 @@ def test_no_replay_when_pages_are_stale(
     lock_manifest(manifest, cache_dir=cache, upgrade=True)
     lock_manifest(manifest, cache_dir=cache, upgrade=True)
     assert len(resolutions) == 1
-    monkeypatch.setattr(lockmod, "DEFAULT_PAGE_TTL", 0.0)
+    monkeypatch.setattr(lockreplay, "DEFAULT_PAGE_TTL", 0.0)
     lock_manifest(manifest, cache_dir=cache, upgrade=True)
     assert len(resolutions) == 2
 

@@ -3,8 +3,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
-from kernodeck.lockfile.read import LockfileError, parse_lockfile, read_lockfile
+from kernodeck.lockfile.read import (
+    LockfileError,
+    has_old_header,
+    header_digest,
+    parse_lockfile,
+    pins_of_text,
+    read_lockfile,
+    read_pins,
+)
 
 H = ["a" * 64, "b" * 64, "c" * 64, "d" * 64]
 
@@ -77,3 +86,48 @@ def test_bad_lines_are_located(text: str, match: str) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(LockfileError, match="no requirements file"):
         read_lockfile(tmp_path / "requirements-rebuild-x.txt")
+
+
+def test_pins_of_text_reads_the_design_format_by_canonical_name() -> None:
+    assert pins_of_text(TEXT) == {
+        "colorama": Version("0.4.6"),
+        "filelock": Version("3.16.1"),
+        "torch": Version("2.6.0+cu126"),
+        "uvicorn": Version("0.32.1"),
+    }
+
+
+def test_pins_of_text_skips_what_is_not_a_pin() -> None:
+    """Preferences of a hand-edited file: lines that are no pin are skipped, never an error."""
+    text = (
+        "# header\n"
+        "Foo_Bar==1.0\n"
+        "loose>=2\n"
+        "wild==1.0.*\n"
+        "direct @ https://files.invalid/direct-1.0-py3-none-any.whl\n"
+        "-r other.txt\n"
+        "not a requirement at all\n"
+        "kept==2.0 \\\n"
+        "    --hash=sha256:" + H[0] + "\n"
+        "    # via foo-bar\n"
+    )
+    with pytest.raises(LockfileError):
+        parse_lockfile(text)  # the strict reader still refuses the file
+    assert pins_of_text(text) == {"foo-bar": Version("1.0"), "kept": Version("2.0")}
+
+
+def test_read_pins_of_a_missing_or_unreadable_file_is_empty(tmp_path: Path) -> None:
+    assert read_pins(tmp_path / "missing.txt") == {}
+    (tmp_path / "binary.txt").write_bytes(b"\xff\xfe==\n")
+    assert read_pins(tmp_path / "binary.txt") == {}
+    (tmp_path / "ok.txt").write_text("dep==1.0\n", encoding="utf-8")
+    assert read_pins(tmp_path / "ok.txt") == {"dep": Version("1.0")}
+
+
+def test_header_digest_of_both_formats_and_the_old_header() -> None:
+    new_txt = f"# platform: linux (x)\n# lock-inputs-sha256: {H[1]}   exclude-newer: -\ndep==1.0\n"
+    new_toml = f'# lock-inputs-sha256: {H[2]}   exclude-newer: -\nlock-version = "1.0"\n'
+    assert header_digest(new_txt) == H[1] and not has_old_header(new_txt)
+    assert header_digest(new_toml) == H[2] and not has_old_header(new_toml)
+    assert header_digest(TEXT) == H[0] and has_old_header(TEXT)  # manifest-sha256, before lock inputs
+    assert header_digest("dep==1.0\n") is None and not has_old_header("dep==1.0\n")

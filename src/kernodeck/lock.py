@@ -28,57 +28,45 @@ Unless `upgrade`, the versions pinned in the existing requirements file of a pla
 first (minimal churn, like pip-tools and uv); `upgrade_packages` drops that preference for the
 named projects only.
 
-Replay: a finished lock is recorded in the index cache under a key made of everything it was
-computed from (the lock inputs of each platform, the platforms, the options, the pins it preferred, the
-default index, the kernodeck sources and the Python/packaging versions), with the cached project
-pages it read. While every one of those pages is still on disk unchanged and would still answer
-without the network (fetched after exclude-newer, or within its time-to-live), a lock with the
-same key reproduces the recorded files without resolving: the metadata it read is immutable (keyed
-by artifact hash), so the resolution could only come out the same. `refresh` never replays; locks
-that read local folders, download files to hash them, or use credentials are never recorded.
+Replay (kernodeck.lockreplay): a finished lock is recorded in the index cache under a key made of
+everything it was computed from, and an unchanged re-lock reproduces it without resolving while
+every project page it read still stands. `refresh` never replays; locks that read local folders,
+download files to hash them, or use credentials are never recorded.
+
+The stages live in one module each; this one orchestrates them and is the public API:
+  - kernodeck.lockmirrors   mirrors: parse `NAME=URL`, fetch from them, map URLs back;
+  - kernodeck.lockconvert   one platform's resolution -> PlatformLock -> rendered text, stale reasons;
+  - kernodeck.lockreplay    the replay cache: key, lookup, store;
+  - kernodeck.lockfile      file names, renderers and the reader (the existing pins preferred);
+  - kernodeck.commands.lock the command line, which alone decides on a progress display.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import difflib
-import hashlib
-import json
 import os
 import re
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from kernodeck import lockreplay
 from kernodeck.errors import EXIT_USAGE, KernodeckError, ResolutionError, UsageError
 from kernodeck.fsio import interrupted_set, write_set
-from kernodeck.index.cache import DEFAULT_PAGE_TTL, IndexCache, default_cache_dir, page_is_fresh
+from kernodeck.index.cache import IndexCache, default_cache_dir
+from kernodeck.lockconvert import Format, Rendered, diff, platform_lock, render, stale_reasons
 from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
-from kernodeck.lockfile.write import (
-    IndexLine,
-    LockedFile,
-    LockedPackage,
-    PlatformLock,
-    render_pylock,
-    render_requirements,
-)
-from kernodeck.lockinputs import (
-    HEADER_KEY,
-    OLD_HEADER_KEY,
-    default_index_for,
-    lock_inputs_sha256,
-    unsatisfied_pins,
-)
+from kernodeck.lockfile.read import pins_of_text, read_pins
+from kernodeck.lockinputs import default_index_for, lock_inputs_sha256
+from kernodeck.lockmirrors import mirrored, parse_mirrors, replace_all, unmirror
 from kernodeck.manifest.adopt import first_lock_preferences
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.sources import apply_sources
@@ -86,19 +74,32 @@ from kernodeck.resolve.joint import Difference
 from kernodeck.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
-    from kernodeck.index.models import IndexSource
+    from typing import Any
+
     from kernodeck.manifest.schema import Manifest, Packages
-    from kernodeck.resolve import Resolution, Routing, Session
+    from kernodeck.resolve import Resolution, Routing
     from kernodeck.targets import Target
 
-Format = Literal["requirements", "pylock"]
-Status = Literal["written", "unchanged", "fresh", "stale", "missing"]
+__all__ = [
+    "Format",
+    "LockProgress",
+    "LockResult",
+    "PlatformFailure",
+    "PlatformResult",
+    "Status",
+    "lock_manifest",
+    "parse_mirrors",
+    "pins_of_text",
+    "read_pins",
+]
 
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s\\;#]+)")
+Status = Literal["written", "unchanged", "fresh", "stale", "missing"]
 
 
 class LockProgress(Protocol):
-    """What lock_manifest reports while it works (the command shows it with rich)."""
+    """What lock_manifest reports while it works. The library never decides to show anything:
+    `kernodeck lock` passes `commands.lock.RichProgress` when stderr is a terminal and not -q;
+    a caller of the API passes its own or none (the default)."""
 
     def start(self, platforms: Sequence[str]) -> None: ...
     def pinned(self, platform: str, what: str) -> None: ...
@@ -165,28 +166,6 @@ class LockResult:
         return tuple(out)
 
 
-def read_pins(path: Path) -> dict[str, Version]:
-    """`name==version` lines of an existing requirements file (for minimal churn)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return {}
-    return pins_of_text(text)
-
-
-def pins_of_text(text: str) -> dict[str, Version]:
-    """`name==version` lines of a requirements file's text."""
-    out: dict[str, Version] = {}
-    for line in text.splitlines():
-        m = _PIN.match(line.strip())
-        if m:
-            try:
-                out[canonicalize_name(m.group(1))] = Version(m.group(2))
-            except InvalidVersion:
-                continue
-    return out
-
-
 def _manifest_path(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     return p / "repro.toml" if p.is_dir() else p
@@ -205,115 +184,6 @@ def _select(m: Manifest, platforms: Iterable[str] | None) -> list[str]:
             hint="pass --platform with one of those names, or none for all",
         )
     return [n for n in known if n in wanted]
-
-
-def _requires_python(version: str) -> str:
-    parts = version.split(".")
-    return f"=={version}.*" if len(parts) == 2 else f"=={version}"
-
-
-def _environment(target: Target) -> str:
-    mk = target.markers
-    return (
-        f"sys_platform == '{mk['sys_platform']}' and platform_machine == '{mk['platform_machine']}'"
-        f" and implementation_name == '{mk['implementation_name']}' and python_version == '{mk['python_version']}'"
-    )
-
-
-def _index_lines(routing: Routing, target: Target, used: Iterable[IndexSource]) -> tuple[IndexLine, ...]:
-    used_urls = {s.url for s in used}
-    primary = routing.defaults[0]
-    ordered: list[IndexSource] = [primary, *routing.defaults[1:]]
-    for src in routing.pinned.values():
-        if src.url not in {s.url for s in ordered}:
-            ordered.append(src)
-    backend = routing.backend_source(target)
-    if backend is not None:
-        ordered.append(backend)
-    lines: list[IndexLine] = []
-    seen: set[str] = set()
-    for i, src in enumerate(ordered):
-        if src.url in seen or (i > 0 and src.url not in used_urls):
-            continue
-        seen.add(src.url)
-        if src.format == "find-links":
-            lines.append(IndexLine("find-links", src.url))
-        else:
-            kind = "index-url" if not any(ln.kind == "index-url" for ln in lines) else "extra-index-url"
-            lines.append(IndexLine(kind, src.url))
-    return tuple(lines)
-
-
-def _platform_lock(
-    res: Resolution,
-    session: Session,
-    *,
-    manifest_name: str,
-    lock_inputs: str,
-    python_version: str,
-    notes: tuple[str, ...] = (),
-    inputs: dict[str, str] | None = None,
-    unmirror: Callable[[str], str] = lambda url: url,
-) -> PlatformLock:
-    packages: list[LockedPackage] = []
-    for pin in res.pins:
-        cand = pin.candidate
-        files = tuple(
-            LockedFile(
-                filename=f.filename,
-                url=unmirror(f.url),
-                sha256=session.sha256(f),
-                is_wheel=f.is_wheel,
-                size=f.size,
-                upload_time=f.upload_time,
-            )
-            for f in cand.files
-        )
-        rp = cand.metadata_file.requires_python
-        yanked = [f.yanked for f in cand.files if f.yanked is not None]
-        packages.append(
-            LockedPackage(
-                name=cand.name,
-                version=cand.version,
-                index=unmirror(cand.source.url),
-                files=files,
-                via=pin.via,
-                requires_python=str(rp) if rp else None,
-                yanked=(next((y for y in yanked if y), "") if yanked else None),
-            )
-        )
-    target = res.target
-    return PlatformLock(
-        platform=target.name,
-        summary=target.summary(),
-        manifest_name=manifest_name,
-        lock_inputs_sha256=lock_inputs,
-        notes=notes,
-        exclude_newer=session.settings.exclude_newer,
-        indexes=tuple(
-            IndexLine(line.kind, unmirror(line.url))
-            for line in _index_lines(
-                session.routing_for(target), target, (p.candidate.source for p in res.pins)
-            )
-        ),
-        packages=tuple(packages),
-        requires_python=_requires_python(python_version),
-        environment=_environment(target),
-        inputs=tuple(sorted((inputs or {}).items())),
-    )
-
-
-def _diff(old: str | None, new: str, name: str) -> str:
-    a = [] if old is None else old.splitlines(keepends=True)
-    b = new.splitlines(keepends=True)
-    return "".join(
-        difflib.unified_diff(
-            a,
-            b,
-            fromfile=f"{name} (on disk)" if old is not None else "/dev/null",
-            tofile=f"{name} (locked now)",
-        )
-    )
 
 
 def _read(path: Path) -> str | None:
@@ -350,7 +220,7 @@ def lock_manifest(
     offline: bool = False,
     fmt: Format = "requirements",
     refresh: bool = False,
-    quiet: bool = True,
+    quiet: bool | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: LockProgress | None = None,
     extra_inputs: Mapping[str, str] | None = None,
@@ -358,7 +228,17 @@ def lock_manifest(
 ) -> LockResult:
     """Lock a manifest for its platforms; raises ManifestError/UsageError (bad input). A platform
     that cannot be locked (failed resolution, unreadable index) is reported in `result.failed`.
-    `extra_inputs` (name -> sha256) join each platform's lock-inputs digest."""
+    `extra_inputs` (name -> sha256) join each platform's lock-inputs digest. `progress` receives
+    what the lock does while it works (none by default); `quiet` is accepted for callers of
+    earlier releases with a DeprecationWarning and has no effect: the library shows nothing on
+    its own."""
+    if quiet is not None:
+        warnings.warn(
+            "lock_manifest(quiet=...) has no effect: the library shows no progress of its own; "
+            "pass progress=... (a LockProgress) to follow a lock",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     started = time.perf_counter()
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
@@ -401,20 +281,18 @@ def lock_manifest(
     key = (
         None
         if extra_constraints
-        else _replay_key(manifest, digests, path.name, names, fmt, prefs, mirror_map)
+        else lockreplay.replay_key(manifest, digests, path.name, names, fmt, prefs, mirror_map)
     )
-    record = None if (key is None or refresh) else _replayable(cache, key, manifest, offline)
+    replay = None if (key is None or refresh) else lockreplay.lookup(cache, key, manifest, offline, names)
     failures: dict[str, PlatformFailure] = {}
-    if record is not None:
-        if progress is None and not quiet and sys.stderr.isatty():
-            progress = RichProgress()
+    differences: list[Difference]
+    if replay is not None:
         if progress is not None:
             progress.start(names)
             for n in names:
-                progress.done(n, int(record["platforms"][n]["pins"]))
+                progress.done(n, replay.rendered[n].pins)
             progress.close()
-        rendered = {n: _Rendered(**record["platforms"][n]) for n in names}
-        differences = [_difference_from_json(d) for d in record["differences"]]
+        rendered, differences = replay.rendered, replay.differences
         metadata_reads = 0
     else:
         rendered, failures, differences, metadata_reads, pages = _resolve_and_render(
@@ -429,7 +307,6 @@ def lock_manifest(
             fmt=fmt,
             offline=offline,
             refresh=refresh,
-            quiet=quiet,
             cache_dir=cache_dir,
             progress=progress,
         )
@@ -437,11 +314,6 @@ def lock_manifest(
             # Nothing could be locked: the error itself, as for a single platform.
             raise _combine_failures([failures[n] for n in names])
         if key is not None and pages is not None and not failures:
-            entry = {
-                "pages": pages,
-                "platforms": {n: dataclasses.asdict(r) for n, r in rendered.items()},
-                "differences": [d.to_json() for d in differences],
-            }
             # The next run prefers the pins this run writes: record the lock under that run's key
             # too, so the first re-lock after a lock replays (the resolution, with its own output
             # preferred, can only come out the same).
@@ -449,11 +321,9 @@ def lock_manifest(
             next_key = (
                 None
                 if check
-                else _replay_key(manifest, digests, path.name, names, fmt, next_prefs, mirror_map)
+                else lockreplay.replay_key(manifest, digests, path.name, names, fmt, next_prefs, mirror_map)
             )
-            with contextlib.suppress(OSError):
-                for k in dict.fromkeys(k for k in (key, next_key) if k is not None):
-                    cache.put_lock_record(k, entry)
+            lockreplay.store(cache, (key, next_key), pages, rendered, differences)
     return _finish(
         path,
         out_dir,
@@ -468,75 +338,6 @@ def lock_manifest(
         differences=tuple(differences),
         notices=tuple(notices),
     )
-
-
-def parse_mirrors(manifest: Manifest, specs: Sequence[str]) -> dict[str, str]:
-    """`NAME=URL` items: NAME a declared index, `default` (the default index) or `pytorch` (the
-    PyTorch index base)."""
-    known = {ix.name for ix in manifest.packages.index} | {"default", "pytorch"}
-    out: dict[str, str] = {}
-    for spec in specs:
-        name, sep, url = spec.partition("=")
-        name, url = name.strip(), url.strip()
-        if not sep or not name or not url:
-            raise UsageError(
-                f"mirror {redact(spec)!r} is not NAME=URL",
-                hint="e.g. --mirror default=https://mirror.example/simple",
-            )
-        if name not in known:
-            raise UsageError(
-                f"mirror for unknown index {name!r}",
-                context=[f"indexes: {', '.join(sorted(known))}"],
-                hint="name an index of repro.toml, `default` or `pytorch`",
-            )
-        if not url.startswith(("http://", "https://", "file://")):
-            raise UsageError(f"mirror url {redact(url)!r} must start with https://, http:// or file://")
-        out[name] = url
-    return out
-
-
-def _mirrored(routing: Routing, mirrors: Mapping[str, str]) -> tuple[Routing, list[tuple[str, str]]]:
-    """The routing with mirrored URLs, and (mirror URL, declared URL) pairs to map back."""
-    back: list[tuple[str, str]] = []
-
-    def swap(src: IndexSource) -> IndexSource:
-        url = mirrors.get(src.name)
-        if url is None:
-            return src
-        back.append((url, src.url))
-        return dataclasses.replace(src, url=url)
-
-    base = routing.pytorch_base
-    if "pytorch" in mirrors:
-        back.append((mirrors["pytorch"], base))
-        base = mirrors["pytorch"]
-    mirrored = dataclasses.replace(
-        routing,
-        defaults=tuple(swap(s) for s in routing.defaults),
-        pinned={k: swap(s) for k, s in routing.pinned.items()},
-        pytorch_base=base,
-    )
-    return mirrored, back
-
-
-def _unmirror(back: Sequence[tuple[str, str]]) -> Callable[[str], str]:
-    """Map a URL under a mirror back to the declared index (longest mirror first)."""
-    pairs = sorted(((m.rstrip("/"), d.rstrip("/")) for m, d in back), key=lambda p: -len(p[0]))
-
-    def unmirror(url: str) -> str:
-        for m, d in pairs:
-            if url == m or url.startswith(m + "/"):
-                return d + url[len(m) :]
-        return url
-
-    return unmirror
-
-
-def _replace_all(text: str, back: Sequence[tuple[str, str]]) -> str:
-    """`text` naming the declared indexes instead of their mirrors (what a file may say)."""
-    for m, d in sorted(back, key=lambda p: -len(p[0])):
-        text = text.replace(m.rstrip("/"), strip_userinfo(d).rstrip("/"))
-    return text
 
 
 def _pip_notices(manifest: Manifest) -> list[str]:
@@ -557,104 +358,6 @@ def _pip_notices(manifest: Manifest) -> list[str]:
     ]
 
 
-def _difference_from_json(d: dict[str, Any]) -> Difference:
-    return Difference(
-        canonicalize_name(d["package"]), {p: Version(v) for p, v in d["versions"].items()}, str(d["reason"])
-    )
-
-
-@dataclass(frozen=True)
-class _Rendered:
-    """One platform's lock, rendered (what a replay restores)."""
-
-    summary: str
-    text: str
-    pylock: str | None
-    pins: int
-    hash_lines: int
-    warnings: tuple[str, ...] = ()
-
-
-_REPLAY_FORMAT = 2
-
-
-def _sources_fingerprint() -> str:
-    """Size and mtime of every module of kernodeck: a changed source never replays an old lock."""
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for fn in sorted(filenames):
-            if fn.endswith(".py"):
-                st = os.stat(os.path.join(dirpath, fn))
-                h.update(
-                    f"{os.path.relpath(os.path.join(dirpath, fn), root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode()
-                )
-    return h.hexdigest()
-
-
-def _replay_key(
-    manifest: Manifest,
-    digests: Mapping[str, str],
-    manifest_name: str,
-    names: Sequence[str],
-    fmt: str,
-    prefs: dict[str, dict[str, Version]],
-    mirrors: Mapping[str, str] | None = None,
-) -> str | None:
-    """The key of a lock's record; None when it must not be recorded (credentials in play)."""
-    import packaging
-
-    pk = manifest.packages
-    urls = [ix.url or "" for ix in pk.index] + [pk.pytorch_index or ""]
-    default = default_index_for(manifest) or ""
-    urls.append(default)
-    urls.extend((mirrors or {}).values())
-    if any("${" in u or "@" in u for u in urls):
-        return None
-    doc = {
-        "format": _REPLAY_FORMAT,
-        "python": list(sys.version_info[:2]),
-        "packaging": packaging.__version__,
-        "sources": _sources_fingerprint(),
-        "lock_inputs": {n: digests[n] for n in names},
-        "manifest_name": manifest_name,
-        "platforms": list(names),
-        "fmt": fmt,
-        "default_index": default,
-        "mirrors": sorted((mirrors or {}).items()),
-        "preferred": {n: sorted((k, str(v)) for k, v in prefs[n].items()) for n in names},
-    }
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-
-
-def _replayable(cache: IndexCache, key: str, manifest: Manifest, offline: bool) -> dict[str, Any] | None:
-    """The record under `key` when every page it read still stands and may answer offline."""
-    record = cache.get_lock_record(key)
-    if record is None:
-        return None
-    try:
-        exclude_newer = manifest.packages.exclude_newer
-        for page in record["pages"]:
-            if cache.fingerprint(page["url"]) != tuple(page["fingerprint"]):
-                return None
-            if not offline and not page_is_fresh(
-                float(page["fetched_at"]),
-                page["etag"],
-                page["last_modified"],
-                exclude_newer=exclude_newer,
-                ttl=DEFAULT_PAGE_TTL,
-            ):
-                return None
-        for r in record["platforms"].values():
-            _Rendered(**r)
-        for d in record["differences"]:
-            _difference_from_json(d)
-    except (KeyError, TypeError, ValueError):
-        return None
-    return record
-
-
 def _resolve_and_render(
     manifest: Manifest,
     path: Path,
@@ -667,12 +370,11 @@ def _resolve_and_render(
     fmt: Format,
     offline: bool,
     refresh: bool,
-    quiet: bool,
     cache_dir: str | os.PathLike[str] | None,
     progress: LockProgress | None,
     mirrors: Mapping[str, str] | None = None,
 ) -> tuple[
-    dict[str, _Rendered], dict[str, PlatformFailure], list[Difference], int, list[dict[str, Any]] | None
+    dict[str, Rendered], dict[str, PlatformFailure], list[Difference], int, list[dict[str, Any]] | None
 ]:
     """Resolve every platform (jointly unless same-versions = "no"), render the files of those
     that could be locked; (rendered, failures, differences, metadata reads, pages read or None
@@ -688,18 +390,16 @@ def _resolve_and_render(
             return Routing.from_packages(packages, default_url=lambda: fixed)
         return Routing.from_packages(packages)
 
-    routing, back = _mirrored(route(manifest.packages), mirrors or {})
+    routing, back = mirrored(route(manifest.packages), mirrors or {})
     # A platform that some index is restricted away from (or to) routes on its own.
     per_platform: dict[str, Routing] = {}
     for n in names:
         own = manifest.packages_for(n)
         if own is not manifest.packages:
-            per_platform[n], more = _mirrored(route(own), mirrors or {})
+            per_platform[n], more = mirrored(route(own), mirrors or {})
             back.extend(more)
-    unmirror = _unmirror(back)
+    declared = unmirror(back)
     targets = {t.name: t for t in _targets(manifest, names)}
-    if progress is None and not quiet and sys.stderr.isatty():
-        progress = RichProgress()
     if progress is not None:
         progress.start(names)
 
@@ -767,7 +467,7 @@ def _resolve_and_render(
 
         ok = [n for n in names if n not in errors]
         locks = {
-            n: _platform_lock(
+            n: platform_lock(
                 results[n],
                 session,
                 manifest_name=path.name,
@@ -776,8 +476,8 @@ def _resolve_and_render(
                 python_version=next(
                     p.python or manifest.python.version for p in manifest.platform if p.name == n
                 ),
-                notes=tuple(_replace_all(d.note_for(n), back) for d in differences if n in d.versions),
-                unmirror=unmirror,
+                notes=tuple(replace_all(d.note_for(n), back) for d in differences if n in d.versions),
+                unmirror=declared,
             )
             for n in ok
         }
@@ -788,22 +488,7 @@ def _resolve_and_render(
         if progress is not None:
             progress.close()
 
-    rendered = {
-        n: _Rendered(
-            summary=locks[n].summary,
-            text=render_requirements(locks[n]),
-            pylock=render_pylock(locks[n]) if fmt == "pylock" else None,
-            pins=len(locks[n].packages),
-            hash_lines=sum(len(p.hashes) for p in locks[n].packages),
-            warnings=tuple(
-                f"{p.name}=={p.version} is a yanked release"
-                + (f" ({' '.join(p.yanked.split())})" if p.yanked else "")
-                for p in locks[n].packages
-                if p.yanked is not None
-            ),
-        )
-        for n in ok
-    }
+    rendered = {n: render(locks[n], fmt) for n in ok}
     failures = {
         n: _failure(n, errors[n], per_platform.get(n, routing), targets[n]) for n in names if n in errors
     }
@@ -843,7 +528,7 @@ def _finish(
     path: Path,
     out_dir: Path,
     names: Sequence[str],
-    rendered: dict[str, _Rendered],
+    rendered: Mapping[str, Rendered],
     *,
     manifest: Manifest,
     fmt: Format,
@@ -874,11 +559,11 @@ def _finish(
             old = _read(fpath)
             if old != content:
                 missing = missing or old is None
-                diffs.append(_diff(old, content, fpath.name))
+                diffs.append(diff(old, content, fpath.name))
                 if not check:
                     pending.append((fpath, content))
                 elif old is not None:
-                    reasons.extend(_stale_reasons(old, content, manifest, targets[name], fpath.suffix))
+                    reasons.extend(stale_reasons(old, content, manifest, targets[name], fpath.suffix))
         if torn:
             reasons.append(
                 "an earlier `kernodeck lock` was interrupted while it replaced the files: they may be a mix"
@@ -919,29 +604,6 @@ def _finish(
     )
 
 
-_HEADER_DIGEST = re.compile(rf"(?:{HEADER_KEY}|{OLD_HEADER_KEY}):\s*([0-9a-f]{{64}})")
-
-
-def _stale_reasons(old: str, new: str, manifest: Manifest, target: Target, suffix: str) -> list[str]:
-    """Why a file on disk differs from the lock computed now, in words."""
-    out: list[str] = []
-    if HEADER_KEY not in old and OLD_HEADER_KEY in old:
-        return [
-            "written with the old header (manifest-sha256); re-run `kernodeck lock`: the header format changed"
-        ]
-    a, b = _HEADER_DIGEST.search(old), _HEADER_DIGEST.search(new)
-    if a is None or b is None or a.group(1) != b.group(1):
-        out.append(
-            "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
-            "exclude-newer, the platforms, or the backend table)"
-        )
-    if suffix == ".txt":
-        out.extend(unsatisfied_pins(old, manifest, target))
-    if not out:
-        out.append("the pins or hashes differ from a fresh lock (edited by hand, or the index changed)")
-    return out
-
-
 def _combine_failures(fails: list[PlatformFailure]) -> KernodeckError:
     first = fails[0].error
     context = [*first.context, f"index: {fails[0].index_url}"]
@@ -964,49 +626,3 @@ def _combine(errs: list[KernodeckError]) -> KernodeckError:
     combined = cls(first.message, context=context, hint=first.hint)
     combined.exit_code = first.exit_code
     return combined
-
-
-class RichProgress:
-    """Progress on stderr: packages pinned and metadata read, per platform."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        self._progress = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TextColumn("{task.fields[pins]} pinned, {task.fields[meta]} metadata"),
-            TextColumn("{task.fields[last]}", style="dim"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        self._tasks: dict[str, int] = {}
-        self._counts: dict[str, list[int]] = {}
-        self._lock = threading.Lock()
-
-    def start(self, platforms: Sequence[str]) -> None:
-        self._progress.start()
-        for p in platforms:
-            self._tasks[p] = int(self._progress.add_task(p, total=None, pins=0, meta=0, last=""))
-            self._counts[p] = [0, 0]
-
-    def pinned(self, platform: str, what: str) -> None:
-        with self._lock:
-            c = self._counts[platform]
-            c[0] += 1
-            self._progress.update(self._tasks[platform], pins=c[0], last=what)  # type: ignore[arg-type]
-
-    def metadata(self, platform: str) -> None:
-        with self._lock:
-            c = self._counts[platform]
-            c[1] += 1
-            self._progress.update(self._tasks[platform], meta=c[1])  # type: ignore[arg-type]
-
-    def done(self, platform: str, pins: int) -> None:
-        with self._lock:
-            self._progress.update(self._tasks[platform], pins=pins, last="done", total=1, completed=1)  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        self._progress.stop()

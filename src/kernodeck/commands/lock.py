@@ -1,11 +1,18 @@
-"""`kernodeck lock`: resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
+"""`kernodeck lock`: resolve repro.toml into requirements-rebuild-<platform>.txt for every platform.
+
+The command decides what a person sees: the progress display (`RichProgress`, on stderr when it
+is a terminal and not -q), the summary, the failures and the exit code. The work is
+`kernodeck.lock.lock_manifest`, which shows nothing on its own.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import click
 
@@ -13,7 +20,7 @@ from kernodeck.commands.options import json_option
 from kernodeck.errors import EXIT_FAILED
 
 if TYPE_CHECKING:
-    from kernodeck.lock import LockResult
+    from kernodeck.lock import LockProgress, LockResult
 
 
 @click.command()
@@ -81,6 +88,7 @@ def lock(
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
     from kernodeck.lock import Format, lock_manifest
 
+    progress = progress_for(quiet, sys.stderr)
     result = lock_manifest(
         manifest,
         list(platforms) or None,
@@ -91,8 +99,8 @@ def lock(
         offline=offline,
         fmt=cast(Format, fmt),
         refresh=refresh,
-        quiet=quiet,
         cache_dir=cache_dir,
+        progress=progress,
         mirrors=list(mirrors) or None,
     )
     if json_out is not None:
@@ -186,3 +194,55 @@ def _json(result: LockResult) -> dict[str, Any]:
         "differences": [d.to_json() for d in result.differences],
         "notices": list(result.notices),
     }
+
+
+def progress_for(quiet: bool, stream: TextIO) -> LockProgress | None:
+    """The progress display of a lock: rich on a terminal, none when quiet or redirected."""
+    return None if quiet or not stream.isatty() else RichProgress()
+
+
+class RichProgress:
+    """Progress on stderr: packages pinned and metadata read, per platform (a
+    `kernodeck.lock.LockProgress`; called from the lock's resolver threads)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TextColumn("{task.fields[pins]} pinned, {task.fields[meta]} metadata"),
+            TextColumn("{task.fields[last]}", style="dim"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._tasks: dict[str, int] = {}
+        self._counts: dict[str, list[int]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, platforms: Sequence[str]) -> None:
+        self._progress.start()
+        for p in platforms:
+            self._tasks[p] = int(self._progress.add_task(p, total=None, pins=0, meta=0, last=""))
+            self._counts[p] = [0, 0]
+
+    def pinned(self, platform: str, what: str) -> None:
+        with self._lock:
+            c = self._counts[platform]
+            c[0] += 1
+            self._progress.update(self._tasks[platform], pins=c[0], last=what)  # type: ignore[arg-type]
+
+    def metadata(self, platform: str) -> None:
+        with self._lock:
+            c = self._counts[platform]
+            c[1] += 1
+            self._progress.update(self._tasks[platform], meta=c[1])  # type: ignore[arg-type]
+
+    def done(self, platform: str, pins: int) -> None:
+        with self._lock:
+            self._progress.update(self._tasks[platform], pins=pins, last="done", total=1, completed=1)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._progress.stop()

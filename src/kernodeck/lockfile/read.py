@@ -6,6 +6,12 @@ before it carry `# manifest-sha256: ...`), option lines
 requirement: `name==version [; marker] \\` followed by `--hash=sha256:<hex>` continuation lines
 and `# via ...` comments. Reading is strict about pins (a line that is not one is an error with
 its line number) and tolerant about comments.
+
+`header_digest` / `has_old_header` read the freshness digest a file's header records (requirements
+or pylock, both write it in a comment), for `kernodeck lock --check` explaining a stale file.
+
+`pins_of_text` / `read_pins` read the same files leniently, for `kernodeck lock` preferring the
+versions already pinned (minimal churn): a line that is not a pin is skipped, never an error.
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ from pathlib import Path
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from kernodeck.errors import KernodeckError
 from kernodeck.lockfile.names import requirements_path
+from kernodeck.lockinputs import HEADER_KEY, OLD_HEADER_KEY
 
 
 class LockfileError(KernodeckError):
@@ -100,8 +108,9 @@ def read_lockfile(path: str | Path) -> LockFile:
     return parse_lockfile(text, p)
 
 
-def parse_lockfile(text: str, path: str | Path = "requirements.txt") -> LockFile:
-    """Parse the text of a requirements file; raises LockfileError on a line that is no pin."""
+def parse_lockfile(text: str, path: str | Path = "requirements.txt", *, lenient: bool = False) -> LockFile:
+    """Parse the text of a requirements file; raises LockfileError on a line that is no pin
+    (`lenient`: skips it)."""
     lock = LockFile(Path(path))
     logical: list[tuple[int, str]] = []  # (first line number, joined line)
     last_pin_index: int | None = None
@@ -149,8 +158,35 @@ def parse_lockfile(text: str, path: str | Path = "requirements.txt") -> LockFile
         if joined.startswith("-"):
             lock.options.append(joined)
             continue
-        lock.pins.append(_parse_pin(joined, number, lock.path, tuple(vias.get(index, ()))))
+        try:
+            lock.pins.append(_parse_pin(joined, number, lock.path, tuple(vias.get(index, ()))))
+        except LockfileError:
+            if not lenient:
+                raise
     return lock
+
+
+def pins_of_text(text: str) -> dict[str, Version]:
+    """The `name==version` pins of a requirements file's text, by canonical name; lines that are
+    not pins, URL pins and invalid versions are skipped."""
+    out: dict[str, Version] = {}
+    for pin in parse_lockfile(text, lenient=True).pins:
+        if pin.version is None:
+            continue
+        try:
+            out[pin.key] = Version(pin.version)
+        except InvalidVersion:
+            continue
+    return out
+
+
+def read_pins(path: Path) -> dict[str, Version]:
+    """`pins_of_text` of a file; an unreadable or missing file has none (for minimal churn)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return pins_of_text(text)
 
 
 def _parse_pin(joined: str, number: int, path: Path, via: tuple[str, ...]) -> Pin:
@@ -193,3 +229,18 @@ def _parse_pin(joined: str, number: int, path: Path, via: tuple[str, ...]) -> Pi
         via=via,
         line=number,
     )
+
+
+_HEADER_DIGEST = re.compile(rf"(?:{HEADER_KEY}|{OLD_HEADER_KEY}):\s*([0-9a-f]{{64}})")
+
+
+def header_digest(text: str) -> str | None:
+    """The lock-inputs digest a lock file's header records (the old manifest-sha256 of files
+    written before it); None when there is none. Either format: the digest is in a comment."""
+    m = _HEADER_DIGEST.search(text)
+    return m.group(1) if m else None
+
+
+def has_old_header(text: str) -> bool:
+    """Whether a lock file was written with the old header (manifest-sha256, no lock inputs)."""
+    return HEADER_KEY not in text and OLD_HEADER_KEY in text

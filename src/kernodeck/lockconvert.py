@@ -1,0 +1,197 @@
+"""One platform's resolution as lock files: pins -> `PlatformLock` -> rendered text, and why a
+file on disk differs from it.
+
+    lock = platform_lock(resolution, session, manifest_name=..., lock_inputs=..., python_version=...)
+    rendered = render(lock, "pylock")       # Rendered: the texts, counts and warnings
+    stale_reasons(old_text, rendered.text, manifest, target, ".txt")
+
+No I/O: the renderers themselves are `kernodeck.lockfile.write`; `kernodeck.lock` writes the
+files. `Rendered` is also what the replay cache (`kernodeck.lockreplay`) records and restores.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from kernodeck.lockfile.read import has_old_header, header_digest
+from kernodeck.lockfile.write import (
+    IndexLine,
+    LockedFile,
+    LockedPackage,
+    PlatformLock,
+    render_pylock,
+    render_requirements,
+)
+from kernodeck.lockinputs import unsatisfied_pins
+
+if TYPE_CHECKING:
+    from kernodeck.index.models import IndexSource
+    from kernodeck.manifest.schema import Manifest
+    from kernodeck.resolve import Resolution, Routing, Session
+    from kernodeck.targets import Target
+
+Format = Literal["requirements", "pylock"]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One platform's lock, rendered (what a replay restores)."""
+
+    summary: str
+    text: str
+    pylock: str | None
+    pins: int
+    hash_lines: int
+    warnings: tuple[str, ...] = ()
+
+
+def requires_python(version: str) -> str:
+    parts = version.split(".")
+    return f"=={version}.*" if len(parts) == 2 else f"=={version}"
+
+
+def environment(target: Target) -> str:
+    mk = target.markers
+    return (
+        f"sys_platform == '{mk['sys_platform']}' and platform_machine == '{mk['platform_machine']}'"
+        f" and implementation_name == '{mk['implementation_name']}' and python_version == '{mk['python_version']}'"
+    )
+
+
+def index_lines(routing: Routing, target: Target, used: Iterable[IndexSource]) -> tuple[IndexLine, ...]:
+    """The index options of a file: the primary index, then the others the pins came from."""
+    used_urls = {s.url for s in used}
+    primary = routing.defaults[0]
+    ordered: list[IndexSource] = [primary, *routing.defaults[1:]]
+    for src in routing.pinned.values():
+        if src.url not in {s.url for s in ordered}:
+            ordered.append(src)
+    backend = routing.backend_source(target)
+    if backend is not None:
+        ordered.append(backend)
+    lines: list[IndexLine] = []
+    seen: set[str] = set()
+    for i, src in enumerate(ordered):
+        if src.url in seen or (i > 0 and src.url not in used_urls):
+            continue
+        seen.add(src.url)
+        if src.format == "find-links":
+            lines.append(IndexLine("find-links", src.url))
+        else:
+            kind = "index-url" if not any(ln.kind == "index-url" for ln in lines) else "extra-index-url"
+            lines.append(IndexLine(kind, src.url))
+    return tuple(lines)
+
+
+def platform_lock(
+    res: Resolution,
+    session: Session,
+    *,
+    manifest_name: str,
+    lock_inputs: str,
+    python_version: str,
+    notes: tuple[str, ...] = (),
+    inputs: dict[str, str] | None = None,
+    unmirror: Callable[[str], str] = lambda url: url,
+) -> PlatformLock:
+    """A resolution as the model both renderers take (URLs under a mirror mapped back)."""
+    packages: list[LockedPackage] = []
+    for pin in res.pins:
+        cand = pin.candidate
+        files = tuple(
+            LockedFile(
+                filename=f.filename,
+                url=unmirror(f.url),
+                sha256=session.sha256(f),
+                is_wheel=f.is_wheel,
+                size=f.size,
+                upload_time=f.upload_time,
+            )
+            for f in cand.files
+        )
+        rp = cand.metadata_file.requires_python
+        yanked = [f.yanked for f in cand.files if f.yanked is not None]
+        packages.append(
+            LockedPackage(
+                name=cand.name,
+                version=cand.version,
+                index=unmirror(cand.source.url),
+                files=files,
+                via=pin.via,
+                requires_python=str(rp) if rp else None,
+                yanked=(next((y for y in yanked if y), "") if yanked else None),
+            )
+        )
+    target = res.target
+    return PlatformLock(
+        platform=target.name,
+        summary=target.summary(),
+        manifest_name=manifest_name,
+        lock_inputs_sha256=lock_inputs,
+        notes=notes,
+        exclude_newer=session.settings.exclude_newer,
+        indexes=tuple(
+            IndexLine(line.kind, unmirror(line.url))
+            for line in index_lines(
+                session.routing_for(target), target, (p.candidate.source for p in res.pins)
+            )
+        ),
+        packages=tuple(packages),
+        requires_python=requires_python(python_version),
+        environment=environment(target),
+        inputs=tuple(sorted((inputs or {}).items())),
+    )
+
+
+def render(lock: PlatformLock, fmt: Format) -> Rendered:
+    """The texts of a platform's files, its counts and its warnings (a yanked release pinned)."""
+    return Rendered(
+        summary=lock.summary,
+        text=render_requirements(lock),
+        pylock=render_pylock(lock) if fmt == "pylock" else None,
+        pins=len(lock.packages),
+        hash_lines=sum(len(p.hashes) for p in lock.packages),
+        warnings=tuple(
+            f"{p.name}=={p.version} is a yanked release"
+            + (f" ({' '.join(p.yanked.split())})" if p.yanked else "")
+            for p in lock.packages
+            if p.yanked is not None
+        ),
+    )
+
+
+def diff(old: str | None, new: str, name: str) -> str:
+    """A unified diff of a file on disk (None: missing) and the text locked now."""
+    a = [] if old is None else old.splitlines(keepends=True)
+    b = new.splitlines(keepends=True)
+    return "".join(
+        difflib.unified_diff(
+            a,
+            b,
+            fromfile=f"{name} (on disk)" if old is not None else "/dev/null",
+            tofile=f"{name} (locked now)",
+        )
+    )
+
+
+def stale_reasons(old: str, new: str, manifest: Manifest, target: Target, suffix: str) -> list[str]:
+    """Why a file on disk differs from the lock computed now, in words."""
+    out: list[str] = []
+    if has_old_header(old):
+        return [
+            "written with the old header (manifest-sha256); re-run `kernodeck lock`: the header format changed"
+        ]
+    a, b = header_digest(old), header_digest(new)
+    if a is None or b is None or a != b:
+        out.append(
+            "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
+            "exclude-newer, the platforms, or the backend table)"
+        )
+    if suffix == ".txt":
+        out.extend(unsatisfied_pins(old, manifest, target))
+    if not out:
+        out.append("the pins or hashes differ from a fresh lock (edited by hand, or the index changed)")
+    return out
