@@ -268,6 +268,12 @@ def project_lock(folder: Path) -> ProjectLock | None:
 
 
 def first_lock_preferences(folder: Path) -> dict[str, Version]:
-    """What a platform's first lock prefers: the pins of the project's existing lock, if any."""
+    """What a platform's first lock prefers: the installed versions `init --from-env` recorded,
+    else the pins of the project's existing lock, if any."""
+    from kernodeck.manifest.fromenv import read_env_pins
+
+    env_pins = read_env_pins(folder)
+    if env_pins is not None:
+        return env_pins
     found = project_lock(folder)
     return dict(found.pins) if found is not None else {}
