@@ -25,6 +25,8 @@ from kernodeck.gitstate import GitState, git_state
 from kernodeck.manifest.adopt import Discovery, discover
 from kernodeck.manifest.fromenv import ENV_PINS, EnvAdoption, write_env_pins
 from kernodeck.manifest.load import loads_manifest
+from kernodeck.manifest.lockplatforms import covered_platforms
+from kernodeck.manifest.schema import Python
 
 
 @dataclass
@@ -207,6 +209,22 @@ def starter_document(
     if backend:
         _kv(p, "backend", backend, why)
     plats.append(p)
+    host_name = p["name"]
+    python = Python.model_validate({"version": facts.python_version, "implementation": facts.implementation})
+    for c in covered_platforms(directory, python):
+        other = c.platform
+        if other.name == host_name or (
+            other.backend is None and (other.os, other.arch) == (facts.os, facts.arch)
+        ):
+            continue
+        q = tomlkit.table()
+        q.add(tomlkit.comment(f"covered by the existing lock ({c.evidence})"))
+        q.add("name", other.name)
+        q.add("os", other.os)
+        q.add("arch", other.arch)
+        if other.backend:
+            q.add("backend", other.backend)
+        plats.append(q)
     doc.add("platform", plats)
 
     sysm = tomlkit.table()
