@@ -15,7 +15,7 @@ editable install of the project folder itself stands for the project's own depen
 (`from = ["pyproject.toml"]`).
 
 The installed versions are written next to repro.toml in `ENV_PINS` (`name==version` lines); a
-platform's first `kernodeck lock` prefers them (`adopt.first_lock_preferences`), so it changes no
+platform's first `kernodeck lock` prefers them (`adopt.first_lock_source`), so it changes no
 version that does not have to change. The file may be deleted once a lock exists.
 """
 
