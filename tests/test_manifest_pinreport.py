@@ -17,7 +17,6 @@ from tests.test_manifest_adopt import _uv_lock, _write
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
 
-
 def test_first_lock_after_a_real_uv_lock_reports_kept_and_changed_pins(
     tmp_path: Path,
     index_factory: IndexFactory,

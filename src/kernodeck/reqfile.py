@@ -14,6 +14,11 @@ on the requirement. `-e .` (or a plain path) naming the project itself stands fo
 own `[project] dependencies` (plus the extras named, `-e .[train]`), read from its pyproject.toml;
 the project itself is not locked from an index.
 
+`${NAME}` (uppercase letters, digits, underscore) is expanded from the environment when the file
+is read (at lock time), as pip does, in requirements and in `-r`/`-c`/`-e` values; a variable that
+is not set is an error at the line. Index urls keep their `${VAR}` credential placeholders (they
+are expanded in memory only, when fetching; never written expanded).
+
 A local label on a pin (`torch==2.3.0+cu121`) is reported as a backend hint and taken off the
 requirement (`torch==2.3.0`): the platform's `backend` chooses the build, so the same manifest can
 also name a CPU or macOS platform.
