@@ -92,9 +92,15 @@ def test_init_from_a_real_venv_then_the_first_lock_keeps_every_installed_version
     index.append(tomlkit.table().add("name", "local").add("url", served_index.url()).add("default", True))
     doc["packages"]["index"] = index  # type: ignore[index]
     (proj / "repro.toml").write_text(tomlkit.dumps(doc))
-    assert main(["lock", str(proj / "repro.toml"), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["lock", str(proj / "repro.toml")]) == 0
     lock = (proj / requirements_filename(m.platform[0].name)).read_text()
     assert pins(lock) == {"app": "1.0", "dep": "1.0", "solo": "3.0", "tool": "1.0"}
+    # pip is installed but not needed by the lock: neither kept nor changed
+    assert (
+        f"{m.platform[0].name}: kept 4 of 4 pins from {ENV_PINS}; 1 not needed on this platform"
+        in capsys.readouterr().err
+    )
     # the preference is only a preference: --upgrade takes the newest
     assert main(["lock", str(proj / "repro.toml"), "-q", "--upgrade"]) == 0
     lock = (proj / requirements_filename(m.platform[0].name)).read_text()

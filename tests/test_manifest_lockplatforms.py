@@ -90,6 +90,27 @@ def test_real_universal_uv_lock_adds_the_platforms_its_wheels_install_on(
     assert _platforms(proj) == [("linux-x86_64", None), ("macos-arm64", None)]
 
 
+def test_uv_lock_forked_on_the_python_version_only_is_no_platform_evidence(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "uv.lock",
+        'version = 1\nrequires-python = ">=3.10"\n'
+        "resolution-markers = [\"python_full_version >= '3.12'\", \"python_full_version < '3.12'\"]\n"
+        '[[package]]\nname = "rich"\nversion = "13.7.1"\n',
+    )
+    assert _platforms(tmp_path) == [("linux-x86_64", None)]
+    _write(
+        tmp_path / "uv.lock",
+        'version = 1\nrequires-python = ">=3.10"\n'
+        "resolution-markers = [\"sys_platform == 'darwin'\", \"sys_platform == 'win32'\"]\n",
+    )
+    assert _platforms(tmp_path) == [
+        ("linux-x86_64", None),
+        ("macos-arm64", None),
+        ("macos-x86_64", None),
+        ("windows-x86_64", None),
+    ]
+
+
 def test_a_pure_python_lock_adds_no_platform(tmp_path: Path) -> None:
     _write(
         tmp_path / "poetry.lock",

@@ -7,7 +7,8 @@
 Evidence, per lock:
 - Kernodeck's own `requirements-rebuild-<name>.txt` whose name is `<os>-<arch>[-<backend>]`;
 - uv.lock: its `supported-markers` (`[tool.uv] environments`), else its `resolution-markers`
-  (a platform is covered when one of them holds in its marker environment), else wheel tags;
+  (a platform is covered when one of them holds in its marker environment; markers that name no
+  platform variable, such as forks on the Python version, are no evidence), else wheel tags;
 - pylock.toml: its `environments` markers, else wheel tags;
 - poetry.lock: the wheels in its `files`.
 
@@ -19,6 +20,7 @@ common platforms (`CANDIDATES`); their marker environments and tags come from `t
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -47,6 +49,9 @@ CANDIDATES: tuple[tuple[str, str], ...] = (
     ("macos", "x86_64"),
     ("windows", "x86_64"),
 )
+
+
+_PLATFORM_VARS = re.compile(r"\b(sys_platform|platform_system|platform_machine|os_name)\b")
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,8 @@ def _load(path: Path) -> dict[str, Any] | None:
 def _uv(data: dict[str, Any], python: Python) -> tuple[list[Platform], str]:
     for key in ("supported-markers", "resolution-markers"):
         markers = _strs(data.get(key))
-        if markers:
+        # forks on the Python version alone say nothing about platforms
+        if markers and any(_PLATFORM_VARS.search(m) for m in markers):
             return _by_markers(markers, python), key
     packages = []
     for entry in data.get("package") or []:
