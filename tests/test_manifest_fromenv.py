@@ -145,7 +145,13 @@ def test_editable_and_direct_url_installs_are_reported_and_their_dependencies_ke
             {"name": "rich", "version": "13.7.1"},
             {"name": "torch", "version": "2.13.0+cu121", "requires": ["filelock"]},
             {"name": "filelock", "version": "3.13.1"},
-            {"name": "Kernodeck", "version": "0.9.0"},
+            {
+                "name": "Kernodeck",
+                "version": "0.9.0",
+                "requires": ["resolvelib>=1"],
+                "direct_url": {"url": "file:///opt/kernodeck", "dir_info": {"editable": True}},
+            },
+            {"name": "resolvelib", "version": "1.1.0"},
             {"name": "setuptools", "version": "70.0"},
         ]
     )
@@ -154,7 +160,10 @@ def test_editable_and_direct_url_installs_are_reported_and_their_dependencies_ke
     assert env.requirements == ["numpy", "rich", "torch"]
     assert env.project_editable
     assert "proj" not in env.pins and "helper" not in env.pins
-    assert env.pins["torch"] == "2.13.0+cu121" and env.pins["kernodeck"] == "0.9.0"
+    assert env.pins["torch"] == "2.13.0+cu121" and env.pins["resolvelib"] == "1.1.0"
+    # Kernodeck is a tool of the environment, not of the project: neither it nor what only it
+    # requires is a requirement, and it is not reported as a problem
+    assert not any("ernodeck" in line for line in env.not_locked)
     assert any(line.startswith("helper 0.3 was installed from a direct URL") for line in env.not_locked)
     assert not any("s3cret" in line for line in env.not_locked)
     text = tomlkit.dumps(starter_document(proj, facts=LINUX, git=None, env=env))
@@ -186,3 +195,15 @@ def test_from_env_with_a_missing_interpreter_is_a_usage_error(
     assert main(["init", str(tmp_path), "--from-env", str(tmp_path / "nope" / "python")]) == 2
     assert "--from-env" in capsys.readouterr().err
     assert not (tmp_path / "repro.toml").exists() and not (tmp_path / ENV_PINS).exists()
+
+
+def test_the_probe_reads_requirements_after_a_blank_line_inside_a_folded_field() -> None:
+    from kernodeck.probe.script import _headers
+
+    text = (
+        "Metadata-Version: 2.1\nName: plots\nVersion: 3.0\nLicense: first paragraph\n"
+        "         \n         second paragraph\nRequires-Dist: cycler>=0.10\n\nthe body\nRequires-Dist: no\n"
+    )
+    h = _headers(text)
+    assert h["requires-dist"] == ["cycler>=0.10"]
+    assert h["license"] == ["first paragraph second paragraph"]

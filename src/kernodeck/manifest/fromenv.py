@@ -9,7 +9,7 @@ The installed distributions come from Kernodeck's own environment probe (probe/s
 under that interpreter, so nothing parses `pip freeze`. The leaves are what `pip list
 --not-required` lists: a distribution is required when another installed one requires it under the
 environment's markers (without extras, as pip evaluates them). pip, setuptools, wheel and
-Kernodeck itself are never requirements. An editable or direct-URL install cannot be locked from an
+Kernodeck itself are never requirements (what only they require is not one either). An editable or direct-URL install cannot be locked from an
 index: it is reported (never dropped silently); its dependencies then count as leaves, and an
 editable install of the project folder itself stands for the project's own dependencies
 (`from = ["pyproject.toml"]`).
@@ -72,8 +72,8 @@ def from_facts(facts: Facts, project: Path) -> EnvAdoption:
     for key, d in sorted(dists.items()):
         if key == "torch":
             out.torch_version = d.version
-        if d.direct_url is None:
-            lockable[key] = d
+        if d.direct_url is None or key in NOT_REQUIREMENTS:
+            lockable[key] = d  # pip, setuptools, wheel, Kernodeck: their dependencies are theirs
             continue
         where = redact(str(d.direct_url.get("url") or "an unknown place"))
         path = _direct_path(d)
@@ -108,6 +108,8 @@ def from_facts(facts: Facts, project: Path) -> EnvAdoption:
         d.name for key, d in lockable.items() if key not in required and key not in NOT_REQUIREMENTS
     ]
     for pkg, d in lockable.items():
+        if d.direct_url is not None:
+            continue
         with contextlib.suppress(InvalidVersion):
             out.pins[pkg] = str(Version(d.version))
     return out
