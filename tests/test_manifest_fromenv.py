@@ -155,6 +155,7 @@ def test_editable_and_direct_url_installs_are_reported_and_their_dependencies_ke
             {"name": "setuptools", "version": "70.0"},
         ]
     )
+    (proj / "uv.lock").write_text('version = 1\n[[package]]\nname = "numpy"\nversion = "1.0"\n')
     env = from_facts(facts, proj)
     # numpy and rich are leaves once the installs that need them cannot be locked
     assert env.requirements == ["numpy", "rich", "torch"]
@@ -169,6 +170,7 @@ def test_editable_and_direct_url_installs_are_reported_and_their_dependencies_ke
     text = tomlkit.dumps(starter_document(proj, facts=LINUX, git=None, env=env))
     assert "not locked: helper 0.3 was installed from a direct URL" in text
     assert "not locked: proj 1 is the project itself" in text
+    assert "uv.lock found" not in text  # the environment's versions are preferred, not uv.lock's
     (proj / "repro.toml").write_text(text)
     m = load_manifest(proj / "repro.toml")
     assert m.packages.from_ == ["pyproject.toml"]

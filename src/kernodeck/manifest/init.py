@@ -254,7 +254,12 @@ def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:
         for s in others
         if s not in found.sources
     ]
-    found.comments = lead + [c for c in found.comments if not c.startswith(("extras =", "groups ="))]
+    # the environment's versions are what the first lock prefers, not those of a project lock
+    found.comments = lead + [
+        c
+        for c in found.comments
+        if not c.startswith(("extras =", "groups =")) and "first `kernodeck lock` keeps its" not in c
+    ]
 
 
 def _backend_from_sources(found: Discovery, facts: HostFacts) -> tuple[str, str] | None:
