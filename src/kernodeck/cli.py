@@ -82,11 +82,27 @@ def schema() -> None:
 @click.argument("directory", default=".", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--force", is_flag=True, help="Overwrite an existing repro.toml.")
 @click.option("--name", default=None, help="Reference name (default: the folder's name).")
-def init(directory: Path, force: bool, name: str | None) -> None:
+@click.option(
+    "--from-env",
+    "from_env",
+    default=None,
+    metavar="PYTHON",
+    help="Adopt a working environment: its leaves become the requirements, its versions preferences.",
+)
+def init(directory: Path, force: bool, name: str | None, from_env: str | None) -> None:
     """Write a commented starter repro.toml for a project folder."""
+    from kernodeck.manifest.fromenv import ENV_PINS, adopt_environment
     from kernodeck.manifest.init import write_starter
 
-    path = write_starter(directory, force=force, name=name)
+    env = adopt_environment(from_env, directory) if from_env is not None else None
+    path = write_starter(directory, force=force, name=name, env=env)
+    if env is not None:
+        click.echo(
+            f"adopted {from_env}: {len(env.requirements)} requirements (the leaves of {env.installed} "
+            f"installed), versions to keep in {path.parent / ENV_PINS}"
+        )
+        for line in env.not_locked:
+            click.echo(f"not locked: {line}")
     click.echo(f"wrote {path}; edit it, then run `kernodeck validate {path}`")
 
 

@@ -50,7 +50,7 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -67,8 +67,9 @@ from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements
 from kernodeck.lockfile.read import pins_of_text, read_pins
 from kernodeck.lockinputs import default_index_for, lock_inputs_sha256
 from kernodeck.lockmirrors import mirrored, parse_mirrors, replace_all, unmirror
-from kernodeck.manifest.adopt import first_lock_preferences
+from kernodeck.manifest.adopt import first_lock_source
 from kernodeck.manifest.load import load_manifest
+from kernodeck.manifest.pinreport import PinReport, first_lock_reports
 from kernodeck.manifest.sources import apply_sources
 from kernodeck.resolve.joint import Difference
 from kernodeck.urls import redact, strip_userinfo
@@ -146,6 +147,7 @@ class LockResult:
     failed: tuple[PlatformFailure, ...] = ()
     differences: tuple[Difference, ...] = ()  # versions that still differ across platforms
     notices: tuple[str, ...] = ()  # e.g. the locker's pip settings that were not used
+    adopted: tuple[PinReport, ...] = ()  # first lock after init: the preferred pins kept/changed
 
     @property
     def ok(self) -> bool:
@@ -268,13 +270,14 @@ def lock_manifest(
         )
         manifest = manifest.model_copy(update={"packages": packages})
     prefs: dict[str, dict[str, Version]] = {}
+    firsts: dict[str, tuple[str, dict[str, Version]]] = {}  # first locks: the adopted pins' source
     for n in names:
         # a platform's first lock prefers the pins of the project's uv.lock/pylock.toml/poetry.lock
-        pinned = (
-            {}
-            if upgrade
-            else (read_pins(out_dir / requirements_filename(n)) or first_lock_preferences(path.parent))
-        )
+        pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
+        first = None if upgrade or pinned else first_lock_source(path.parent)
+        if first is not None:
+            firsts[n] = first
+            pinned = first[1]
         prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
 
     cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
@@ -324,7 +327,7 @@ def lock_manifest(
                 else lockreplay.replay_key(manifest, digests, path.name, names, fmt, next_prefs, mirror_map)
             )
             lockreplay.store(cache, (key, next_key), pages, rendered, differences)
-    return _finish(
+    result = _finish(
         path,
         out_dir,
         [n for n in names if n not in failures],
@@ -338,6 +341,8 @@ def lock_manifest(
         differences=tuple(differences),
         notices=tuple(notices),
     )
+    locked = {n: pins_of_text(rendered[n].text) for n in names if n not in failures and not check}
+    return replace(result, adopted=first_lock_reports(manifest, path, firsts, locked))
 
 
 def _pip_notices(manifest: Manifest) -> list[str]:

@@ -14,6 +14,11 @@ on the requirement. `-e .` (or a plain path) naming the project itself stands fo
 own `[project] dependencies` (plus the extras named, `-e .[train]`), read from its pyproject.toml;
 the project itself is not locked from an index.
 
+`${NAME}` (uppercase letters, digits, underscore) is expanded from the environment when the file
+is read (at lock time), as pip does, in requirements and in `-r`/`-c`/`-e` values; a variable that
+is not set is an error at the line. Index urls keep their `${VAR}` credential placeholders (they
+are expanded in memory only, when fetching; never written expanded).
+
 A local label on a pin (`torch==2.3.0+cu121`) is reported as a backend hint and taken off the
 requirement (`torch==2.3.0`): the platform's `backend` chooses the build, so the same manifest can
 also name a CPU or macOS platform.
@@ -52,6 +57,9 @@ _COMMENT = re.compile(r"(^|\s+)#.*$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _VCS = re.compile(r"^(git|hg|svn|bzr)\+", re.IGNORECASE)
 _MAX_DEPTH = 32
+#: `${NAME}` as pip expands it in requirement files (uppercase letters, digits and underscore).
+_ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
+_INDEX_KINDS = ("index-url", "extra-index-url", "find-links")
 
 #: Options that take a value, by every spelling pip accepts, and what they mean here.
 _VALUE_OPTIONS: dict[str, str] = {
@@ -323,9 +331,34 @@ class _Reader:
         finally:
             self._stack.pop()
 
+    def expand(self, text: str, origin: Origin) -> str:
+        """`${NAME}` (uppercase letters, digits, underscore) from the environment, as pip expands
+        requirement lines; a variable that is not set is an error at the line."""
+
+        def value(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in os.environ:
+                raise self.fail(
+                    origin,
+                    f"${{{name}}} is not set in the environment",
+                    hint=f"set {name} where you run kernodeck (requirement lines expand ${{NAME}} as pip does)",
+                )
+            return os.environ[name]
+
+        return _ENV_VAR.sub(value, text)
+
     def line(self, path: Path, origin: Origin, line: str, *, constraint: bool, depth: int) -> None:
         req_text, option_tokens = split_options(line)
-        opts = _options(option_tokens)
+        req_text = self.expand(req_text, origin)
+        # index urls keep their ${VAR} credential placeholders: expanded in memory only, at fetch time
+        opts = [
+            (
+                meaning,
+                value if value is None or meaning in _INDEX_KINDS else self.expand(value, origin),
+                spelling,
+            )
+            for meaning, value, spelling in _options(option_tokens)
+        ]
         if req_text:
             for meaning, _value, spelling in opts:
                 if meaning not in ("hash", "config-settings", "global-option"):

@@ -112,6 +112,8 @@ def lock(
     if not quiet:
         for notice in result.notices:
             click.echo(f"note: {notice}", err=True)
+        for r in result.adopted:
+            click.echo(r.line(), err=True)
     _report_differences(result, quiet)
     if check:
         for p in result.platforms:
@@ -193,6 +195,7 @@ def _json(result: LockResult) -> dict[str, Any]:
         "failed": [{"platform": f.platform, "index": f.index_url, "cause": f.cause} for f in result.failed],
         "differences": [d.to_json() for d in result.differences],
         "notices": list(result.notices),
+        "adopted": [r.to_json() for r in result.adopted],
     }
 
 

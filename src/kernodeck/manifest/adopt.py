@@ -267,7 +267,19 @@ def project_lock(folder: Path) -> ProjectLock | None:
     return None
 
 
-def first_lock_preferences(folder: Path) -> dict[str, Version]:
-    """What a platform's first lock prefers: the pins of the project's existing lock, if any."""
+def first_lock_source(folder: Path) -> tuple[str, dict[str, Version]] | None:
+    """What a platform's first lock prefers, and the file it comes from: the installed versions
+    `init --from-env` recorded, else the pins of the project's existing lock, if any."""
+    from kernodeck.manifest.fromenv import ENV_PINS, read_env_pins
+
+    env_pins = read_env_pins(folder)
+    if env_pins is not None:
+        return ENV_PINS, env_pins
     found = project_lock(folder)
-    return dict(found.pins) if found is not None else {}
+    return (found.file, dict(found.pins)) if found is not None else None
+
+
+def first_lock_preferences(folder: Path) -> dict[str, Version]:
+    """What a platform's first lock prefers (see `first_lock_source`)."""
+    found = first_lock_source(folder)
+    return dict(found[1]) if found is not None else {}

@@ -6,6 +6,7 @@ with host defaults at the edge, so tests can give them other values.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import platform as _platform
 import re
@@ -22,7 +23,10 @@ from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.gitstate import GitState, git_state
 from kernodeck.manifest.adopt import Discovery, discover
+from kernodeck.manifest.fromenv import ENV_PINS, EnvAdoption, write_env_pins
 from kernodeck.manifest.load import loads_manifest
+from kernodeck.manifest.lockplatforms import covered_platforms
+from kernodeck.manifest.schema import Python
 
 
 @dataclass
@@ -102,9 +106,20 @@ def starter_document(
     facts: HostFacts | None = None,
     git: GitState | None = None,
     today: _dt.date | None = None,
+    env: EnvAdoption | None = None,
 ) -> tomlkit.TOMLDocument:
-    """The starter manifest as a tomlkit document (comments included)."""
+    """The starter manifest as a tomlkit document (comments included). With `env` (an adopted
+    environment) the requirements are its leaves and Python and torch's backend are its own."""
     facts = facts or host_facts()
+    if env is not None:
+        backend, note = torch_backend(facts.os, env.torch_version)
+        facts = dataclasses.replace(
+            facts,
+            python_version=env.python_version,
+            implementation=env.implementation,
+            backend=backend,
+            notes=[note] if note else [],
+        )
     today = today or _dt.date.today()
     ref_name = name or re.sub(r"[^A-Za-z0-9._-]+", "-", directory.resolve().name).strip("-.") or "project"
     if not re.match(r"[A-Za-z0-9]", ref_name):
@@ -150,6 +165,8 @@ def starter_document(
     doc.add("python", py)
 
     found = discover(directory)
+    if env is not None:
+        _adopt_env(found, env, directory)
     pk = tomlkit.table()
     if found.sources:
         pk.add(tomlkit.comment("read at lock time from where the project keeps them (not copied here):"))
@@ -158,11 +175,17 @@ def starter_document(
         pk.add("from", arr)
     for line in found.comments:
         pk.add(tomlkit.comment(line))
+    reqs = tomlkit.array()
+    if env is not None:
+        reqs.extend(env.requirements)
+        reqs.multiline(len(env.requirements) > 3)
     _kv(
         pk,
         "requirements",
-        tomlkit.array(),
-        "more requirements, beside those in `from`" if found.sources else 'e.g. "numpy>=1.26"',
+        reqs,
+        "more requirements, beside those in `from`"
+        if found.sources and env is None
+        else (None if env is not None else 'e.g. "numpy>=1.26"'),
     )
     pk.add("constraints", tomlkit.array())
     _kv(pk, "allow-sdist", tomlkit.array(), "names that may be locked as source distributions")
@@ -186,6 +209,22 @@ def starter_document(
     if backend:
         _kv(p, "backend", backend, why)
     plats.append(p)
+    host_name = p["name"]
+    python = Python.model_validate({"version": facts.python_version, "implementation": facts.implementation})
+    for c in covered_platforms(directory, python):
+        other = c.platform
+        if other.name == host_name or (
+            other.backend is None and (other.os, other.arch) == (facts.os, facts.arch)
+        ):
+            continue
+        q = tomlkit.table()
+        q.add(tomlkit.comment(f"covered by the existing lock ({c.evidence})"))
+        q.add("name", other.name)
+        q.add("os", other.os)
+        q.add("arch", other.arch)
+        if other.backend:
+            q.add("backend", other.backend)
+        plats.append(q)
     doc.add("platform", plats)
 
     sysm = tomlkit.table()
@@ -194,6 +233,33 @@ def starter_document(
     doc.add("system", sysm)
     _add_data_proposals(doc, found)
     return doc
+
+
+def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:
+    """`from` and the comments of [packages] for an adopted environment: the environment is the
+    source; the project's files are named only when the project itself is installed editable."""
+    others = found.sources
+    found.sources = (
+        ["pyproject.toml"] if env.project_editable and (directory / "pyproject.toml").is_file() else []
+    )
+    found.backends = []
+    lead = [
+        f"requirements: the {len(env.requirements)} installed distributions nothing else installed requires "
+        f"(of {env.installed}; pip, setuptools, wheel and kernodeck left out)",
+        f"their installed versions are in {ENV_PINS}: the first `kernodeck lock` prefers them",
+    ]
+    lead += [f"not locked: {line}" for line in env.not_locked]
+    lead += [
+        f"also found {s} (the environment was adopted instead; add it to `from` to use it)"
+        for s in others
+        if s not in found.sources
+    ]
+    # the environment's versions are what the first lock prefers, not those of a project lock
+    found.comments = lead + [
+        c
+        for c in found.comments
+        if not c.startswith(("extras =", "groups =")) and "first `kernodeck lock` keeps its" not in c
+    ]
 
 
 def _backend_from_sources(found: Discovery, facts: HostFacts) -> tuple[str, str] | None:
@@ -245,8 +311,13 @@ def _kv(table: Any, key: str, value: Any, comment: str | None) -> None:
     table.add(key, item)
 
 
-def write_starter(directory: Path, *, force: bool = False, name: str | None = None) -> Path:
-    """Write DIRECTORY/repro.toml; refuses to overwrite without force. Returns the path."""
+def write_starter(
+    directory: Path, *, force: bool = False, name: str | None = None, env: EnvAdoption | None = None
+) -> Path:
+    """Write DIRECTORY/repro.toml; refuses to overwrite without force. Returns the path.
+
+    `env`: an adopted environment (`fromenv.adopt_environment`); its installed versions are
+    written to ENV_PINS beside repro.toml."""
     directory = Path(directory)
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a folder")
@@ -255,8 +326,10 @@ def write_starter(directory: Path, *, force: bool = False, name: str | None = No
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
     state = git_state(directory)
     text = tomlkit.dumps(
-        starter_document(directory, name=name, git=state if isinstance(state, GitState) else None)
+        starter_document(directory, name=name, git=state if isinstance(state, GitState) else None, env=env)
     )
     loads_manifest(text, str(path))  # the starter must validate; a failure here is a bug, not bad input
+    if env is not None:
+        write_env_pins(directory, env)
     atomic_write_text(path, text)
     return path

@@ -208,6 +208,8 @@ def _headers(text: str) -> dict[str, list[str]]:
     last: str | None = None
     for line in text.split("\n"):
         if not line.strip():
+            if line[:1] in (" ", "\t") and last is not None:
+                continue  # a blank line inside a folded field (a License text), not the body
             break
         if line[:1] in (" ", "\t") and last is not None:
             out[last][-1] += " " + line.strip()
