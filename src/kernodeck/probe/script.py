@@ -203,14 +203,18 @@ def platform_facts() -> dict[str, Any]:
 
 
 def _headers(text: str) -> dict[str, list[str]]:
-    """The header fields of a METADATA file (core metadata), without the email parser's cost."""
+    """The header fields of a METADATA file (core metadata), without the email parser's cost.
+    The headers end at the first empty line; a line of blanks continues the field before it
+    (a folded License text), as in the email parser."""
     out: dict[str, list[str]] = {}
     last: str | None = None
     for line in text.split("\n"):
-        if not line.strip():
+        if not line or line == "\r":
             break
-        if line[:1] in (" ", "\t") and last is not None:
-            out[last][-1] += " " + line.strip()
+        if line[:1] in (" ", "\t"):
+            folded = line.strip()
+            if folded and last is not None:
+                out[last][-1] += " " + folded
             continue
         if ":" in line:
             k, v = line.split(":", 1)
