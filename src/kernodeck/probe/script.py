@@ -410,14 +410,19 @@ _BIG = 1 << 20
 _RUN = 64
 
 
-def _run_checks(jobs: list[tuple[Any, ...]], threads: int) -> list[tuple[str, Any, str | None]]:
+def _run_checks(
+    jobs: list[tuple[Any, ...]], threads: int, meanwhile: Any = None
+) -> list[tuple[str, Any, str | None]]:
     """_check_file for every job (..., full, size, cached as its last three fields), on `threads`
     threads that take the next jobs from a shared position (hashlib releases the GIL while it
-    hashes; os.stat and os.readv while they wait). Results in job order."""
+    hashes; os.stat and os.readv while they wait); `meanwhile()` runs in this thread while they
+    work. Results in job order."""
     results: list[Any] = [None] * len(jobs)
     if threads <= 1 or len(jobs) < 2:
         for k, job in enumerate(jobs):
             results[k] = _check_file(*job[-3:])
+        if meanwhile is not None:
+            meanwhile()
         return results
     import threading
 
@@ -443,8 +448,12 @@ def _run_checks(jobs: list[tuple[Any, ...]], threads: int) -> list[tuple[str, An
     pool = [threading.Thread(target=worker, daemon=True) for _ in range(min(threads, len(jobs)))]
     for t in pool:
         t.start()
-    for t in pool:
-        t.join()
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    finally:
+        for t in pool:
+            t.join()
     if errors:
         raise errors[0]
     return results
@@ -701,7 +710,14 @@ def check_records(
 
     # Large files first (by RECORD's size), so the threads do not end on one big file alone.
     jobs.sort(key=lambda job: -int(job[5]) if job[5].isdigit() else 0)
-    results = _run_checks(jobs, threads)
+    # the interpreter's own site directories too, where no distribution is installed yet
+    claimed += [(site_dir, []) for site_dir in sites if os.path.isdir(site_dir)]
+    unlisted: list[Any] = []
+
+    def search_unlisted() -> None:  # walks folders while the threads hash
+        unlisted[:] = unlisted_files(claimed, cache, None if rehash else racy)
+
+    results = _run_checks(jobs, threads, search_unlisted)
     keys_of = {p[0]: p[3] for p in pending}
     digests: dict[int, dict[str, Any]] = {p[0]: {} for p in pending}
     for k, (i, j, rel, expected, _full, size, cached) in enumerate(jobs):
@@ -747,10 +763,8 @@ def check_records(
             cache.new_index[meta_dir] = [record_key, _summary(record_key, keys)]
     for d in dists:
         d["record_problems"].sort(key=lambda p: p["path"])
-    # the interpreter's own site directories too, where no distribution is installed yet
-    claimed += [(site_dir, []) for site_dir in sites if os.path.isdir(site_dir)]
-    unlisted, more = unlisted_files(claimed, cache, None if rehash else racy)
-    return {"checked": True, **stats, "unlisted": unlisted, "unlisted_more": more}
+    found, more = unlisted
+    return {"checked": True, **stats, "unlisted": found, "unlisted_more": more}
 
 
 #: Files an installer's environment brings that no RECORD lists: (name, the only content allowed).
