@@ -214,8 +214,12 @@ def hashed_totals(python: Path) -> tuple[int, int, int]:
     return len(facts.distributions), facts.records.hashed, facts.records.bytes_hashed
 
 
-def bench_real(work: Path, cache_root: Path, runs: int) -> None:
-    """Interleaved runs: pip check, verify cold (fresh cache), verify warm; medians and ratios."""
+def bench_real(work: Path, cache_root: Path, runs: int, baseline_src: str | None = None) -> None:
+    """Interleaved runs: pip check, verify cold (fresh cache), verify warm; medians of wall and of
+    CPU time (user + system of the process tree: steadier than wall on a shared machine) and
+    ratios. `baseline_src`: also verify cold with that checkout's src (before/after)."""
+    import resource
+
     python = build_real_env(cache_root)
     manifest = real_project(work, python)
     n, files, nbytes = hashed_totals(python)
@@ -223,7 +227,15 @@ def bench_real(work: Path, cache_root: Path, runs: int) -> None:
     kd += ["--only", "packages", "--only", "contract"]
     warm_cache = work / "real-cache-warm"
     subprocess.run(kd, capture_output=True, env={**ENV, "KERNODECK_CACHE_DIR": str(warm_cache)})
-    times: dict[str, list[float]] = {"pip": [], "cold": [], "warm": []}
+    labels = {
+        "pip": "pip check",
+        "cold": "kernodeck verify packages+contract, cold (every file hashed)",
+        "warm": "kernodeck verify packages+contract, warm (stat cache)",
+    }
+    if baseline_src:
+        labels["base"] = f"  same, cold, with {baseline_src}"
+    wall: dict[str, list[float]] = {k: [] for k in labels}
+    cpu: dict[str, list[float]] = {k: [] for k in labels}
     for r in range(runs):
         cold_cache = work / f"real-cache-cold-{r}"
         cmds = {
@@ -231,34 +243,46 @@ def bench_real(work: Path, cache_root: Path, runs: int) -> None:
             "cold": (kd, {"KERNODECK_CACHE_DIR": str(cold_cache)}),
             "warm": (kd, {"KERNODECK_CACHE_DIR": str(warm_cache)}),
         }
+        if baseline_src:
+            cmds["base"] = (
+                kd,
+                {"KERNODECK_CACHE_DIR": str(cold_cache) + "-base", "PYTHONPATH": baseline_src},
+            )
         order = list(cmds) if r % 2 == 0 else list(reversed(cmds))
         for name in order:
             cmd, extra = cmds[name]
+            u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
             p = subprocess.run(cmd, capture_output=True, text=True, env={**ENV, **extra}, timeout=600)
-            times[name].append(time.perf_counter() - t)
+            wall[name].append(time.perf_counter() - t)
+            u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(u1.ru_utime - u0.ru_utime + u1.ru_stime - u0.ru_stime)
             if p.returncode not in (0, 1) or (name == "pip" and p.returncode != 0):
                 raise SystemExit(
                     f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
                 )
         shutil.rmtree(cold_cache, ignore_errors=True)
-    med = {k: statistics.median(v) for k, v in times.items()}
+        shutil.rmtree(str(cold_cache) + "-base", ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in wall.items()}
+    mcpu = {k: statistics.median(v) for k, v in cpu.items()}
     gb = nbytes / 1e9
     print()
     print(f"real environment: {n} distributions, {files} RECORD files, {gb:.2f} GB ({python.parent.parent})")
-    print(f"interleaved runs: {runs} (medians; all runs in seconds)")
-    print(f"  {'pip check':<58} {med['pip']:7.3f} s  {[round(t, 2) for t in times['pip']]}")
+    print(f"{runs} interleaved runs, medians (wall: every run, s)")
+    print(f"  {'command':<62} {'wall s':>7} {'CPU s':>7}")
+    for k, label in labels.items():
+        print(f"  {label:<62} {med[k]:7.3f} {mcpu[k]:7.3f}  {[round(t, 2) for t in wall[k]]}")
+    print(f"  {'ratios':<62} {'wall':>7} {'CPU':>7}")
+    for k in [k for k in labels if k != "pip"]:
+        print(f"  {k + ' / pip check':<62} {med[k] / med['pip']:7.2f} {mcpu[k] / mcpu['pip']:7.2f}")
+    if baseline_src:
+        print(
+            f"  {'cold / baseline cold':<62} {med['cold'] / med['base']:7.2f} {mcpu['cold'] / mcpu['base']:7.2f}"
+        )
     print(
-        f"  {'kernodeck verify packages+contract, cold (every file hashed)':<58} {med['cold']:7.3f} s  "
-        f"{[round(t, 2) for t in times['cold']]}"
+        f"  hashed cold: {files} files, {gb:.2f} GB; {gb / med['cold']:.2f} GB/s over the whole verify "
+        f"(wall), {gb / mcpu['cold']:.2f} GB per CPU-second"
     )
-    print(
-        f"  {'kernodeck verify packages+contract, warm (stat cache)':<58} {med['warm']:7.3f} s  "
-        f"{[round(t, 2) for t in times['warm']]}"
-    )
-    print(f"  {'cold verify / pip check':<58} {med['cold'] / med['pip']:7.2f}")
-    print(f"  {'warm verify / pip check':<58} {med['warm'] / med['pip']:7.2f}")
-    print(f"  hashed cold: {files} files, {gb:.2f} GB, {gb / med['cold']:.2f} GB/s over the whole verify")
 
 
 def count_dists(python: Path) -> int:
@@ -279,10 +303,11 @@ def main() -> None:
     ap.add_argument("--real", action="store_true", help="also benchmark a real ~200-distribution venv")
     ap.add_argument("--real-only", action="store_true", help="only the real ~200-distribution venv")
     ap.add_argument("--real-cache", default=str(Path.home() / ".cache" / "kernodeck-bench"))
+    ap.add_argument("--baseline-src", default=None, help="also time a cold verify with this src (A/B)")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="kd-bench-"))
     if args.real or args.real_only:
-        bench_real(work, Path(args.real_cache), args.runs)
+        bench_real(work, Path(args.real_cache), args.runs, args.baseline_src)
         if args.real_only:
             if not args.workdir:
                 shutil.rmtree(work, ignore_errors=True)
