@@ -573,7 +573,7 @@ def _atomic_write(path: str | None, data: Any) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, separators=(",", ":"))
+            f.write(json.dumps(data, separators=(",", ":")))  # dumps: the C encoder; dump is Python
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -1121,7 +1121,7 @@ def main(argv: list[str] | None = None) -> int:
     facts["located"] = locate(dists, args.locate)
     facts["seconds"] = round(time.perf_counter() - t0, 4)
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
-    json.dump(facts, out, separators=(",", ":"))
+    out.write(json.dumps(facts, separators=(",", ":")))  # the C encoder (json.dump is pure Python)
     out.write("\n")
     out.flush()
     out.detach()
