@@ -251,6 +251,14 @@ def _dist_entries() -> list[tuple[str, str]]:
 
 
 def distributions() -> list[dict[str, Any]]:
+    """Every distribution on sys.path, in path order (later ones with a seen name: `shadowed`).
+
+    Read by hand rather than through `importlib.metadata`: `benchmarks/probe_metadata.py`
+    (name, version, requirements and RECORD of every distribution, both ways, interleaved,
+    medians) measured on a 243-distribution venv with torch: hand-written 376 ms,
+    importlib.metadata 2411 ms (6.4x, +2.0 s on every verify; its email parser and `files`
+    objects), with identical counts (243 distributions, 85,750 RECORD rows, 2,588
+    requirements). tests/test_probe_metadata.py keeps the two agreeing on the fields used."""
     dists: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for base, meta_dir in _dist_entries():
