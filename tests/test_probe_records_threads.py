@@ -42,9 +42,9 @@ def _dist(site: Path) -> dict[str, Any]:
     os.mkfifo(site / "pkg" / "fifo")
     (site / "pkg" / "small_007.py").write_bytes(b"x = 8\n")  # content differs, same size
     big = site / "pkg" / "big.bin"
-    data = bytearray(big.read_bytes())
-    data[-1] ^= 1
-    big.write_bytes(bytes(data))  # differs in its second buffer only
+    edited = bytearray(big.read_bytes())
+    edited[-1] ^= 1
+    big.write_bytes(bytes(edited))  # differs in its second buffer only
     rows.append(f"{meta.name}/RECORD,,")
     (meta / "RECORD").write_text("\n".join(rows) + "\n")
     return {
