@@ -3,8 +3,15 @@
 file against `sha256sum`, with a second (cached) run that must not read the file again.
 
     .venv/bin/python benchmarks/verify.py [--dists 160] [--size-gb 2] [--runs 5] [--workdir DIR]
+                                          [--real | --real-only] [--real-cache DIR]
 
 Not part of `make test`; prints a table. Offline: the wheels are generated locally.
+
+`--real` adds a real environment of ~200 distributions with torch (REAL_STACK, installed once by
+pip with this machine's own pip configuration into a venv under `--real-cache`, default
+~/.cache/kernodeck-bench, and reused while the list is unchanged): interleaved runs of `pip check`
+and of `kernodeck verify` (packages+contract) cold (a fresh, empty cache: every RECORD file hashed)
+and warm, with ratios, the files and GB hashed and the hashing rate. `--real-only` runs only that.
 """
 
 from __future__ import annotations
@@ -95,6 +102,189 @@ def build_env(work: Path, n: int) -> tuple[Path, Path]:
     return venv / "bin" / "python", project / "repro.toml"
 
 
+#: The real environment: popular pure and binary packages and their dependencies (~200 distributions).
+REAL_STACK = (
+    "torch==2.13.0",
+    "numpy",
+    "pandas",
+    "scipy",
+    "scikit-learn",
+    "matplotlib",
+    "transformers",
+    "datasets",
+    "accelerate",
+    "jupyter",
+    "requests",
+    "flask",
+    "django",
+    "fastapi",
+    "uvicorn",
+    "sqlalchemy",
+    "pydantic",
+    "pytest",
+    "black",
+    "ruff",
+    "mypy",
+    "boto3",
+    "pillow",
+    "sympy",
+    "networkx",
+    "jinja2",
+    "click",
+    "rich",
+    "tqdm",
+    "pyyaml",
+    "lxml",
+    "cryptography",
+    "aiohttp",
+    "httpx",
+    "seaborn",
+    "statsmodels",
+    "numba",
+    "pyarrow",
+    "polars",
+    "sentencepiece",
+    "safetensors",
+    "einops",
+    "timm",
+    "openpyxl",
+    "beautifulsoup4",
+    "sphinx",
+    "celery",
+    "redis",
+    "psutil",
+    "tensorboard",
+    "onnx",
+    "opencv-python-headless",
+    "plotly",
+    "bokeh",
+    "dask",
+    "xarray",
+    "h5py",
+    "shapely",
+)
+
+
+def build_real_env(cache_root: Path) -> Path:
+    """The venv of REAL_STACK under cache_root (built by pip with the machine's pip configuration
+    the first time, reused after); returns its python."""
+    key = hashlib.sha256("\n".join([sys.version, *REAL_STACK]).encode()).hexdigest()[:12]
+    venv = cache_root / f"verify-real-{key}"
+    python = venv / "bin" / "python"
+    done = venv / ".kernodeck-bench-complete"
+    if done.exists():
+        return python
+    shutil.rmtree(venv, ignore_errors=True)
+    cache_root.mkdir(parents=True, exist_ok=True)
+    subprocess.run([PY, "-m", "venv", str(venv)], check=True)
+    print(f"installing {len(REAL_STACK)} requirements into {venv} (once) ...", flush=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *REAL_STACK],
+        check=True,
+        timeout=3600,
+    )
+    done.write_text("\n".join(REAL_STACK) + "\n")
+    return python
+
+
+def real_project(work: Path, python: Path) -> Path:
+    """A manifest and a lock that pins exactly what the real environment holds."""
+    from kernodeck.probe.runner import ProbeRequest, RealProbe
+
+    facts = RealProbe(python).collect(ProbeRequest(records=False, torch=False, smi=False))
+    proj = work / "real-project"
+    proj.mkdir(parents=True, exist_ok=True)
+    (proj / "repro.toml").write_text(
+        'schema-version = 1\n[reference]\nname = "real"\nid = "1"\n[python]\n'
+        f'version = "{sys.version_info.major}.{sys.version_info.minor}"\n'
+        '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'
+    )
+    lines = ["# platform: linux-x86_64", ""]
+    for d in sorted(facts.dists().values(), key=lambda d: d.key):
+        lines += [f"{d.name}=={d.version} \\", f"    --hash=sha256:{'0' * 64}"]
+    (proj / "requirements-rebuild-linux-x86_64.txt").write_text("\n".join(lines) + "\n")
+    return proj / "repro.toml"
+
+
+def hashed_totals(python: Path) -> tuple[int, int, int]:
+    """(distributions, RECORD files hashed, bytes hashed) of one cold records check."""
+    from kernodeck.probe.runner import ProbeRequest, RealProbe
+
+    facts = RealProbe(python, rehash=True).collect(ProbeRequest(torch=False, smi=False))  # no cache
+    return len(facts.distributions), facts.records.hashed, facts.records.bytes_hashed
+
+
+def bench_real(work: Path, cache_root: Path, runs: int, baseline_src: str | None = None) -> None:
+    """Interleaved runs: pip check, verify cold (fresh cache), verify warm; medians of wall and of
+    CPU time (user + system of the process tree: steadier than wall on a shared machine) and
+    ratios. `baseline_src`: also verify cold with that checkout's src (before/after)."""
+    import resource
+
+    python = build_real_env(cache_root)
+    manifest = real_project(work, python)
+    n, files, nbytes = hashed_totals(python)
+    kd = [PY, "-m", "kernodeck", "verify", str(manifest), "--python", str(python), "--no-compute"]
+    kd += ["--only", "packages", "--only", "contract"]
+    warm_cache = work / "real-cache-warm"
+    subprocess.run(kd, capture_output=True, env={**ENV, "KERNODECK_CACHE_DIR": str(warm_cache)})
+    labels = {
+        "pip": "pip check",
+        "cold": "kernodeck verify packages+contract, cold (every file hashed)",
+        "warm": "kernodeck verify packages+contract, warm (stat cache)",
+    }
+    if baseline_src:
+        labels["base"] = f"  same, cold, with {baseline_src}"
+    wall: dict[str, list[float]] = {k: [] for k in labels}
+    cpu: dict[str, list[float]] = {k: [] for k in labels}
+    for r in range(runs):
+        cold_cache = work / f"real-cache-cold-{r}"
+        cmds = {
+            "pip": ([str(python), "-m", "pip", "check"], {}),
+            "cold": (kd, {"KERNODECK_CACHE_DIR": str(cold_cache)}),
+            "warm": (kd, {"KERNODECK_CACHE_DIR": str(warm_cache)}),
+        }
+        if baseline_src:
+            cmds["base"] = (
+                kd,
+                {"KERNODECK_CACHE_DIR": str(cold_cache) + "-base", "PYTHONPATH": baseline_src},
+            )
+        order = list(cmds) if r % 2 == 0 else list(reversed(cmds))
+        for name in order:
+            cmd, extra = cmds[name]
+            u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t = time.perf_counter()
+            p = subprocess.run(cmd, capture_output=True, text=True, env={**ENV, **extra}, timeout=600)
+            wall[name].append(time.perf_counter() - t)
+            u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(u1.ru_utime - u0.ru_utime + u1.ru_stime - u0.ru_stime)
+            if p.returncode not in (0, 1) or (name == "pip" and p.returncode != 0):
+                raise SystemExit(
+                    f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
+                )
+        shutil.rmtree(cold_cache, ignore_errors=True)
+        shutil.rmtree(str(cold_cache) + "-base", ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in wall.items()}
+    mcpu = {k: statistics.median(v) for k, v in cpu.items()}
+    gb = nbytes / 1e9
+    print()
+    print(f"real environment: {n} distributions, {files} RECORD files, {gb:.2f} GB ({python.parent.parent})")
+    print(f"{runs} interleaved runs, medians (wall: every run, s)")
+    print(f"  {'command':<62} {'wall s':>7} {'CPU s':>7}")
+    for k, label in labels.items():
+        print(f"  {label:<62} {med[k]:7.3f} {mcpu[k]:7.3f}  {[round(t, 2) for t in wall[k]]}")
+    print(f"  {'ratios':<62} {'wall':>7} {'CPU':>7}")
+    for k in [k for k in labels if k != "pip"]:
+        print(f"  {k + ' / pip check':<62} {med[k] / med['pip']:7.2f} {mcpu[k] / mcpu['pip']:7.2f}")
+    if baseline_src:
+        print(
+            f"  {'cold / baseline cold':<62} {med['cold'] / med['base']:7.2f} {mcpu['cold'] / mcpu['base']:7.2f}"
+        )
+    print(
+        f"  hashed cold: {files} files, {gb:.2f} GB; {gb / med['cold']:.2f} GB/s over the whole verify "
+        f"(wall), {gb / mcpu['cold']:.2f} GB per CPU-second"
+    )
+
+
 def count_dists(python: Path) -> int:
     out = subprocess.run(
         [str(python), "-c", "import importlib.metadata as m; print(len(list(m.distributions())))"],
@@ -110,8 +300,18 @@ def main() -> None:
     ap.add_argument("--size-gb", type=float, default=2.0)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--real", action="store_true", help="also benchmark a real ~200-distribution venv")
+    ap.add_argument("--real-only", action="store_true", help="only the real ~200-distribution venv")
+    ap.add_argument("--real-cache", default=str(Path.home() / ".cache" / "kernodeck-bench"))
+    ap.add_argument("--baseline-src", default=None, help="also time a cold verify with this src (A/B)")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="kd-bench-"))
+    if args.real or args.real_only:
+        bench_real(work, Path(args.real_cache), args.runs, args.baseline_src)
+        if args.real_only:
+            if not args.workdir:
+                shutil.rmtree(work, ignore_errors=True)
+            return
     cache = work / "cache"
     ENV["KERNODECK_CACHE_DIR"] = str(cache)
     python, manifest = build_env(work, args.dists)

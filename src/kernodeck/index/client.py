@@ -66,6 +66,7 @@ from kernodeck.index.metadata import (
     MetadataTooLarge,
     RangeUnsupported,
     build_sdist_metadata,
+    parse_core_metadata,
     read_wheel_metadata,
     read_wheel_metadata_by_ranges,
 )
@@ -79,7 +80,6 @@ from kernodeck.index.models import (
     MetadataError,
     NotFound,
     ProjectPage,
-    parse_core_metadata,
     parse_filename,
     parse_html_page,
     parse_json_page,

@@ -1,4 +1,5 @@
-"""Core metadata out of artifacts: from a remote wheel by HTTP ranges, from wheel bytes, from an sdist.
+"""Core metadata out of artifacts: from a remote wheel by HTTP ranges, from wheel bytes, from an sdist;
+and `parse_core_metadata`, the one reader of METADATA / PKG-INFO bytes (through `packaging.metadata`).
 
 `read_wheel_metadata_by_ranges` reads only the zip tail (end of central directory + central
 directory) and the METADATA member of a remote wheel, through a `fetch(start, length)` callback that
@@ -19,9 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from packaging.metadata import InvalidMetadata, Metadata, RawMetadata, parse_email
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
-from kernodeck.index.models import MetadataError
+from kernodeck.index.models import CoreMetadata, MetadataError
 
 #: First read from the end of a remote wheel: the end of central directory record and, for most
 #: wheels, the whole central directory and the METADATA member (dist-info is written last).
@@ -186,6 +191,92 @@ def read_wheel_metadata_by_ranges(
     except _ZIP_ERRORS as e:
         raise MetadataError(f"{filename} is not a readable wheel: {type(e).__name__}: {e}") from None
     return data, rf.requests, rf.bytes_read
+
+
+# --- parsing ------------------------------------------------------------------------------------------
+
+#: The fields the resolver reads: (RawMetadata key, the header's name in messages).
+_FIELDS = (
+    ("name", "Name"),
+    ("version", "Version"),
+    ("requires_dist", "Requires-Dist"),
+    ("requires_python", "Requires-Python"),
+    ("provides_extra", "Provides-Extra"),
+)
+#: Of those, the fields that may appear once.
+_SINGLE = frozenset({"name", "version", "requires_python"})
+
+
+def parse_core_metadata(data: bytes, *, source: str) -> CoreMetadata:
+    """Parse METADATA / PKG-INFO bytes with `packaging.metadata`. Raises MetadataError naming
+    `source` (and the field) when a field the resolver needs is missing, repeated where it may
+    appear once, not UTF-8, or invalid. Other fields are not looked at (an index's odd
+    `Classifier` never stops a lock)."""
+    raw, unparsed = parse_email(data)
+    for key, header in _FIELDS:
+        bad = unparsed.get(header.lower())
+        if bad is not None:
+            why = "appears more than once" if len(bad) > 1 and key in _SINGLE else "is not UTF-8"
+            raise MetadataError(
+                f"core metadata of {source} has an unreadable {header} ({why}): {short_values(bad)}",
+                hint="the distribution's metadata is malformed; report it to its publisher",
+            )
+    name = (raw.get("name") or "").strip()
+    version = (raw.get("version") or "").strip()
+    if not name or not version:
+        raise MetadataError(f"core metadata of {source} has no Name or Version")
+    fields: RawMetadata = {"metadata_version": "2.4", "name": name, "version": version}
+    if raw.get("requires_dist"):
+        fields["requires_dist"] = [r.strip() for r in raw["requires_dist"]]
+    requires_python = (raw.get("requires_python") or "").strip()
+    if requires_python:
+        fields["requires_python"] = requires_python
+    meta = Metadata.from_raw(fields, validate=False)  # each field is validated when read below
+    v: Version
+    try:
+        v = meta.version
+    except InvalidMetadata:
+        raise MetadataError(f"core metadata of {source} has an invalid Version {version!r}") from None
+    reqs: list[Requirement] = []
+    try:
+        reqs = list(meta.requires_dist or ())
+    except InvalidMetadata as e:
+        cause = e.__cause__
+        bad_req = next((r for r in fields.get("requires_dist", []) if not _valid_requirement(r)), str(cause))
+        raise MetadataError(
+            f"core metadata of {source} has an invalid Requires-Dist {bad_req!r}",
+            context=[str(cause or e).splitlines()[0]],
+        ) from None
+    rp: SpecifierSet | None = None
+    try:
+        rp = meta.requires_python
+    except InvalidMetadata:
+        raise MetadataError(
+            f"core metadata of {source} has an invalid Requires-Python {requires_python!r}"
+        ) from None
+    extras = frozenset(canonicalize_name(e.strip()) for e in raw.get("provides_extra") or ())
+    return CoreMetadata(
+        name=name,
+        version=v,
+        requires_dist=tuple(reqs),
+        requires_python=rp,
+        provides_extra=extras,
+        raw=data,
+    )
+
+
+def _valid_requirement(text: str) -> bool:
+    try:
+        Requirement(text)
+    except InvalidRequirement:
+        return False
+    return True
+
+
+def short_values(values: list[str] | str | bytes) -> str:
+    """A field's unusable value(s) for a message: repr, at most 120 characters."""
+    text = repr(values)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 # --- sdists -----------------------------------------------------------------------------------------

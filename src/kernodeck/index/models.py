@@ -13,14 +13,11 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from email.message import Message
-from email.parser import BytesParser
-from email.policy import compat32
 from html.parser import HTMLParser
 from typing import Any, Literal
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import (
@@ -402,49 +399,6 @@ class CoreMetadata:
 
 class MetadataError(IndexError_):
     """A distribution's core metadata is missing, malformed, or does not match its file."""
-
-
-# --- core metadata --------------------------------------------------------------------------------
-
-
-def parse_core_metadata(data: bytes, *, source: str) -> CoreMetadata:
-    """Parse METADATA / PKG-INFO bytes. Raises MetadataError naming `source` when unusable."""
-    msg: Message = BytesParser(policy=compat32).parsebytes(data)
-    name = msg.get("Name")
-    version = msg.get("Version")
-    if not name or not version:
-        raise MetadataError(f"core metadata of {source} has no Name or Version")
-    try:
-        v = Version(str(version).strip())
-    except InvalidVersion:
-        raise MetadataError(f"core metadata of {source} has an invalid Version {version!r}") from None
-    reqs: list[Requirement] = []
-    for line in msg.get_all("Requires-Dist") or []:
-        try:
-            reqs.append(Requirement(str(line).strip()))
-        except InvalidRequirement as e:
-            raise MetadataError(
-                f"core metadata of {source} has an invalid Requires-Dist {str(line)!r}",
-                context=[str(e).splitlines()[0]],
-            ) from None
-    rp_text = msg.get("Requires-Python")
-    rp: SpecifierSet | None = None
-    if rp_text and str(rp_text).strip():
-        try:
-            rp = SpecifierSet(str(rp_text).strip())
-        except InvalidSpecifier:
-            raise MetadataError(
-                f"core metadata of {source} has an invalid Requires-Python {rp_text!r}"
-            ) from None
-    extras = frozenset(canonicalize_name(str(e).strip()) for e in (msg.get_all("Provides-Extra") or []))
-    return CoreMetadata(
-        name=str(name).strip(),
-        version=v,
-        requires_dist=tuple(reqs),
-        requires_python=rp,
-        provides_extra=extras,
-        raw=data,
-    )
 
 
 # --- pages -------------------------------------------------------------------------------------------

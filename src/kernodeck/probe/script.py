@@ -203,16 +203,18 @@ def platform_facts() -> dict[str, Any]:
 
 
 def _headers(text: str) -> dict[str, list[str]]:
-    """The header fields of a METADATA file (core metadata), without the email parser's cost."""
+    """The header fields of a METADATA file (core metadata), without the email parser's cost.
+    The headers end at the first empty line; a line of blanks continues the field before it
+    (a folded License text), as in the email parser."""
     out: dict[str, list[str]] = {}
     last: str | None = None
     for line in text.split("\n"):
-        if not line.strip():
-            if line[:1] in (" ", "\t") and last is not None:
-                continue  # a blank line inside a folded field (a License text), not the body
+        if not line or line == "\r":
             break
-        if line[:1] in (" ", "\t") and last is not None:
-            out[last][-1] += " " + line.strip()
+        if line[:1] in (" ", "\t"):
+            folded = line.strip()
+            if folded and last is not None:
+                out[last][-1] += " " + folded
             continue
         if ":" in line:
             k, v = line.split(":", 1)
@@ -249,6 +251,14 @@ def _dist_entries() -> list[tuple[str, str]]:
 
 
 def distributions() -> list[dict[str, Any]]:
+    """Every distribution on sys.path, in path order (later ones with a seen name: `shadowed`).
+
+    Read by hand rather than through `importlib.metadata`: `benchmarks/probe_metadata.py`
+    (name, version, requirements and RECORD of every distribution, both ways, interleaved,
+    medians) measured on a 243-distribution venv with torch: hand-written 376 ms,
+    importlib.metadata 2411 ms (6.4x, +2.0 s on every verify; its email parser and `files`
+    objects), with identical counts (243 distributions, 85,750 RECORD rows, 2,588
+    requirements). tests/test_probe_metadata.py keeps the two agreeing on the fields used."""
     dists: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for base, meta_dir in _dist_entries():
@@ -340,17 +350,121 @@ def _buffer() -> tuple[bytearray, memoryview]:
     return held
 
 
+#: os.readv reads into this thread's buffer straight from a file descriptor (no file object);
+#: where it is missing (Windows), a raw file object's readinto does the same.
+_READV = getattr(os, "readv", None)
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
+
 def _hash_file(path: str, size: int) -> str:
+    """sha256 of a file `size` bytes long at its stat, read into this thread's buffer. A read
+    shorter than asked once `size` bytes are in is the end of the file: no further read."""
     h = hashlib.sha256()
     buf, view = _buffer()
-    with open(path, "rb", buffering=0) as f:
-        readinto = f.readinto
-        while True:
-            n = readinto(buf)
-            if not n:
-                break
-            h.update(view[:n] if n < _BLOCK else buf)
+    fd = os.open(path, _O_READ)
+    try:
+        if _READV is not None:
+            readv = _READV
+            bufs = (buf,)
+            total = 0
+            while True:
+                n = readv(fd, bufs)
+                if not n:
+                    break
+                total += n
+                if n < _BLOCK:
+                    h.update(view[:n])
+                    if total >= size:
+                        break
+                else:
+                    h.update(buf)
+        else:
+            with open(fd, "rb", buffering=0, closefd=False) as f:
+                readinto = f.readinto
+                while True:
+                    n = readinto(buf)
+                    if not n:
+                        break
+                    h.update(view[:n] if n < _BLOCK else buf)
+    finally:
+        os.close(fd)
     return h.hexdigest()
+
+
+def _check_file(full: str, size: str, cached: Any) -> tuple[str, Any, str | None]:
+    """One RECORD row's file: (outcome, stat key, sha256 hex). The outcome is "" (hashed now),
+    "hit" (the cached digest still holds: same size, mtime_ns, inode, ctime_ns) or a problem:
+    missing, not-a-file (never opened: a FIFO would block), size, unreadable."""
+    try:
+        st = os.stat(full)
+    except OSError:
+        return ("missing", None, None)
+    key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    if not S_ISREG(st.st_mode):
+        return ("not-a-file", key, None)
+    if size.isdigit() and key[0] != int(size):
+        return ("size", key, None)
+    if isinstance(cached, list) and len(cached) == 5 and tuple(cached[:4]) == key:
+        return ("hit", key, cached[4])
+    try:
+        return ("", key, _hash_file(full, key[0]))
+    except OSError:
+        return ("unreadable", key, None)
+
+
+#: Files at least this large are handed to the threads one at a time (they come first); smaller
+#: ones in runs of _RUN, so that taking work costs little next to doing it.
+_BIG = 1 << 20
+_RUN = 64
+
+
+def _run_checks(
+    jobs: list[tuple[Any, ...]], threads: int, meanwhile: Any = None
+) -> list[tuple[str, Any, str | None]]:
+    """_check_file for every job (..., full, size, cached as its last three fields), on `threads`
+    threads that take the next jobs from a shared position (hashlib releases the GIL while it
+    hashes; os.stat and os.readv while they wait); `meanwhile()` runs in this thread while they
+    work. Results in job order."""
+    results: list[Any] = [None] * len(jobs)
+    if threads <= 1 or len(jobs) < 2:
+        for k, job in enumerate(jobs):
+            results[k] = _check_file(*job[-3:])
+        if meanwhile is not None:
+            meanwhile()
+        return results
+    import threading
+
+    nbig = sum(1 for job in jobs if job[-2].isdigit() and int(job[-2]) >= _BIG)
+    lock = threading.Lock()
+    position = [0]
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            while True:
+                with lock:
+                    start = position[0]
+                    end = start + 1 if start < nbig else start + _RUN
+                    position[0] = end
+                if start >= len(jobs):
+                    return
+                for k in range(start, min(end, len(jobs))):
+                    results[k] = _check_file(*jobs[k][-3:])
+        except BaseException as e:  # re-raised below, in the probe's own thread
+            errors.append(e)
+
+    pool = [threading.Thread(target=worker, daemon=True) for _ in range(min(threads, len(jobs)))]
+    for t in pool:
+        t.start()
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    finally:
+        for t in pool:
+            t.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 class RecordError(ValueError):
@@ -467,7 +581,7 @@ def _atomic_write(path: str | None, data: Any) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, separators=(",", ":"))
+            f.write(json.dumps(data, separators=(",", ":")))  # dumps: the C encoder; dump is Python
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -534,14 +648,12 @@ def check_records(
     stats = {"files": 0, "hashed": 0, "bytes_hashed": 0, "cache_hits": 0}
     racy = time.time_ns() - RACY_NS
     stat = os.stat
-    # distributions checked file by file:
-    # (index, record key, entries, stat keys, the cache's digests, digests kept from them)
-    pending: list[
-        tuple[int, list[int], list[tuple[str, str, str]], list[Any], dict[str, Any], dict[str, Any]]
-    ] = []
+    # distributions checked file by file: (index, record key, entries, stat keys, cache's digests)
+    pending: list[tuple[int, list[int], list[tuple[str, str, str]], list[Any], dict[str, Any]]] = []
     # (location, RECORD rows) of every distribution whose RECORD was read
     claimed: list[tuple[str, list[list[str]]]] = []
-    jobs: list[tuple[int, str, str, str, tuple[int, int, int, int]]] = []
+    # one per file to check: (index, row, relative path, expected digest, full path, size, cached)
+    jobs: list[tuple[int, int, str, str, str, str, Any]] = []
     for i, d in enumerate(dists):
         d["record_problems"] = []
         d["record_files"] = 0
@@ -599,78 +711,56 @@ def check_records(
                 stats["cache_hits"] += n
                 cache.new_index[meta_dir] = [record_key, summary]
                 continue
-        keys: list[Any] = []
-        for full in fulls:
-            try:
-                st = stat(full)
-                keys.append((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_mode))
-            except OSError:
-                keys.append(None)
         known = {} if rehash else cache.files(meta_dir, base)
-        kept: dict[str, Any] = {}
         for j, (rel, expected, size) in enumerate(entries):
-            full, key = fulls[j], keys[j]
-            if key is None:
-                d["record_problems"].append(
-                    {"path": rel, "problem": "missing", "expected": "sha256=" + expected, "observed": None}
-                )
-                continue
-            mode = key[4]
-            key = key[:4]
-            keys[j] = key
-            if not S_ISREG(mode):
-                # A FIFO or a device would block or never end: never opened.
-                d["record_problems"].append(
-                    {"path": rel, "problem": "not-a-file", "expected": "a regular file", "observed": None}
-                )
-                continue
-            if size.isdigit() and key[0] != int(size):
-                d["record_problems"].append(
-                    {"path": rel, "problem": "size", "expected": int(size), "observed": key[0]}
-                )
-                continue
-            cached = known.get(rel)
-            if isinstance(cached, list) and len(cached) == 5 and tuple(cached[:4]) == key:
-                stats["cache_hits"] += 1
-                kept[rel] = cached
-                _compare(d, rel, expected, cached[4])
-                continue
-            jobs.append((i, rel, full, expected, key))
-        pending.append((i, record_key, entries, keys, known, kept))
+            jobs.append((i, j, rel, expected, fulls[j], size, known.get(rel)))
+        pending.append((i, record_key, entries, [None] * n, known))
 
-    def work(
-        job: tuple[int, str, str, str, tuple[int, int, int, int]],
-    ) -> tuple[int, str, str, Any, str | None]:
-        i, rel, full, expected, key = job
-        try:
-            return (i, rel, expected, key, _hash_file(full, key[0]))
-        except OSError:
-            return (i, rel, expected, key, None)
+    # Large files first (by RECORD's size), so the threads do not end on one big file alone.
+    jobs.sort(key=lambda job: -int(job[5]) if job[5].isdigit() else 0)
+    # the interpreter's own site directories too, where no distribution is installed yet
+    claimed += [(site_dir, []) for site_dir in sites if os.path.isdir(site_dir)]
+    unlisted: list[Any] = []
 
-    results: list[tuple[int, str, str, Any, str | None]] = []
-    if jobs:
-        # Large files first, so the pool does not end on one big file alone.
-        jobs.sort(key=lambda j: -j[4][0])
-        if threads > 1 and len(jobs) > 1:
-            from concurrent.futures import ThreadPoolExecutor
+    def search_unlisted() -> None:  # walks folders while the threads hash
+        unlisted[:] = unlisted_files(claimed, cache, None if rehash else racy)
 
-            with ThreadPoolExecutor(max_workers=threads) as pool:
-                results = list(pool.map(work, jobs, chunksize=16))
-        else:
-            results = [work(j) for j in jobs]
-    digests: dict[int, dict[str, Any]] = {p[0]: p[5] for p in pending}
-    for i, rel, expected, key, digest in results:
+    results = _run_checks(jobs, threads, search_unlisted)
+    keys_of = {p[0]: p[3] for p in pending}
+    digests: dict[int, dict[str, Any]] = {p[0]: {} for p in pending}
+    for k, (i, j, rel, expected, _full, size, cached) in enumerate(jobs):
+        outcome, key, digest = results[k]  # (zip(strict=) is Python >= 3.10)
         d = dists[i]
-        if digest is None:
+        keys_of[i][j] = key
+        if outcome == "":
+            stats["hashed"] += 1
+            stats["bytes_hashed"] += key[0]
+            digests[i][rel] = [*key, digest]
+        elif outcome == "hit":
+            stats["cache_hits"] += 1
+            digests[i][rel] = cached
+        elif outcome == "missing":
+            d["record_problems"].append(
+                {"path": rel, "problem": "missing", "expected": "sha256=" + expected, "observed": None}
+            )
+            continue
+        elif outcome == "not-a-file":
+            d["record_problems"].append(
+                {"path": rel, "problem": "not-a-file", "expected": "a regular file", "observed": None}
+            )
+            continue
+        elif outcome == "size":
+            d["record_problems"].append(
+                {"path": rel, "problem": "size", "expected": int(size), "observed": key[0]}
+            )
+            continue
+        else:
             d["record_problems"].append(
                 {"path": rel, "problem": "unreadable", "expected": None, "observed": None}
             )
             continue
-        stats["hashed"] += 1
-        stats["bytes_hashed"] += key[0]
-        digests[i][rel] = [*key, digest]
-        _compare(d, rel, expected, digest)
-    for i, record_key, entries, keys, known, _ in pending:
+        _compare(d, rel, expected, digest)  # type: ignore[arg-type]
+    for i, record_key, entries, keys, known in pending:
         d = dists[i]
         meta_dir = d["metadata_dir"]
         # A file changed in the last moments may change again unseen within one timestamp tick.
@@ -681,10 +771,8 @@ def check_records(
             cache.new_index[meta_dir] = [record_key, _summary(record_key, keys)]
     for d in dists:
         d["record_problems"].sort(key=lambda p: p["path"])
-    # the interpreter's own site directories too, where no distribution is installed yet
-    claimed += [(site_dir, []) for site_dir in sites if os.path.isdir(site_dir)]
-    unlisted, more = unlisted_files(claimed, cache, None if rehash else racy)
-    return {"checked": True, **stats, "unlisted": unlisted, "unlisted_more": more}
+    found, more = unlisted
+    return {"checked": True, **stats, "unlisted": found, "unlisted_more": more}
 
 
 #: Files an installer's environment brings that no RECORD lists: (name, the only content allowed).
@@ -1041,7 +1129,7 @@ def main(argv: list[str] | None = None) -> int:
     facts["located"] = locate(dists, args.locate)
     facts["seconds"] = round(time.perf_counter() - t0, 4)
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
-    json.dump(facts, out, separators=(",", ":"))
+    out.write(json.dumps(facts, separators=(",", ":")))  # the C encoder (json.dump is pure Python)
     out.write("\n")
     out.flush()
     out.detach()
