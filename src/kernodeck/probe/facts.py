@@ -240,8 +240,14 @@ class TorchCompute(_M):
 TorchStatus = Literal["ok", "import-failed", "crashed", "timeout", "not-installed", "not-run", "error"]
 
 
+#: How the torch facts were gathered: in the interpreter being checked, on the torch it imports
+#: anyway ("in-process"), or by the torch probe in a process of its own ("isolated").
+TorchMode = Literal["in-process", "isolated"]
+
+
 class TorchFacts(_M):
     status: TorchStatus = "not-run"
+    mode: TorchMode | None = None
     error: str | None = None
     stderr_tail: str | None = None
     version: str | None = None

@@ -1,8 +1,13 @@
 """Run the probes under a target interpreter, or replay recorded facts.
 
 `Probe` is the one interface through which every host fact reaches the verifier: `RealProbe`
-runs probe/script.py and probe/torch_probe.py under the interpreter that kernodeck.interpreters
-chose (each in its own process, the torch one with a timeout, both at once), `FakeProbe` returns recorded fixtures in tests.
+runs probe/script.py under the interpreter that kernodeck.interpreters chose, in its own process,
+and gathers torch's facts with probe/torch_probe.py: in this process, on the torch the script
+imports anyway, when the chosen interpreter is the running one (`require()`, verify without
+`--python` in the project's venv), else (a `--python` target, or `isolate_torch=True`) in a process
+of its own with a timeout. Both paths run the same `torch_probe.stages` and the same
+`torch_facts`; the facts say which was used (`TorchFacts.mode`). `FakeProbe` returns recorded
+fixtures in tests.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,7 +26,7 @@ from pydantic import ValidationError
 from kernodeck.errors import EXIT_FAILED, KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.firsterror import first_error
-from kernodeck.interpreters import Interpreter, choose
+from kernodeck.interpreters import Interpreter, choose, is_running
 from kernodeck.probe import launch
 from kernodeck.probe.facts import Facts, TorchCompute, TorchFacts
 from kernodeck.probe.launch import PROBE_DIR, SCRIPT
@@ -33,6 +39,8 @@ __all__ = [
     "ProbeRequest",
     "RealProbe",
     "parse_torch_output",
+    "torch_facts",
+    "torch_in_process",
 ]
 
 TORCH_SCRIPT = PROBE_DIR / "torch_probe.py"
@@ -120,8 +128,12 @@ class RealProbe:
         rehash: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
         torch_timeout: float = DEFAULT_TORCH_TIMEOUT,
+        isolate_torch: bool = False,
     ) -> None:
         self.interpreter = choose(python)
+        #: torch's facts are gathered in this process (on the torch it imports) when the chosen
+        #: interpreter is the running one and no isolation was asked for
+        self.torch_in_process = not isolate_torch and is_running(self.interpreter)
         self._python = self.interpreter.path
         self.cache = cache
         self.rehash = rehash
@@ -143,8 +155,12 @@ class RealProbe:
         if self._torch_absent:
             # The environment probe found no torch to import (no distribution, no module).
             return TorchFacts(status="not-installed", error="ModuleNotFoundError: No module named 'torch'")
+        if self.torch_in_process:
+            return torch_in_process(request)
         proc = self._start_torch(request)
-        return self._finish_torch(proc, self.torch_timeout, request)
+        facts = self._finish_torch(proc, self.torch_timeout, request)
+        facts.mode = "isolated"
+        return facts
 
     @property
     def records_cache(self) -> Path | None:
@@ -238,6 +254,20 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
+def torch_in_process(request: ProbeRequest) -> TorchFacts:
+    """torch's facts gathered in this process, on the torch module it has imported (or imports
+    now): the same stages as the isolated probe, turned into facts the same way."""
+    from kernodeck.probe import torch_probe
+
+    stages: dict[str, dict[str, Any]] = {}
+    for stage in torch_probe.stages(request.device, request.compute):
+        # as the isolated probe prints them: JSON, so that both paths give the same typed facts
+        stages[stage["stage"]] = json.loads(json.dumps(stage, default=str))
+    facts = torch_facts(stages, "", 0)
+    facts.mode = "in-process"
+    return facts
+
+
 def parse_torch_output(
     stdout: str, stderr: str, rc: int | None, *, timed_out: bool = False, timeout: float = 0
 ) -> TorchFacts:
@@ -250,6 +280,19 @@ def parse_torch_output(
             continue
         if isinstance(obj, dict) and isinstance(obj.get("stage"), str):
             stages[obj["stage"]] = obj
+    return torch_facts(stages, stderr, rc, timed_out=timed_out, timeout=timeout)
+
+
+def torch_facts(
+    stages: Mapping[str, dict[str, Any]],
+    stderr: str,
+    rc: int | None,
+    *,
+    timed_out: bool = False,
+    timeout: float = 0,
+) -> TorchFacts:
+    """TorchFacts from the torch probe's stages by name (torch_probe.stages), however they ran:
+    `stderr`, `rc` and `timed_out` describe the process that ran them (in-process: "", 0)."""
     tail = "\n".join(stderr.strip().splitlines()[-20:]) or None
     imp = stages.get("import")
     reason = (
