@@ -16,7 +16,8 @@ every round), medians reported with ratios against `import torch`:
 - `baseline warm` / `baseline first` (with `--baseline-src`, e.g. main's src): the same script
   against another Kernodeck source tree, for a before/after ratio in the same run.
 
-Not part of `make test`; prints a table. Offline. Times on a shared machine are noisy: read the
+Modules are compiled once (an untimed round, `PYTHONPYCACHEPREFIX` in the work folder), as for an
+installed Kernodeck. Not part of `make test`; prints a table. Offline. Times on a shared machine are noisy: read the
 ratios, not the seconds.
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -107,6 +109,7 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable, help="an interpreter that has torch")
     ap.add_argument("--baseline-src", default=None, help="another Kernodeck src/ to compare with")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--no-first", action="store_true", help="leave out the first-run variants (slow)")
     args = ap.parse_args()
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="kd-bench-require-"))
@@ -114,6 +117,9 @@ def main() -> int:
     manifest = project(work, args.python)
     base_env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH")}
     base_env["NO_COLOR"] = "1"
+    # as an installed Kernodeck runs: compiled modules (the untimed first round writes them)
+    base_env.pop("PYTHONDONTWRITEBYTECODE", None)
+    base_env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
 
     def env(src: Path, cache: Path) -> dict[str, str]:
         return {**base_env, "PYTHONPATH": str(src), "KERNODECK_CACHE_DIR": str(cache)}
@@ -128,6 +134,8 @@ def main() -> int:
             None,
         ),
     }
+    if args.no_first:
+        del variants["require first"]
     if args.baseline_src:
         bsrc = Path(args.baseline_src).resolve()
         variants["baseline warm"] = (
@@ -135,7 +143,14 @@ def main() -> int:
             env(bsrc, work / "bwarm"),
             None,
         )
-        variants["baseline first"] = ([args.python, "-c", script(manifest, False)], None, bsrc)
+        if not args.no_first:
+            variants["baseline first"] = ([args.python, "-c", script(manifest, False)], None, bsrc)
+
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+
+    def children_cpu() -> float:
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
 
     def run_once(name: str, n: int) -> float:
         cmd, e, first_src = variants[name]
@@ -144,9 +159,11 @@ def main() -> int:
             assert first_src is not None
             fresh = work / f"first-{n}-{abs(hash(name)) % 10_000}"
             e = env(first_src, fresh)
-        t = time.perf_counter()
+        c0, t = children_cpu(), time.perf_counter()
         p = subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=work, timeout=600)
         took = time.perf_counter() - t
+        if n >= 0:
+            cpu[name].append(children_cpu() - c0)  # the script and every probe it waited for
         if fresh is not None:
             shutil.rmtree(fresh, ignore_errors=True)
         if p.returncode != 0:
@@ -163,15 +180,17 @@ def main() -> int:
         for name in names[k:] + names[:k]:
             times[name].append(run_once(name, n))
     base = statistics.median(times["import torch"])
+    base_cpu = statistics.median(cpu["import torch"])
     print(f"# require() vs import torch: {args.runs} interleaved runs, medians ({args.python})")
     print()
-    print("| variant | median s | min s | max s | added s | ratio to import torch |")
+    print("| variant | wall s (min-max) | added wall s | wall ratio | CPU s | CPU ratio |")
     print("|---|---|---|---|---|---|")
     for name in names:
         ts = times[name]
-        med = statistics.median(ts)
+        med, c = statistics.median(ts), statistics.median(cpu[name])
         print(
-            f"| {name} | {med:.2f} | {min(ts):.2f} | {max(ts):.2f} | {med - base:+.2f} | {med / base:.2f} |"
+            f"| {name} | {med:.2f} ({min(ts):.2f}-{max(ts):.2f}) | {med - base:+.2f} | {med / base:.2f} "
+            f"| {c:.2f} | {c / base_cpu:.2f} |"
         )
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
