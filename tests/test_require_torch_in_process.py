@@ -7,6 +7,7 @@ Which path ran is observed twice: the report's mode, and a counting hook at the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import re
@@ -24,7 +25,15 @@ from kernodeck.api import require, verify
 from kernodeck.cli import cli
 from kernodeck.interpreters import Interpreter, Source, choose, is_running
 from kernodeck.probe import launch
-from kernodeck.probe.runner import ProbeRequest, RealProbe
+from kernodeck.probe.facts import Facts
+from kernodeck.probe.runner import (
+    TORCH_VERDICTS,
+    ProbeRequest,
+    RealProbe,
+    TorchVerdicts,
+    torch_in_process,
+    verified_torch,
+)
 from kernodeck.report import Report
 
 torch = pytest.importorskip("torch")
@@ -218,3 +227,48 @@ def test_an_activated_environment_is_this_one_only_when_this_process_runs_from_i
     chosen = choose(None, environ={"VIRTUAL_ENV": str(other)})
     assert chosen.source is Source.VIRTUAL_ENV
     assert not is_running(chosen)  # the same binary, another environment
+
+
+def test_a_passing_verdict_is_reused_only_for_the_same_verified_torch(tmp_path: Path) -> None:
+    """The control computation's verdict, kept under torch's verified RECORD digest and the
+    devices seen: reused (nothing computed) while they stay the same, computed again otherwise."""
+    path = tmp_path / TORCH_VERDICTS
+    request = ProbeRequest(device="cpu")
+    first = torch_in_process(request, TorchVerdicts(path, "a" * 64))
+    assert first.compute.status == "ok" and not first.compute.reused
+    again = torch_in_process(request, TorchVerdicts(path, "a" * 64))
+    assert again.compute.reused
+    assert again.compute.model_dump(exclude={"reused"}) == first.compute.model_dump(exclude={"reused"})
+    other_torch = torch_in_process(request, TorchVerdicts(path, "b" * 64))
+    assert not other_torch.compute.reused
+    other_request = torch_in_process(ProbeRequest(device="auto"), TorchVerdicts(path, "a" * 64))
+    assert not other_request.compute.reused and other_request.compute.status == "ok"
+    assert not torch_in_process(request).compute.reused  # no verdicts given: always computed
+
+
+def test_a_failed_verdict_is_never_kept(tmp_path: Path) -> None:
+    path = tmp_path / TORCH_VERDICTS
+    verdicts = TorchVerdicts(path, "c" * 64)
+    verdicts.put("k", {"status": "mismatch", "rel_err": 1.0})
+    assert not path.exists() and verdicts.get("k") is None
+    verdicts.put("k", {"status": "ok"})
+    assert verdicts.get("k") == {"status": "ok", "record_sha256": "c" * 64}
+
+
+def test_verdicts_need_a_torch_whose_files_were_checked_against_record(tmp_path: Path) -> None:
+    record = tmp_path / "RECORD"
+    record.write_text("torch/__init__.py,sha256=x,1\n")
+    base: dict[str, Any] = {
+        "interpreter": {"executable": sys.executable, "version": "3.11.7", "implementation": "cpython"},
+        "platform": {"system": "Linux", "os": "linux", "machine": "x86_64"},
+        "markers": {},
+        "records": {"checked": True},
+        "distributions": [{"name": "torch", "version": "2.13.0", "record": str(record), "record_files": 1}],
+    }
+    assert verified_torch(Facts.model_validate(base)) == hashlib.sha256(record.read_bytes()).hexdigest()
+    assert verified_torch(Facts.model_validate({**base, "records": {"checked": False}})) is None
+    broken = json.loads(json.dumps(base))
+    broken["distributions"][0]["record_problems"] = [{"path": "torch/__init__.py", "problem": "hash"}]
+    assert verified_torch(Facts.model_validate(broken)) is None
+    assert verified_torch(Facts.model_validate({**base, "distributions": []})) is None
+    assert verified_torch(None) is None

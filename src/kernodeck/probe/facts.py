@@ -235,6 +235,9 @@ class TorchCompute(_M):
     max_abs_err: float | None = None
     finite: bool | None = None
     error: str | None = None
+    #: in-process only: the verdict of an earlier run, reused for the same verified torch files
+    #: (RECORD digest), the same devices and the same request (kernodeck.probe.runner)
+    reused: bool = False
 
 
 TorchStatus = Literal["ok", "import-failed", "crashed", "timeout", "not-installed", "not-run", "error"]
