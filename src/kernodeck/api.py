@@ -147,11 +147,12 @@ def doctor(
     probe: Probe | None = None,
 ) -> Report:
     """Describe an environment with the same probes, without a manifest (the interpreter chosen
-    as for verify)."""
+    as for verify). torch is always imported in a process of its own here: doctor is what one
+    runs on an environment whose torch may crash."""
     from kernodeck.probe.runner import RealProbe
     from kernodeck.verify.doctor import run_doctor
 
     if probe is not None:
         return run_doctor(probe, compute=compute)
     chosen = choose(python)
-    return run_doctor(RealProbe(chosen), compute=compute, checked=chosen)
+    return run_doctor(RealProbe(chosen, isolate_torch=True), compute=compute, checked=chosen)

@@ -160,8 +160,9 @@ class RealProbe:
         return self._facts
 
     def collect_torch(self, request: ProbeRequest) -> TorchFacts:
-        if self._torch_absent:
-            # The environment probe found no torch to import (no distribution, no module).
+        if self._torch_absent and not self.torch_in_process:
+            # The environment probe found no torch to import (no distribution, no module); in
+            # this process the import is tried instead (it is cheap, and sees the script's path).
             return TorchFacts(status="not-installed", error="ModuleNotFoundError: No module named 'torch'")
         if self.torch_in_process:
             verdicts = None
