@@ -40,13 +40,17 @@ def verify(
     probe: Probe | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     use_cache: bool = True,
+    isolate_torch: bool = False,
 ) -> Report:
     """Check a live environment against a manifest, layer by layer; never raises for a failed check.
 
     `python` is the interpreter of the environment to check (default: as kernodeck.interpreters
     chooses: the activated venv, else the activated conda environment, else this one). `probe`
-    replaces the real probes (tests pass a FakeProbe). Raises UsageError / ManifestError for bad
-    input.
+    replaces the real probes (tests pass a FakeProbe). torch's backend and device facts are
+    gathered in this process, on the torch it imports anyway, when the chosen interpreter is this
+    one; in a process of their own (with a timeout: a crashing CUDA init cannot take this process
+    down) for another interpreter or with `isolate_torch=True`. Raises UsageError / ManifestError
+    for bad input.
     """
     only, skip = tuple(only), tuple(skip)
     file = _manifest_file(path)
@@ -72,7 +76,7 @@ def verify(
         manifest = load_manifest(file)
         if probe is None:
             chosen = chosen or choose(python)
-            probe = RealProbe(chosen, cache=cache, rehash=rehash)
+            probe = RealProbe(chosen, cache=cache, rehash=rehash, isolate_torch=isolate_torch)
         return run_verify(
             manifest,
             file.absolute(),
@@ -103,7 +107,10 @@ def require(
 
     `fleet=True` inside a job with an initialised torch.distributed group: every rank verifies,
     the ranks compare over the group's store (no group is created), and every rank raises when
-    the fleet fails or disagrees (kernodeck.fleet). Without a group it is the plain require."""
+    the fleet fails or disagrees (kernodeck.fleet). Without a group it is the plain require.
+
+    In this interpreter torch's checks run on the torch the script imports (imported once);
+    `isolate_torch=True` runs them in a process of their own, as for `--python` targets."""
     from kernodeck.report import Status
 
     if fleet:
@@ -140,11 +147,12 @@ def doctor(
     probe: Probe | None = None,
 ) -> Report:
     """Describe an environment with the same probes, without a manifest (the interpreter chosen
-    as for verify)."""
+    as for verify). torch is always imported in a process of its own here: doctor is what one
+    runs on an environment whose torch may crash."""
     from kernodeck.probe.runner import RealProbe
     from kernodeck.verify.doctor import run_doctor
 
     if probe is not None:
         return run_doctor(probe, compute=compute)
     chosen = choose(python)
-    return run_doctor(RealProbe(chosen), compute=compute, checked=chosen)
+    return run_doctor(RealProbe(chosen, isolate_torch=True), compute=compute, checked=chosen)

@@ -121,6 +121,24 @@ def given(python: str | os.PathLike[str], reason: str, *, option: str = "--pytho
     return Interpreter(resolve(python, option=option), Source.GIVEN, reason)
 
 
+def is_running(interp: Interpreter) -> bool:
+    """Whether `interp` is the interpreter running Kernodeck now, chosen without `--python`: the
+    running one, or an activated environment whose interpreter this process is (the same binary
+    and the same environment prefix: a venv's python is often a link to its base's)."""
+    if interp.source is Source.RUNNING:
+        return True
+    if interp.source is not Source.VIRTUAL_ENV and interp.source is not Source.CONDA_PREFIX:
+        return False
+    try:
+        if not os.path.samefile(interp.path, sys.executable):
+            return False
+        prefix = os.path.realpath(sys.prefix)
+    except OSError:
+        return False
+    exe = Path(interp.path).absolute()
+    return any(os.path.realpath(p) == prefix for p in (exe.parent, exe.parent.parent))
+
+
 def choose(
     python: str | os.PathLike[str] | Interpreter | None = None,
     *,

@@ -79,6 +79,19 @@ def manifest_option(dest: str = "manifest") -> Callable[[F], F]:
     )
 
 
+def isolate_torch_option() -> Callable[[F], F]:
+    """`--isolate-torch`: gather torch's backend and device facts in a process of their own even
+    when the checked interpreter is the running one (the command receives `isolate_torch`)."""
+    return click.option(
+        "--isolate-torch",
+        "isolate_torch",
+        is_flag=True,
+        help="Import torch for the backend and device checks in a process of its own, with a timeout, "
+        "even when checking this interpreter (a crashing CUDA init cannot take the run down). "
+        "Always so for a --python target.",
+    )
+
+
 def report_options(*, files: bool = True) -> Callable[[F], F]:
     """How a report is shown, shared by verify, check, rebuild, doctor and diff: `--color
     auto|always|never`, `--quiet/-q` (passed steps only counted in their layer's heading) and

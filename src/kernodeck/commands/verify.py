@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import report_options
+from kernodeck.commands.options import isolate_torch_option, report_options
 from kernodeck.render.output import OutputOptions
 
 
@@ -50,6 +50,7 @@ from kernodeck.render.output import OutputOptions
 )
 @click.option("--no-compute", is_flag=True, help="Do not run the control computation on the device.")
 @click.option("--rehash", is_flag=True, help="Hash every file again, ignoring the fingerprint cache.")
+@isolate_torch_option()
 @click.option(
     "--fleet",
     is_flag=True,
@@ -80,6 +81,7 @@ def verify(
     strict: bool,
     no_compute: bool,
     rehash: bool,
+    isolate_torch: bool,
     fleet: bool,
     fleet_timeout: float,
     fleet_backend: str,
@@ -115,6 +117,7 @@ def verify(
                 backend=fleet_backend,
                 python=python,
                 rehash=rehash,
+                isolate_torch=isolate_torch,
             )
         )
     report = run(
@@ -126,6 +129,7 @@ def verify(
         strict=strict,
         compute=not no_compute,
         rehash=rehash,
+        isolate_torch=isolate_torch,
     )
     if json_out is not None:
         write_json_report(report, json_out)

@@ -74,8 +74,18 @@ def probe_runs(ch: Channel) -> int:
     return ch.count("n:probe-runs")
 
 
-def make(python: str | None, rehash: bool, ch: Channel, ident: Identity, wait: float) -> Any:
+def make(
+    python: str | None,
+    rehash: bool,
+    ch: Channel,
+    ident: Identity,
+    wait: float,
+    *,
+    isolate_torch: bool = False,
+) -> Any:
     from kernodeck.fingerprint import FingerprintCache
 
     cache = FingerprintCache.open(None, rehash=rehash)
-    return SharedProbe(RealProbe(python, cache=cache, rehash=rehash), ch, ident, wait)
+    return SharedProbe(
+        RealProbe(python, cache=cache, rehash=rehash, isolate_torch=isolate_torch), ch, ident, wait
+    )

@@ -134,6 +134,7 @@ def run_cli(
     backend: str = "gloo",
     python: str | None = None,
     rehash: bool = False,
+    isolate_torch: bool = False,
 ) -> int:
     """The whole `verify --fleet` on one rank; returns the exit status (the fleet verdict)."""
     if timeout <= 0:
@@ -157,7 +158,7 @@ def run_cli(
         # ranks on one host with one interpreter share the environment probe
         from kernodeck.fleet.probe import make
 
-        return verify_fn(probe=make(python, rehash, ch, ident, timeout / 2))
+        return verify_fn(probe=make(python, rehash, ch, ident, timeout / 2, isolate_torch=isolate_torch))
 
     report, error = _verify(verify_shared)
     try:

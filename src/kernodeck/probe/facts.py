@@ -235,13 +235,22 @@ class TorchCompute(_M):
     max_abs_err: float | None = None
     finite: bool | None = None
     error: str | None = None
+    #: in-process only: the verdict of an earlier run, reused for the same verified torch files
+    #: (RECORD digest), the same devices and the same request (kernodeck.probe.runner)
+    reused: bool = False
 
 
 TorchStatus = Literal["ok", "import-failed", "crashed", "timeout", "not-installed", "not-run", "error"]
 
 
+#: How the torch facts were gathered: in the interpreter being checked, on the torch it imports
+#: anyway ("in-process"), or by the torch probe in a process of its own ("isolated").
+TorchMode = Literal["in-process", "isolated"]
+
+
 class TorchFacts(_M):
     status: TorchStatus = "not-run"
+    mode: TorchMode | None = None
     error: str | None = None
     stderr_tail: str | None = None
     version: str | None = None

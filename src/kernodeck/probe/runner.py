@@ -1,26 +1,35 @@
 """Run the probes under a target interpreter, or replay recorded facts.
 
 `Probe` is the one interface through which every host fact reaches the verifier: `RealProbe`
-runs probe/script.py and probe/torch_probe.py under the interpreter that kernodeck.interpreters
-chose (each in its own process, the torch one with a timeout, both at once), `FakeProbe` returns recorded fixtures in tests.
+runs probe/script.py under the interpreter that kernodeck.interpreters chose, in its own process,
+and gathers torch's facts with probe/torch_probe.py: in this process, on the torch the script
+imports anyway, when the chosen interpreter is the running one (`require()`, verify without
+`--python` in the project's venv), else (a `--python` target, or `isolate_torch=True`) in a process
+of its own with a timeout. Both paths run the same `torch_probe.stages` and the same
+`torch_facts`; the facts say which was used (`TorchFacts.mode`). `FakeProbe` returns recorded
+fixtures in tests.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import subprocess
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from packaging.utils import canonicalize_name
 from pydantic import ValidationError
 
 from kernodeck.errors import EXIT_FAILED, KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.firsterror import first_error
-from kernodeck.interpreters import Interpreter, choose
+from kernodeck.interpreters import Interpreter, choose, is_running
 from kernodeck.probe import launch
 from kernodeck.probe.facts import Facts, TorchCompute, TorchFacts
 from kernodeck.probe.launch import PROBE_DIR, SCRIPT
@@ -33,9 +42,14 @@ __all__ = [
     "ProbeRequest",
     "RealProbe",
     "parse_torch_output",
+    "torch_facts",
+    "torch_in_process",
 ]
 
 TORCH_SCRIPT = PROBE_DIR / "torch_probe.py"
+
+#: File in the cache directory holding in-process control-computation verdicts (see TorchVerdicts).
+TORCH_VERDICTS = "torch-verdicts-v1.json"
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_TORCH_TIMEOUT = float(os.environ.get("KERNODECK_TORCH_TIMEOUT", "180"))
@@ -120,8 +134,13 @@ class RealProbe:
         rehash: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
         torch_timeout: float = DEFAULT_TORCH_TIMEOUT,
+        isolate_torch: bool = False,
     ) -> None:
         self.interpreter = choose(python)
+        #: torch's facts are gathered in this process (on the torch it imports) when the chosen
+        #: interpreter is the running one and no isolation was asked for
+        self.torch_in_process = not isolate_torch and is_running(self.interpreter)
+        self._facts: Facts | None = None
         self._python = self.interpreter.path
         self.cache = cache
         self.rehash = rehash
@@ -137,14 +156,25 @@ class RealProbe:
         return launch.probe_env()
 
     def collect(self, request: ProbeRequest) -> Facts:
-        return self._run_script(request)
+        self._facts = self._run_script(request)
+        return self._facts
 
     def collect_torch(self, request: ProbeRequest) -> TorchFacts:
-        if self._torch_absent:
-            # The environment probe found no torch to import (no distribution, no module).
+        if self._torch_absent and not self.torch_in_process:
+            # The environment probe found no torch to import (no distribution, no module); in
+            # this process the import is tried instead (it is cheap, and sees the script's path).
             return TorchFacts(status="not-installed", error="ModuleNotFoundError: No module named 'torch'")
+        if self.torch_in_process:
+            verdicts = None
+            if self.cache is not None and self.cache.path is not None and not self.rehash:
+                verified = verified_torch(self._facts)
+                if verified is not None:
+                    verdicts = TorchVerdicts(self.cache.path.parent / TORCH_VERDICTS, verified)
+            return torch_in_process(request, verdicts)
         proc = self._start_torch(request)
-        return self._finish_torch(proc, self.torch_timeout, request)
+        facts = self._finish_torch(proc, self.torch_timeout, request)
+        facts.mode = "isolated"
+        return facts
 
     @property
     def records_cache(self) -> Path | None:
@@ -238,6 +268,106 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
+def verified_torch(facts: Facts | None) -> str | None:
+    """The sha256 of torch's RECORD when this run checked every torch file against it and found
+    nothing wrong (so the digest names the torch bits), else None."""
+    if facts is None or not facts.records.checked:
+        return None
+    d = facts.dists().get(canonicalize_name("torch"))
+    if d is None or d.record is None or d.record_problems or not d.record_files:
+        return None
+    try:
+        with open(d.record, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+class TorchVerdicts:
+    """Control-computation verdicts of earlier in-process runs, keyed on torch's verified RECORD
+    digest, this interpreter, the import and devices stages (build, threads, every device and
+    its properties, the visible devices) and the request; a verdict is reused only when all are
+    equal. Only a passing verdict is kept: a failure is computed again every time."""
+
+    def __init__(self, path: Path, record_sha256: str) -> None:
+        self.path = path
+        self.record_sha256 = record_sha256
+
+    def key(self, request: ProbeRequest, stages: Mapping[str, dict[str, Any]]) -> str:
+        imp = {k: v for k, v in stages["import"].items() if k != "seconds"}
+        probe = hashlib.sha256(TORCH_SCRIPT.read_bytes()).hexdigest()
+        text = json.dumps(
+            [
+                self.record_sha256,
+                os.path.realpath(sys.executable),
+                probe,
+                request.device,
+                imp,
+                stages["devices"],
+            ],
+            sort_keys=True,
+            default=str,
+        )
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        found = self._load().get(key)
+        return found if isinstance(found, dict) and found.get("status") == "ok" else None
+
+    def put(self, key: str, compute: dict[str, Any]) -> None:
+        if compute.get("status") != "ok":
+            return
+        from kernodeck.fsio import atomic_write_text
+
+        data = self._load()
+        data = (
+            {k: v for k, v in data.items() if v.get("record_sha256") == self.record_sha256}
+            if len(data) > 64
+            else data
+        )
+        data[key] = {**compute, "record_sha256": self.record_sha256}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.path, json.dumps(data, sort_keys=True), fsync=False)
+        except OSError:
+            return  # a cache that cannot be written is a cache miss next time
+
+
+def torch_in_process(request: ProbeRequest, verdicts: TorchVerdicts | None = None) -> TorchFacts:
+    """torch's facts gathered in this process, on the torch module it has imported (or imports
+    now): the same stages as the isolated probe, turned into facts the same way. With `verdicts`,
+    the control computation's passing verdict of an earlier run is reused when nothing it depends
+    on changed."""
+    from kernodeck.probe import torch_probe
+
+    stages: dict[str, dict[str, Any]] = {}
+    key: str | None = None
+    reused = False
+    for stage in torch_probe.stages(request.device, request.compute):
+        # as the isolated probe prints them: JSON, so that both paths give the same typed facts
+        stages[stage["stage"]] = json.loads(json.dumps(stage, default=str))
+        if stage["stage"] == "devices" and verdicts is not None and request.compute:
+            key = verdicts.key(request, stages)
+            cached = verdicts.get(key)
+            if cached is not None:
+                stages["compute"] = {k: v for k, v in cached.items() if k != "record_sha256"}
+                reused = True
+                break  # the generator is closed: no computation
+    if key is not None and verdicts is not None and not reused and "compute" in stages:
+        verdicts.put(key, stages["compute"])
+    facts = torch_facts(stages, "", 0)
+    facts.mode = "in-process"
+    facts.compute.reused = reused
+    return facts
+
+
 def parse_torch_output(
     stdout: str, stderr: str, rc: int | None, *, timed_out: bool = False, timeout: float = 0
 ) -> TorchFacts:
@@ -250,6 +380,19 @@ def parse_torch_output(
             continue
         if isinstance(obj, dict) and isinstance(obj.get("stage"), str):
             stages[obj["stage"]] = obj
+    return torch_facts(stages, stderr, rc, timed_out=timed_out, timeout=timeout)
+
+
+def torch_facts(
+    stages: Mapping[str, dict[str, Any]],
+    stderr: str,
+    rc: int | None,
+    *,
+    timed_out: bool = False,
+    timeout: float = 0,
+) -> TorchFacts:
+    """TorchFacts from the torch probe's stages by name (torch_probe.stages), however they ran:
+    `stderr`, `rc` and `timed_out` describe the process that ran them (in-process: "", 0)."""
     tail = "\n".join(stderr.strip().splitlines()[-20:]) or None
     imp = stages.get("import")
     reason = (

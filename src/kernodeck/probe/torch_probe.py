@@ -1,10 +1,18 @@
-"""The torch probe. Runs in its own process under the TARGET interpreter, with a timeout.
+"""The torch probe: the one collector of torch's facts (import, devices, control computation).
 
-Standard library plus torch. Prints one JSON object per line as it goes ({"stage": "import", ...},
-{"stage": "devices", ...}, {"stage": "compute", ...}), each flushed, so that a crash or a hang
-in a later stage keeps what the earlier stages found.
+Standard library plus torch. `stages()` yields one JSON-ready object per stage ({"stage":
+"import", ...}, {"stage": "devices", ...}, {"stage": "compute", ...}); probe/runner.py turns them
+into TorchFacts. It is used two ways:
 
-    python -I torch_probe.py [--device auto|cpu|cuda|mps|xpu] [--no-compute] [--size N]
+- isolated: run as a script in its own process under the TARGET interpreter, with a timeout; it
+  prints each stage as one JSON line, flushed, so that a crash or a hang in a later stage keeps
+  what the earlier stages found (`--python` targets, `--isolate-torch`);
+
+      python -I torch_probe.py [--device auto|cpu|cuda|mps|xpu] [--no-compute] [--size N]
+
+- in-process: imported as kernodeck.probe.torch_probe by the interpreter being checked
+  (`require()`, verify of the running interpreter), on the torch module the script imports
+  anyway (runner.py `collect_torch_in_process`). A crash there is the caller's crash.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import sys
 import time
 import traceback
 import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: The stated tolerance of the control computation: relative Frobenius error of a float32 matrix
@@ -138,7 +147,10 @@ def compute(torch: Any, device: str, n: int) -> dict[str, Any]:
         "dtype": "float32",
         "tolerance": REL_TOLERANCE,
     }
+    precision = None
     try:
+        # in-process this is the user's torch: its global setting is put back below
+        precision = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("highest")
         g = torch.Generator().manual_seed(0)
         a64 = torch.randn(n, n, generator=g, dtype=torch.float64)
@@ -162,7 +174,63 @@ def compute(torch: Any, device: str, n: int) -> dict[str, Any]:
     except Exception as e:
         out["status"] = "failed"
         out["error"] = first_error(e)
+    finally:
+        if precision is not None:
+            torch.set_float32_matmul_precision(precision)
     return out
+
+
+def import_torch() -> Any:
+    """torch: the module already imported when there is one (in-process), else imported now."""
+    mod = sys.modules.get("torch")
+    return mod if mod is not None else importlib.import_module("torch")
+
+
+def stages(
+    device: str = "auto",
+    compute_: bool = True,
+    size: int = 256,
+    importer: Callable[[], Any] = import_torch,
+) -> Iterator[dict[str, Any]]:
+    """The probe's stages, in order (the one place that decides which facts torch gives)."""
+    t0 = time.perf_counter()
+    try:
+        torch = importer()
+    except BaseException as e:  # an ImportError, an OSError from a missing .so, a SystemExit...
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        yield {
+            "stage": "import",
+            "status": "failed",
+            "error": first_error(e),
+            "seconds": time.perf_counter() - t0,
+        }
+        return
+    v = torch.version
+    yield {
+        "stage": "import",
+        "status": "ok",
+        "seconds": time.perf_counter() - t0,
+        "version": str(torch.__version__),
+        "cuda": getattr(v, "cuda", None),
+        "hip": getattr(v, "hip", None),
+        "xpu": getattr(v, "xpu", None),
+        "git_version": getattr(v, "git_version", None),
+        "debug": bool(getattr(v, "debug", False)),
+        "build_kind": build_kind(torch),
+        "file": getattr(torch, "__file__", None),
+        "num_threads": torch.get_num_threads(),
+    }
+    devs = devices(torch)
+    yield devs
+    if not compute_:
+        yield {"stage": "compute", "status": "skipped", "error": "--no-compute"}
+        return
+    where = pick_device(torch, device, devs)
+    if where is None:
+        yield {"stage": "compute", "status": "skipped", "error": f"no usable {device} device"}
+        return
+    yield compute(torch, where, size)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,46 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     emit({"stage": "start", "python": sys.version.split()[0]})
-    t0 = time.perf_counter()
-    try:
-        torch = importlib.import_module("torch")
-    except BaseException as e:  # an ImportError, an OSError from a missing .so, a SystemExit...
-        emit(
-            {
-                "stage": "import",
-                "status": "failed",
-                "error": first_error(e),
-                "seconds": time.perf_counter() - t0,
-            }
-        )
-        return 0
-    v = torch.version
-    emit(
-        {
-            "stage": "import",
-            "status": "ok",
-            "seconds": time.perf_counter() - t0,
-            "version": str(torch.__version__),
-            "cuda": getattr(v, "cuda", None),
-            "hip": getattr(v, "hip", None),
-            "xpu": getattr(v, "xpu", None),
-            "git_version": getattr(v, "git_version", None),
-            "debug": bool(getattr(v, "debug", False)),
-            "build_kind": build_kind(torch),
-            "file": getattr(torch, "__file__", None),
-            "num_threads": torch.get_num_threads(),
-        }
-    )
-    devs = devices(torch)
-    emit(devs)
-    if args.no_compute:
-        emit({"stage": "compute", "status": "skipped", "error": "--no-compute"})
-        return 0
-    device = pick_device(torch, args.device, devs)
-    if device is None:
-        emit({"stage": "compute", "status": "skipped", "error": f"no usable {args.device} device"})
-        return 0
-    emit(compute(torch, device, args.size))
+    for stage in stages(args.device, not args.no_compute, args.size):
+        emit(stage)
     return 0
 
 

@@ -326,7 +326,9 @@ def _compute(kind: str | None, usable: bool, facts: Facts, ctx: Context, steps: 
         "seconds": c.seconds,
         "rel_err": c.rel_err,
         "max_abs_err": c.max_abs_err,
-    }
+    } | (
+        {"reused": "the verdict of an earlier run: same verified torch files and devices"} if c.reused else {}
+    )
     if c.status == "ok":
         if kind is not None and (c.device or "cpu") == "cpu":
             return Step.failed(

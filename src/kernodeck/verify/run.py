@@ -251,6 +251,7 @@ def inventory(facts: Facts) -> dict[str, Any]:
         },
         "torch": {
             "status": t.status,
+            "mode": t.mode,
             "version": t.version or facts.torch_files.version,
             "build_kind": facts.torch_build_kind(),
             "cuda": facts.torch_cuda(),
