@@ -267,7 +267,7 @@ class ProjectPage:
     `versions()` groups the entries by version without building any, `files_of(version)` builds
     one version's files. `files` builds them all (page order)."""
 
-    __slots__ = ("_built", "_entries", "_files", "_groups", "index", "name", "rejected", "url")
+    __slots__ = ("_after", "_built", "_entries", "_files", "_groups", "index", "name", "rejected", "url")
 
     def __init__(
         self,
@@ -287,6 +287,7 @@ class ProjectPage:
         self._files: tuple[IndexFile, ...] | None = tuple(files) if entries is None else None
         self._built: dict[int, IndexFile] = {}
         self._groups: dict[Version, tuple[int, ...]] | None = None
+        self._after: dict[tuple[Version, datetime], bool] = {}  # the exclude-newer cut, once per page
 
     @property
     def entries(self) -> tuple[Entry, ...] | list[Entry] | None:
@@ -333,7 +334,15 @@ class ProjectPage:
 
     def uploaded_after(self, version: Version, cutoff: datetime) -> bool:
         """Whether every file of `version` has an upload time later than `cutoff` (False when
-        one has none), judged from the entries without building files where the text allows."""
+        one has none), judged from the entries without building files where the text allows.
+        Judged once per page: every platform of a lock shares the verdict."""
+        key = (version, cutoff)
+        hit = self._after.get(key)
+        if hit is None:
+            hit = self._after[key] = self._uploaded_after(version, cutoff)  # a race: same value
+        return hit
+
+    def _uploaded_after(self, version: Version, cutoff: datetime) -> bool:
         positions = self.versions().get(version, ())
         if not positions:
             return False
