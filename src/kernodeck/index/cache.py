@@ -53,7 +53,7 @@ _LAYOUT = "index-v2"
 _SEAL = b"KDC2 sha256:"
 _SEAL_LEN = len(_SEAL) + 64 + 1  # the seal line, newline included
 DEFAULT_PAGE_TTL = 600.0  # seconds a cached page without validators answers without the network
-_PARSED_FORMAT = 1
+_PARSED_FORMAT = 2  # 2: + whether the entries are a JSON page's raw ones
 _PARSED_SUFFIX = f".py{sys.version_info[0]}{sys.version_info[1]}.parsed"  # marshal is per version
 
 
@@ -184,6 +184,7 @@ class ParsedPage:
     entries: list[Any]
     rejected: list[tuple[str, str]]
     fingerprint: tuple[int, int]  # of the .json it was parsed from
+    raw: bool = False  # entries are a JSON page's unvalidated ones (`models.RawEntry`)
 
 
 class IndexCache:
@@ -255,7 +256,7 @@ class IndexCache:
             return None
         try:
             doc = marshal.loads(data)
-            fmt, fp, head, entries, rejected = doc
+            fmt, fp, head, entries, rejected, raw = doc
             if fmt != _PARSED_FORMAT or tuple(fp) != self._fingerprint(url):
                 return None
             url_, ctype, fetched_at, etag, last_modified, base, not_found = head
@@ -272,13 +273,20 @@ class IndexCache:
                 not_found=bool(not_found),
             )
             return ParsedPage(
-                page, list(entries), [(str(a), str(b)) for a, b in rejected], (int(fp[0]), int(fp[1]))
+                page,
+                list(entries),
+                [(str(a), str(b)) for a, b in rejected],
+                (int(fp[0]), int(fp[1])),
+                raw=bool(raw),
             )
         except (OSError, ValueError, EOFError, TypeError):
             return None
 
-    def put_parsed(self, page: CachedPage, entries: Any, rejected: Any) -> tuple[int, int] | None:
-        """Store the parsed form of `page` (already written with `put_page`); its fingerprint."""
+    def put_parsed(
+        self, page: CachedPage, entries: Any, rejected: Any, *, raw: bool = False
+    ) -> tuple[int, int] | None:
+        """Store the parsed form of `page` (already written with `put_page`); its fingerprint.
+        `raw`: the entries are a JSON page's unvalidated ones (validated again when read)."""
         path = self.page_path(page.url)
         fp = self._fingerprint(page.url)
         if path is None or fp is None:
@@ -293,7 +301,7 @@ class IndexCache:
             page.not_found,
         )
         try:
-            data = marshal.dumps((_PARSED_FORMAT, fp, head, list(entries), [tuple(r) for r in rejected]))
+            data = marshal.dumps((_PARSED_FORMAT, fp, head, list(entries), [tuple(r) for r in rejected], raw))
         except ValueError:
             return fp  # something marshal cannot store: the .json alone serves
         write_sealed(path.with_name(path.stem + _PARSED_SUFFIX), data)

@@ -669,7 +669,9 @@ class IndexClient:
                 canon, source.name, f"index {source.name!r} has no project {canon!r} ({redact(url)})"
             )
         page = self._parse(cached, project=canon, index=source.name)
-        if page.entries is not None:
+        if page.raw is not None:  # a JSON page: stored as written, validated when read
+            self._note_page(url, self.cache.put_parsed(cached, page.raw, [], raw=True), cached)
+        elif page.entries is not None:
             self._note_page(url, self.cache.put_parsed(cached, page.entries, page.rejected), cached)
         else:
             self.not_replayable()
@@ -699,7 +701,8 @@ class IndexClient:
             source.name,
             rejected=tuple(parsed.rejected),
             url=head.base or head.url,
-            entries=parsed.entries,
+            entries=None if parsed.raw else parsed.entries,
+            raw=parsed.entries if parsed.raw else None,
         )
 
     def _file_page(self, source: IndexSource, base: str, canon: str) -> ProjectPage | NotFound:
