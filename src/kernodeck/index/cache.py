@@ -2,8 +2,10 @@
 
 Layout under the cache root (`KERNODECK_CACHE_DIR`, else `platformdirs.user_cache_dir("kernodeck")`)::
 
-    index-v2/pages/<key[:2]>/<key>.json          one project page: url, body, validators, fetched-at
-    index-v2/pages/<key[:2]>/<key>.pyXY.parsed   the same page parsed: validated compact entries (marshal)
+    index-v2/pages/<key[:2]>/<key>.json          one project page: a JSON line (url, validators,
+                                                fetched-at), then the body as received
+    index-v2/pages/<key[:2]>/<key>.pyXY.parsed   the same page parsed (marshal): validated compact
+                                                entries, or a JSON page's raw ones (validated when read)
     index-v2/metadata/<key[:2]>/<key>             core metadata of one file as one index serves it
     index-v2/lock-records/<key[:2]>/<key>.json    a finished lock, replayable while its pages stand
 
@@ -148,10 +150,11 @@ class CachedPage:
     not_found: bool = False  # the index answered 404/410: remembered like a page
 
     def to_json(self) -> bytes:
-        return json.dumps(
+        """One JSON line of everything but the body, then the body as received: the body is
+        stored without re-encoding (a large page is not escaped into a JSON string)."""
+        head = json.dumps(
             {
                 "url": self.url,
-                "body": self.body.decode("utf-8", errors="surrogateescape"),
                 "content_type": self.content_type,
                 "fetched_at": self.fetched_at,
                 "etag": self.etag,
@@ -160,13 +163,18 @@ class CachedPage:
                 "not_found": self.not_found,
             }
         ).encode("utf-8", errors="surrogateescape")
+        return head + b"\n" + self.body
 
     @classmethod
     def from_json(cls, data: bytes) -> CachedPage:
-        d: dict[str, Any] = json.loads(data)
+        """The page from `to_json`'s form, or from the older one (one JSON object, body in it)."""
+        line, _, rest = data.partition(b"\n")
+        d: dict[str, Any] = json.loads(line)
+        # the older form is one line (json.dumps escapes newlines) with the body in it
+        body = str(d["body"]).encode("utf-8", errors="surrogateescape") if "body" in d else rest
         return cls(
             url=str(d["url"]),
-            body=str(d["body"]).encode("utf-8", errors="surrogateescape"),
+            body=body,
             content_type=str(d["content_type"]),
             fetched_at=float(d["fetched_at"]),
             etag=d.get("etag"),
