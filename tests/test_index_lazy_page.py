@@ -113,6 +113,10 @@ def test_one_version_validates_only_its_own_files(monkeypatch: pytest.MonkeyPatc
     assert seen == []  # nothing validated yet
     assert len(page.versions()) == 40
     assert len(seen) == 40  # the first file of each version proves the version exists
+    oldest = min(page.versions())
+    assert page.uploaded_after(oldest, datetime(2020, 1, 1, tzinfo=timezone.utc)) is True
+    assert page.uploaded_after(oldest, datetime(2026, 1, 1, tzinfo=timezone.utc)) is False
+    assert len(seen) == 40  # the cut reads the times as written; the first file decided "not later"
     newest = max(page.versions())
     assert [f.filename for f in page.files_of(newest)] == [
         "foo-40.0-py2-none-any.whl",

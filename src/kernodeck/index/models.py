@@ -281,6 +281,12 @@ def _version_of(text: str, filename: str) -> Version:
     return v
 
 
+def _later_by_text(text: str, cut: str) -> bool:
+    """Whether an upload time as indexes write it is later than `cut` by whole seconds (whatever
+    the fractions); False when the text alone cannot tell."""
+    return len(text) >= 20 and text[-1] == "Z" and bool(_PLAIN_TIME.match(text)) and text[:19] > cut
+
+
 class ProjectPage:
     """The files of one project on one index, in page order; `rejected` lists malformed entries.
 
@@ -463,18 +469,30 @@ class ProjectPage:
         return hit
 
     def _uploaded_after(self, version: Version, cutoff: datetime) -> bool:
-        positions = self._present(self.versions().get(version, ()))
+        positions = self.versions().get(version, ())  # a version listed has a valid file
         if not positions:
             return False
         if self._entries is None and self._raw is None:
             return all((t := self._file(i).upload_time) is not None and t > cutoff for i in positions)
         cut = cutoff.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
         for i in positions:
-            text = self._entry_at(i)[5]
+            if self._raw is not None:
+                # judged on the text as written; an entry is validated only when its time would
+                # decide the answer (a rejected entry does not count)
+                r = self._raw[i]
+                text = r[5] if r is not None else None
+                if isinstance(text, str) and _later_by_text(text, cut):
+                    continue
+                e = self._check(i)
+                if e is None:
+                    continue
+            else:
+                e = self._entry_at(i)
+            text = e[5]
             if text is None:
                 return False
-            if len(text) >= 20 and text[-1] == "Z" and _PLAIN_TIME.match(text) and text[:19] > cut:
-                continue  # later by whole seconds, whatever the fractions
+            if _later_by_text(text, cut):
+                continue
             if not _parse_time(text) > cutoff:
                 return False
         return True
