@@ -307,6 +307,7 @@ class ProjectPage:
         "_entries",
         "_files",
         "_groups",
+        "_groups_lock",
         "_ok",
         "_raw",
         "_rejected",
@@ -337,6 +338,7 @@ class ProjectPage:
         self._files: tuple[IndexFile, ...] | None = tuple(files) if entries is None and raw is None else None
         self._built: dict[int, IndexFile] = {}
         self._groups: dict[Version, tuple[int, ...]] | None = None
+        self._groups_lock = threading.Lock()  # the platforms of a lock ask for one page at once
         self._after: dict[tuple[Version, datetime], bool] = {}  # the exclude-newer cut, once per page
 
     @property
@@ -426,9 +428,15 @@ class ProjectPage:
 
     def versions(self) -> dict[Version, tuple[int, ...]]:
         """Positions of the files of each version, in page order (equal versions share one key:
-        the first spelling on the page)."""
+        the first spelling on the page). Grouped once, whichever platform asks first."""
         if self._groups is not None:
             return self._groups
+        with self._groups_lock:
+            if self._groups is None:
+                self._groups = self._group()
+            return self._groups
+
+    def _group(self) -> dict[Version, tuple[int, ...]]:
         groups: dict[Version, list[int]] = {}
         if self._raw is not None:
             by_key: dict[str | None, list[int]] = {}
@@ -455,8 +463,7 @@ class ProjectPage:
         else:
             for i, f in enumerate(self._files or ()):
                 groups.setdefault(f.version, []).append(i)
-        self._groups = {v: tuple(ix) for v, ix in groups.items()}
-        return self._groups
+        return {v: tuple(ix) for v, ix in groups.items()}
 
     def uploaded_after(self, version: Version, cutoff: datetime) -> bool:
         """Whether every file of `version` has an upload time later than `cutoff` (False when
