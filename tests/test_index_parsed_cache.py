@@ -4,6 +4,7 @@ filename parser agrees with packaging."""
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from packaging.utils import parse_sdist_filename, parse_wheel_filename
 
 from kernodeck.index import IndexClient, IndexSource, ProjectPage
-from kernodeck.index.cache import IndexCache
+from kernodeck.index.cache import CachedPage, IndexCache
 from kernodeck.index.models import _parse_filename_fast, parse_filename, parse_json_page
 from tests.fixtures.index_factory import IndexFactory, Server
 
@@ -171,3 +172,29 @@ def test_fast_filename_parse_agrees_with_packaging(filename: str) -> None:
             parse_filename(filename)
     else:
         assert parse_filename(filename) == want
+
+
+def test_a_cached_page_keeps_its_body_as_received_and_reads_the_older_form(tmp_path: Path) -> None:
+    body = b'{"files": []}\n\xff line two "quoted"\n'
+    page = CachedPage(
+        url="https://index.example/simple/foo/", body=body, content_type="text/html", fetched_at=1.0
+    )
+    stored = page.to_json()
+    assert stored.endswith(b"\n" + body)  # not escaped into a JSON string
+    assert CachedPage.from_json(stored) == page
+    older = json.dumps(
+        {
+            "url": page.url,
+            "body": body.decode("utf-8", errors="surrogateescape"),
+            "content_type": page.content_type,
+            "fetched_at": 1.0,
+            "etag": None,
+            "last_modified": None,
+            "base": None,
+            "not_found": False,
+        }
+    ).encode("utf-8", errors="surrogateescape")
+    assert CachedPage.from_json(older) == page
+    cache = IndexCache(tmp_path)
+    cache.put_page(page)
+    assert cache.get_page(page.url) == page

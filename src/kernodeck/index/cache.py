@@ -2,8 +2,10 @@
 
 Layout under the cache root (`KERNODECK_CACHE_DIR`, else `platformdirs.user_cache_dir("kernodeck")`)::
 
-    index-v2/pages/<key[:2]>/<key>.json          one project page: url, body, validators, fetched-at
-    index-v2/pages/<key[:2]>/<key>.pyXY.parsed   the same page parsed: validated compact entries (marshal)
+    index-v2/pages/<key[:2]>/<key>.json          one project page: a JSON line (url, validators,
+                                                fetched-at), then the body as received
+    index-v2/pages/<key[:2]>/<key>.pyXY.parsed   the same page parsed (marshal): validated compact
+                                                entries, or a JSON page's raw ones (validated when read)
     index-v2/metadata/<key[:2]>/<key>             core metadata of one file as one index serves it
     index-v2/lock-records/<key[:2]>/<key>.json    a finished lock, replayable while its pages stand
 
@@ -53,7 +55,7 @@ _LAYOUT = "index-v2"
 _SEAL = b"KDC2 sha256:"
 _SEAL_LEN = len(_SEAL) + 64 + 1  # the seal line, newline included
 DEFAULT_PAGE_TTL = 600.0  # seconds a cached page without validators answers without the network
-_PARSED_FORMAT = 1
+_PARSED_FORMAT = 2  # 2: + whether the entries are a JSON page's raw ones
 _PARSED_SUFFIX = f".py{sys.version_info[0]}{sys.version_info[1]}.parsed"  # marshal is per version
 
 
@@ -148,10 +150,11 @@ class CachedPage:
     not_found: bool = False  # the index answered 404/410: remembered like a page
 
     def to_json(self) -> bytes:
-        return json.dumps(
+        """One JSON line of everything but the body, then the body as received: the body is
+        stored without re-encoding (a large page is not escaped into a JSON string)."""
+        head = json.dumps(
             {
                 "url": self.url,
-                "body": self.body.decode("utf-8", errors="surrogateescape"),
                 "content_type": self.content_type,
                 "fetched_at": self.fetched_at,
                 "etag": self.etag,
@@ -160,13 +163,18 @@ class CachedPage:
                 "not_found": self.not_found,
             }
         ).encode("utf-8", errors="surrogateescape")
+        return head + b"\n" + self.body
 
     @classmethod
     def from_json(cls, data: bytes) -> CachedPage:
-        d: dict[str, Any] = json.loads(data)
+        """The page from `to_json`'s form, or from the older one (one JSON object, body in it)."""
+        line, _, rest = data.partition(b"\n")
+        d: dict[str, Any] = json.loads(line)
+        # the older form is one line (json.dumps escapes newlines) with the body in it
+        body = str(d["body"]).encode("utf-8", errors="surrogateescape") if "body" in d else rest
         return cls(
             url=str(d["url"]),
-            body=str(d["body"]).encode("utf-8", errors="surrogateescape"),
+            body=body,
             content_type=str(d["content_type"]),
             fetched_at=float(d["fetched_at"]),
             etag=d.get("etag"),
@@ -184,6 +192,7 @@ class ParsedPage:
     entries: list[Any]
     rejected: list[tuple[str, str]]
     fingerprint: tuple[int, int]  # of the .json it was parsed from
+    raw: bool = False  # entries are a JSON page's unvalidated ones (`models.RawEntry`)
 
 
 class IndexCache:
@@ -255,7 +264,7 @@ class IndexCache:
             return None
         try:
             doc = marshal.loads(data)
-            fmt, fp, head, entries, rejected = doc
+            fmt, fp, head, entries, rejected, raw = doc
             if fmt != _PARSED_FORMAT or tuple(fp) != self._fingerprint(url):
                 return None
             url_, ctype, fetched_at, etag, last_modified, base, not_found = head
@@ -272,13 +281,20 @@ class IndexCache:
                 not_found=bool(not_found),
             )
             return ParsedPage(
-                page, list(entries), [(str(a), str(b)) for a, b in rejected], (int(fp[0]), int(fp[1]))
+                page,
+                list(entries),
+                [(str(a), str(b)) for a, b in rejected],
+                (int(fp[0]), int(fp[1])),
+                raw=bool(raw),
             )
         except (OSError, ValueError, EOFError, TypeError):
             return None
 
-    def put_parsed(self, page: CachedPage, entries: Any, rejected: Any) -> tuple[int, int] | None:
-        """Store the parsed form of `page` (already written with `put_page`); its fingerprint."""
+    def put_parsed(
+        self, page: CachedPage, entries: Any, rejected: Any, *, raw: bool = False
+    ) -> tuple[int, int] | None:
+        """Store the parsed form of `page` (already written with `put_page`); its fingerprint.
+        `raw`: the entries are a JSON page's unvalidated ones (validated again when read)."""
         path = self.page_path(page.url)
         fp = self._fingerprint(page.url)
         if path is None or fp is None:
@@ -293,7 +309,7 @@ class IndexCache:
             page.not_found,
         )
         try:
-            data = marshal.dumps((_PARSED_FORMAT, fp, head, list(entries), [tuple(r) for r in rejected]))
+            data = marshal.dumps((_PARSED_FORMAT, fp, head, list(entries), [tuple(r) for r in rejected], raw))
         except ValueError:
             return fp  # something marshal cannot store: the .json alone serves
         write_sealed(path.with_name(path.stem + _PARSED_SUFFIX), data)

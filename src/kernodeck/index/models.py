@@ -10,7 +10,7 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html.parser import HTMLParser
@@ -249,6 +249,27 @@ def file_from_entry(e: Entry, index: str) -> IndexFile:
     )
 
 
+# A JSON page's file entry as written, its fields picked out but not validated yet: (filename,
+# url, hashes, requires-python, yanked, upload-time, size, core-metadata); None for an entry that
+# is not an object. A lazy `ProjectPage` validates one version's entries when they are asked for.
+RawEntry = tuple[Any, Any, Any, Any, Any, Any, Any, Any] | None
+
+
+def _version_key(filename: Any) -> str | None:
+    """The version text of what looks like a distribution filename (the grouping key of a lazy
+    page; validation decides); None when it cannot be one."""
+    if not isinstance(filename, str):
+        return None
+    if filename.endswith(".whl"):
+        parts = filename.split("-")
+        return parts[1] if len(parts) in (5, 6) else None
+    if filename.endswith(".tar.gz"):
+        return filename[:-7].rpartition("-")[2]
+    if filename.endswith(".zip"):
+        return filename[:-4].rpartition("-")[2]
+    return None
+
+
 def _version_of(text: str, filename: str) -> Version:
     v = _wheel_part("version", text)
     if v is _FAILED:  # cannot happen for a validated entry; packaging decides
@@ -257,14 +278,40 @@ def _version_of(text: str, filename: str) -> Version:
     return v
 
 
+def _later_by_text(text: str, cut: str) -> bool:
+    """Whether an upload time as indexes write it is later than `cut` by whole seconds (whatever
+    the fractions); False when the text alone cannot tell."""
+    return len(text) >= 20 and text[-1] == "Z" and bool(_PLAIN_TIME.match(text)) and text[:19] > cut
+
+
 class ProjectPage:
     """The files of one project on one index, in page order; `rejected` lists malformed entries.
 
     A page parsed from an index keeps its files as compact entries and builds `IndexFile`s lazily:
     `versions()` groups the entries by version without building any, `files_of(version)` builds
-    one version's files. `files` builds them all (page order)."""
+    one version's files. `files` builds them all (page order).
 
-    __slots__ = ("_built", "_entries", "_files", "_groups", "index", "name", "rejected", "url")
+    A JSON page is lazier still (`raw`): its entries are validated only when a version is asked
+    about. `versions()` validates the entries of each version until one passes (a version exists
+    when one of its files is valid), `files_of` and `uploaded_after` validate that version's
+    entries; `rejected`, `files`, `entries` and `len()` validate them all. The verdict on each
+    entry is the same as an eager parse's, so is every answer."""
+
+    __slots__ = (
+        "_after",
+        "_bad",
+        "_built",
+        "_entries",
+        "_files",
+        "_groups",
+        "_groups_lock",
+        "_ok",
+        "_raw",
+        "_rejected",
+        "index",
+        "name",
+        "url",
+    )
 
     def __init__(
         self,
@@ -275,47 +322,135 @@ class ProjectPage:
         url: str = "",
         *,
         entries: list[Entry] | tuple[Entry, ...] | None = None,
+        raw: list[RawEntry] | None = None,
     ) -> None:
-        self.name = name
+        self.name = name  # canonical for a page of one project
         self.index = index
-        self.rejected = tuple((a, b) for a, b in rejected)  # (filename or entry number, reason)
-        self.url = url  # the page URL (no credentials)
+        self._rejected = tuple((a, b) for a, b in rejected)  # (filename or entry number, reason)
+        self.url = url  # the page URL (no credentials): links resolve against it
+        self._raw = raw
+        self._ok: dict[int, Entry] = {}  # raw position -> validated entry
+        self._bad: dict[int, tuple[str, str]] = {}  # raw position -> (label, reason)
         self._entries = entries
-        self._files: tuple[IndexFile, ...] | None = tuple(files) if entries is None else None
+        self._files: tuple[IndexFile, ...] | None = tuple(files) if entries is None and raw is None else None
         self._built: dict[int, IndexFile] = {}
         self._groups: dict[Version, tuple[int, ...]] | None = None
+        self._groups_lock = threading.Lock()  # the platforms of a lock ask for one page at once
+        self._after: dict[tuple[Version, datetime], bool] = {}  # the exclude-newer cut, once per page
+
+    @property
+    def raw(self) -> list[RawEntry] | None:
+        """The unvalidated entries of a lazy JSON page (None otherwise)."""
+        return self._raw
+
+    def _check(self, i: int) -> Entry | None:
+        """The validated entry at raw position `i`; None when it is rejected."""
+        hit = self._ok.get(i)
+        if hit is not None or i in self._bad:
+            return hit
+        assert self._raw is not None
+        r = self._raw[i]
+        if r is None:
+            self._bad[i] = (f"entry {i}", "entry is not an object")
+            return None
+        try:
+            e = _entry(
+                self.name,
+                self.url,
+                filename=r[0],
+                url=r[1],
+                hashes=r[2],
+                requires_python=r[3],
+                yanked=r[4],
+                upload_time=r[5],
+                size=r[6],
+                core_metadata=r[7],
+            )
+        except ValueError as err:
+            self._bad[i] = (str(r[0]) if r[0] else f"entry {i}", str(err))
+            return None
+        self._ok[i] = e  # a race validates an entry twice, to the same verdict: harmless
+        return e
+
+    def _valid_positions(self) -> list[int]:
+        if self._raw is not None:
+            return [i for i in range(len(self._raw)) if self._check(i) is not None]
+        return list(range(len(self._entries) if self._entries is not None else len(self._files or ())))
+
+    @property
+    def rejected(self) -> tuple[tuple[str, str], ...]:
+        if self._raw is not None:
+            self._valid_positions()
+            return tuple(self._bad[i] for i in sorted(self._bad))
+        return self._rejected
 
     @property
     def entries(self) -> tuple[Entry, ...] | list[Entry] | None:
         """The compact entries (None for a page built from `IndexFile`s)."""
+        if self._raw is not None:
+            return [self._ok[i] for i in self._valid_positions()]
         return self._entries
 
     def __len__(self) -> int:
-        return len(self._entries) if self._entries is not None else len(self._files or ())
+        return len(self._valid_positions())
+
+    def _entry_at(self, i: int) -> Entry:
+        if self._raw is not None:
+            e = self._check(i)
+            assert e is not None
+            return e
+        assert self._entries is not None
+        return self._entries[i]
 
     def _file(self, i: int) -> IndexFile:
         if self._files is not None:
             return self._files[i]
         hit = self._built.get(i)
         if hit is None:
-            assert self._entries is not None
-            hit = file_from_entry(self._entries[i], self.index)
+            hit = file_from_entry(self._entry_at(i), self.index)
             self._built[i] = hit  # a race builds an equal file twice: harmless
         return hit
+
+    def _present(self, positions: Iterable[int]) -> list[int]:
+        """The positions whose entries are valid (all of them on an eager page)."""
+        if self._raw is None:
+            return list(positions)
+        return [i for i in positions if self._check(i) is not None]
 
     @property
     def files(self) -> tuple[IndexFile, ...]:
         if self._files is None:
-            self._files = tuple(self._file(i) for i in range(len(self)))
+            self._files = tuple(self._file(i) for i in self._valid_positions())
         return self._files
 
     def versions(self) -> dict[Version, tuple[int, ...]]:
         """Positions of the files of each version, in page order (equal versions share one key:
-        the first spelling on the page)."""
+        the first spelling on the page). Grouped once, whichever platform asks first."""
         if self._groups is not None:
             return self._groups
+        with self._groups_lock:
+            if self._groups is None:
+                self._groups = self._group()
+            return self._groups
+
+    def _group(self) -> dict[Version, tuple[int, ...]]:
         groups: dict[Version, list[int]] = {}
-        if self._entries is not None:
+        if self._raw is not None:
+            by_key: dict[str | None, list[int]] = {}
+            for i, r in enumerate(self._raw):
+                by_key.setdefault(_version_key(r[0]) if r is not None else None, []).append(i)
+            firsts: list[tuple[int, Version, list[int]]] = []
+            for positions in by_key.values():
+                first = next((i for i in positions if self._check(i) is not None), None)
+                if first is not None:
+                    e = self._ok[first]
+                    firsts.append((first, _version_of(e[8], e[0]), positions))
+            firsts.sort(key=lambda t: t[0])  # keyed as an eager parse: by the first valid file
+            for _first, ver, positions in firsts:
+                groups.setdefault(ver, []).extend(positions)
+            for ix in groups.values():
+                ix.sort()
+        elif self._entries is not None:
             by_text: dict[str, Version] = {}
             for i, e in enumerate(self._entries):
                 v = by_text.get(e[8])
@@ -325,30 +460,49 @@ class ProjectPage:
         else:
             for i, f in enumerate(self._files or ()):
                 groups.setdefault(f.version, []).append(i)
-        self._groups = {v: tuple(ix) for v, ix in groups.items()}
-        return self._groups
+        return {v: tuple(ix) for v, ix in groups.items()}
 
     def uploaded_after(self, version: Version, cutoff: datetime) -> bool:
         """Whether every file of `version` has an upload time later than `cutoff` (False when
-        one has none), judged from the entries without building files where the text allows."""
-        positions = self.versions().get(version, ())
+        one has none), judged from the entries without building files where the text allows.
+        Judged once per page: every platform of a lock shares the verdict."""
+        key = (version, cutoff)
+        hit = self._after.get(key)
+        if hit is None:
+            hit = self._after[key] = self._uploaded_after(version, cutoff)  # a race: same value
+        return hit
+
+    def _uploaded_after(self, version: Version, cutoff: datetime) -> bool:
+        positions = self.versions().get(version, ())  # a version listed has a valid file
         if not positions:
             return False
-        if self._entries is None:
+        if self._entries is None and self._raw is None:
             return all((t := self._file(i).upload_time) is not None and t > cutoff for i in positions)
         cut = cutoff.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
         for i in positions:
-            text = self._entries[i][5]
+            if self._raw is not None:
+                # judged on the text as written; an entry is validated only when its time would
+                # decide the answer (a rejected entry does not count)
+                r = self._raw[i]
+                text = r[5] if r is not None else None
+                if isinstance(text, str) and _later_by_text(text, cut):
+                    continue
+                e = self._check(i)
+                if e is None:
+                    continue
+            else:
+                e = self._entry_at(i)
+            text = e[5]
             if text is None:
                 return False
-            if len(text) >= 20 and text[-1] == "Z" and _PLAIN_TIME.match(text) and text[:19] > cut:
-                continue  # later by whole seconds, whatever the fractions
+            if _later_by_text(text, cut):
+                continue
             if not _parse_time(text) > cutoff:
                 return False
         return True
 
     def files_of(self, version: Version) -> tuple[IndexFile, ...]:
-        return tuple(self._file(i) for i in self.versions().get(version, ()))
+        return tuple(self._file(i) for i in self._present(self.versions().get(version, ())))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ProjectPage):
@@ -581,34 +735,24 @@ def parse_json_page(body: bytes, *, project: str, index: str, page_url: str) -> 
             f"index {index!r} speaks simple API version {api}, which kernodeck does not know",
             hint="only version 1.x of the simple repository API (PEP 691) is supported",
         )
-    entries: list[Entry] = []
-    rejected: list[tuple[str, str]] = []
     canon = str(canonicalize_name(project))
-    for i, entry in enumerate(doc["files"]):
-        label = (
-            str(entry.get("filename")) if isinstance(entry, dict) and entry.get("filename") else f"entry {i}"
+    raw: list[RawEntry] = [
+        (
+            entry.get("filename"),
+            entry.get("url"),
+            entry.get("hashes", {}),
+            entry.get("requires-python"),
+            entry.get("yanked"),
+            entry.get("upload-time"),
+            entry.get("size"),
+            entry.get("core-metadata", entry.get("dist-info-metadata")),
         )
-        if not isinstance(entry, dict):
-            rejected.append((label, "entry is not an object"))
-            continue
-        try:
-            entries.append(
-                _entry(
-                    canon,
-                    page_url,
-                    filename=entry.get("filename"),
-                    url=entry.get("url"),
-                    hashes=entry.get("hashes", {}),
-                    requires_python=entry.get("requires-python"),
-                    yanked=entry.get("yanked"),
-                    upload_time=entry.get("upload-time"),
-                    size=entry.get("size"),
-                    core_metadata=entry.get("core-metadata", entry.get("dist-info-metadata")),
-                )
-            )
-        except ValueError as e:
-            rejected.append((label, str(e)))
-    return ProjectPage(name=canon, index=index, rejected=tuple(rejected), url=page_url, entries=entries)
+        if isinstance(entry, dict)
+        else None
+        for entry in doc["files"]
+    ]
+    # validated lazily, one version at a time, as the resolver asks (see ProjectPage)
+    return ProjectPage(name=canon, index=index, url=page_url, raw=raw)
 
 
 class _Anchors(HTMLParser):

@@ -333,7 +333,8 @@ class ProjectFiles:
         are allowed without asking, as pip and uv do)."""
         hit = self._only_pre
         if hit is None:
-            existing = [v for v in self.all_versions if not v.is_prerelease and not self.too_new(v)]
+            # newest first, stopping at the first final release that existed at exclude-newer
+            existing = any(not v.is_prerelease and not self.too_new(v) for v in self.all_versions)
             hit = self._only_pre = bool(self.all_versions) and not existing
         return hit
 

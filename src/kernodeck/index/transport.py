@@ -1,0 +1,455 @@
+"""The index client's core: sources, credentials, HTTP with deadlines, retries and size caps,
+the caches and counters shared by the page collector (`kernodeck.index.collector`) and the
+metadata fetcher (`kernodeck.index.fetcher`); `kernodeck.index.client.IndexClient` puts them
+together (see its docstring for the rules)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import ssl
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+from urllib.parse import urlsplit, urlunsplit
+from urllib.request import url2pathname
+
+import httpx
+
+from kernodeck import __version__
+from kernodeck.errors import IndexError_
+from kernodeck.index.cache import (
+    DEFAULT_PAGE_TTL,
+    CachedPage,
+    IndexCache,
+    default_cache_dir,
+)
+from kernodeck.index.models import (
+    HTML_CONTENT_TYPE,
+    JSON_CONTENT_TYPE,
+    CoreMetadata,
+    IndexFile,
+    IndexSource,
+    NotFound,
+    ProjectPage,
+)
+from kernodeck.index.sources import ResolvedUrl, expand, netrc_auth
+from kernodeck.urls import public_url, redact
+
+_RETRY_STATUS = {500, 502, 503, 504}
+_ATTEMPTS = 4
+#: Defaults of the limits (each overridable by the environment variable named beside it).
+DEFAULT_REQUEST_DEADLINE = 300.0  # KERNODECK_HTTP_TIMEOUT: seconds for one request, retries included
+DEFAULT_CLIENT_DEADLINE = 3600.0  # KERNODECK_LOCK_TIMEOUT: seconds for everything one client reads
+DEFAULT_MAX_PAGE_BYTES = 128 * 1024 * 1024  # KERNODECK_MAX_PAGE_BYTES
+DEFAULT_MAX_METADATA_BYTES = 16 * 1024 * 1024  # KERNODECK_MAX_METADATA_BYTES
+_MIN_DOWNLOAD_RATE = 1_000_000  # bytes/s a whole-file download is granted beyond the deadline
+
+
+def _env_number(name: str, default: float) -> float:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise IndexError_(
+            f"{name}={text!r} is not a number", hint=f"unset {name} or give it a positive number"
+        ) from None
+    if not value > 0:
+        raise IndexError_(
+            f"{name}={text!r} must be positive", hint=f"unset {name} or give it a positive number"
+        )
+    return value
+
+
+class _Deadline(Exception):
+    pass
+
+
+class _TooBig(Exception):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} > {limit}")
+        self.size = size
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """One HTTP answer read whole (within its deadline and size cap)."""
+
+    status_code: int
+    reason_phrase: str
+    headers: httpx.Headers
+    content: bytes
+    url: str  # public form (see kernodeck.urls.public_url)
+    request_url: str  # public form
+
+
+def _page_url(base: str, canon: str) -> str:
+    """The project page under a simple index root; a query on the root stays a query."""
+    p = urlsplit(base)
+    return urlunsplit((p.scheme, p.netloc, p.path.rstrip("/") + f"/{canon}/", p.query, ""))
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.3g} MiB"
+
+
+_HTML_TYPES = {HTML_CONTENT_TYPE, "text/html"}
+_JSON_TYPES = {JSON_CONTENT_TYPE, "application/vnd.pypi.simple.latest+json"}
+
+
+@dataclass
+class ClientStats:
+    """What the client did. `metadata_fetched` counts metadata obtained from an index by any means."""
+
+    pages_fetched: int = 0
+    pages_from_cache: int = 0
+    pages_revalidated: int = 0
+    metadata_fetched: int = 0
+    metadata_from_cache: int = 0
+    metadata_files: int = 0  # PEP 658 .metadata downloads
+    range_requests: int = 0
+    range_bytes: int = 0  # bytes read by range requests (part of bytes_downloaded)
+    whole_downloads: int = 0
+    bytes_downloaded: int = 0
+    sdist_builds: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def network_reach(environ: Mapping[str, str] | None = None) -> tuple[ssl.SSLContext | bool, str | None]:
+    """(TLS verification, proxy) for the index client, from the same settings the installer runs
+    keep (kernodeck.installer_env): the user's CA bundle and client certificate, and pip's proxy
+    setting (None: the HTTP(S)_PROXY / NO_PROXY variables apply)."""
+    from kernodeck.installer_env import network_settings
+
+    net = network_settings(os.environ if environ is None else environ)
+    verify: ssl.SSLContext | bool = True
+    if net.ca is not None or net.client_cert is not None:
+        ca = net.ca.value if net.ca is not None else None
+        ctx = ssl.create_default_context(
+            cafile=ca if ca and not os.path.isdir(ca) else None,
+            capath=ca if ca and os.path.isdir(ca) else None,
+        )
+        if net.client_cert is not None:
+            ctx.load_cert_chain(net.client_cert.value)
+        verify = ctx
+    return verify, (net.proxy.value if net.proxy is not None else None)
+
+
+def _h2_available() -> bool:
+    try:
+        import h2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _local_path(url: str) -> Path:
+    return Path(url2pathname(urlsplit(url).path))
+
+
+class IndexHttp:
+    """Sources, HTTP and the state shared by the collector and the fetcher. Thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        cache_dir: Path | None = None,
+        offline: bool = False,
+        refresh: bool = False,
+        exclude_newer: datetime | None = None,
+        transport: httpx.BaseTransport | None = None,
+        concurrency: int = 16,
+        page_ttl: float = DEFAULT_PAGE_TTL,
+        disk_cache: bool = True,
+        timeout: float = 60,
+        deadline: float | None = None,
+        max_page_bytes: int | None = None,
+        max_metadata_bytes: int | None = None,
+    ) -> None:
+        self.offline = offline
+        self.refresh = refresh
+        self.exclude_newer = exclude_newer
+        self.concurrency = max(1, concurrency)
+        self.page_ttl = page_ttl
+        self.cache = IndexCache((cache_dir or default_cache_dir()) if disk_cache else None)
+        self.stats = ClientStats()
+        self._stats_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._pages: dict[tuple[str, str, str], ProjectPage | NotFound] = {}
+        self._flinks: dict[tuple[str, str], tuple[IndexFile, ...]] = {}
+        self._meta: dict[str, CoreMetadata] = {}
+        self._meta_errors: dict[str, IndexError_] = {}
+        self._resolved: dict[str, ResolvedUrl] = {}
+        self._auth: dict[str, tuple[str, str]] = {}
+        self._index_urls: dict[str, str] = {}  # source name -> public URL (metadata cache keys)
+        self._resets: dict[str, int] = {}
+        self._h1_hosts: set[str] = set()
+        self.deadline = (
+            deadline
+            if deadline is not None
+            else _env_number("KERNODECK_HTTP_TIMEOUT", DEFAULT_REQUEST_DEADLINE)
+        )
+        self._client_deadline = time.monotonic() + _env_number(
+            "KERNODECK_LOCK_TIMEOUT", DEFAULT_CLIENT_DEADLINE
+        )
+        self.max_page_bytes = max_page_bytes or int(
+            _env_number("KERNODECK_MAX_PAGE_BYTES", DEFAULT_MAX_PAGE_BYTES)
+        )
+        self.max_metadata_bytes = max_metadata_bytes or int(
+            _env_number("KERNODECK_MAX_METADATA_BYTES", DEFAULT_MAX_METADATA_BYTES)
+        )
+        read_timeout = min(timeout, self.deadline)
+        self._local_hashes: dict[tuple[str, int, int], str] = {}
+        self._used_pages: dict[str, tuple[tuple[int, int], CachedPage]] = {}
+        self.replayable = True
+        limits = httpx.Limits(
+            max_connections=max(16, self.concurrency * 2), max_keepalive_connections=self.concurrency
+        )
+        own = transport is None
+        # How this machine reaches the network, as the user's own pip would (CA bundle from
+        # PIP_CERT / pip's `cert` / REQUESTS_CA_BUNDLE / SSL_CERT_FILE, client certificate, proxy
+        # from pip's `proxy`, else HTTP(S)_PROXY / NO_PROXY): how to reach, never what to lock.
+        verify, proxy = network_reach() if own else (True, None)
+
+        def client(t: httpx.BaseTransport | None, *, http2: bool) -> httpx.Client:
+            return httpx.Client(
+                transport=t,
+                http2=http2,
+                limits=limits,
+                verify=verify,
+                proxy=proxy,
+                timeout=httpx.Timeout(read_timeout, connect=min(15.0, read_timeout)),
+                follow_redirects=True,
+                headers={"User-Agent": f"kernodeck/{__version__}"},
+                trust_env=True,  # with no transport given, HTTP(S)_PROXY and NO_PROXY apply
+            )
+
+        self._http = client(transport, http2=_h2_available())
+        # fresh HTTP/1.1 connections for retries after a broken stream, and for hosts that reset
+        self._h1 = client(None, http2=False) if own else self._http
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+        if self._h1 is not self._http:
+            self._h1.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _bump(self, **counts: int) -> None:
+        with self._stats_lock:
+            for k, v in counts.items():
+                setattr(self.stats, k, getattr(self.stats, k) + v)
+
+    # -- sources and HTTP ----------------------------------------------------------------------------
+
+    def resolve_source(self, source: IndexSource) -> ResolvedUrl:
+        """Expand a source's placeholders (in memory) and remember its credentials for its host."""
+        with self._lock:
+            hit = self._resolved.get(source.url)
+        if hit is not None:
+            return hit
+        resolved = expand(source.url)
+        with self._lock:
+            self._resolved[source.url] = resolved
+            self._index_urls[source.name] = resolved.public or resolved.url
+            if resolved.auth is not None:
+                self._auth[resolved.host] = resolved.auth
+        return resolved
+
+    def _auth_for(self, url: str) -> httpx.Auth | None:
+        host = urlsplit(url).netloc.lower()
+        creds = self._auth.get(host) or netrc_auth(urlsplit(url).hostname or "")
+        return httpx.BasicAuth(*creds) if creds else None
+
+    def _request_url(self, url: str) -> str:
+        """`url` (public form) as sent: the placeholders of the source on its scheme and host
+        expanded, nowhere else."""
+        if "${" not in url:
+            return url
+        with self._lock:
+            sources = list(self._resolved.values())
+        for rs in sources:
+            got = rs.for_request(url)
+            if got is not None:
+                return got
+        return url
+
+    def _get(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        what: str,
+        limit: int | None = None,
+        limit_hint: str = "",
+        deadline: float | None = None,
+    ) -> _Reply:
+        """One GET read whole, with retries on broken streams, connection errors and 5xx, within
+        a total deadline; IndexError_ on network failure, on the deadline, or when the body is
+        over `limit` bytes."""
+        if self.offline:
+            raise IndexError_(
+                f"offline: would need to download {what} from {redact(url)}",
+                hint="run once without --offline to fill the cache",
+            )
+        shown = redact(url)
+        seconds = self.deadline if deadline is None else deadline
+        own_end = time.monotonic() + seconds
+        end = min(own_end, self._client_deadline)
+        request_url = self._request_url(url)
+        host = urlsplit(request_url).netloc.lower()
+        last: Exception | None = None
+        for attempt in range(_ATTEMPTS):
+            if attempt:
+                pause = min(2.0, 0.25 * 2 ** (attempt - 1))
+                if time.monotonic() + pause >= end:
+                    break
+                time.sleep(pause)
+            with self._lock:
+                http = self._h1 if host in self._h1_hosts else self._http
+            try:
+                r = self._read(http, request_url, headers, end, limit, public=url)
+            except _Deadline:
+                if self._client_deadline < own_end:
+                    raise IndexError_(
+                        f"reading {what} from {shown} ran past the time this lock may spend on indexes",
+                        hint="the index is too slow or stalls; raise KERNODECK_LOCK_TIMEOUT (seconds) "
+                        "if it is only slow",
+                    ) from None
+                raise IndexError_(
+                    f"reading {what} from {shown} did not finish within {seconds:g} s",
+                    hint="the index is too slow or stalls; raise KERNODECK_HTTP_TIMEOUT (seconds) "
+                    "if it is only slow",
+                ) from None
+            except _TooBig as e:
+                raise IndexError_(
+                    f"{what} from {shown} is larger than the limit of {_mib(e.limit)}",
+                    context=[f"at least {e.size} bytes"],
+                    hint=limit_hint or "the index serves something far larger than expected; it is refused",
+                ) from None
+            except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+                last = e  # the transport already retried the connection
+                break
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
+                last = e  # a reset or broken stream: again on a fresh HTTP/1.1 connection
+                with self._lock:
+                    self._resets[host] = self._resets.get(host, 0) + 1
+                    self._h1_hosts.add(host)
+            except (httpx.HTTPError, OSError) as e:
+                last = e
+            else:
+                if r.status_code not in _RETRY_STATUS or attempt == _ATTEMPTS - 1:
+                    return r
+                last = None
+        if last is None and time.monotonic() >= end:
+            last = TimeoutError(f"no answer within {seconds:g} s")
+        detail = redact(f"{type(last).__name__}: {last}") if last is not None else "server error"
+        raise IndexError_(
+            f"cannot read {what} from {shown}",
+            context=[detail],
+            hint="check the network and the index URL; `--offline` locks from the cache only",
+        )
+
+    def _read(
+        self,
+        http: httpx.Client,
+        url: str,
+        headers: Mapping[str, str] | None,
+        end: float,
+        limit: int | None,
+        *,
+        public: str,
+    ) -> _Reply:
+        """One attempt: the whole body, or _Deadline / _TooBig / an httpx error. URLs in the
+        reply are public: `public` itself unless a redirect led elsewhere."""
+        left = end - time.monotonic()
+        if left <= 0:
+            raise _Deadline()
+        timeout = httpx.Timeout(min(left, http.timeout.read or left), connect=min(left, 15.0))
+        with http.stream(
+            "GET",
+            url,
+            headers=dict(headers or {}),
+            auth=self._auth_for(url) or httpx.USE_CLIENT_DEFAULT,
+            timeout=timeout,
+        ) as r:
+            declared = r.headers.get("Content-Length")
+            if limit is not None and declared and declared.isdigit() and int(declared) > limit:
+                raise _TooBig(int(declared), limit)
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in r.iter_bytes():
+                size += len(chunk)
+                if limit is not None and size > limit:
+                    raise _TooBig(size, limit)
+                chunks.append(chunk)
+                if time.monotonic() > end:
+                    raise _Deadline()
+            if time.monotonic() > end:
+                raise _Deadline()
+            return _Reply(
+                status_code=r.status_code,
+                reason_phrase=r.reason_phrase,
+                headers=r.headers,
+                content=b"".join(chunks),
+                # a redirect elsewhere may carry a signed query: kept without its secret values
+                url=public if str(r.url) == url else redact(public_url(str(r.url))),
+                request_url=public if str(r.request.url) == url else redact(public_url(str(r.request.url))),
+            )
+
+    def _status_error(
+        self, r: _Reply, what: str, source: str, variables: tuple[str, ...] = ()
+    ) -> IndexError_:
+        url = redact(r.request_url)
+        if r.status_code in (401, 403):
+            hint = (
+                f"check the credentials in {', '.join(variables)}"
+                if variables
+                else "the index needs credentials: write ${USER}/${TOKEN} placeholders in its url, or use ~/.netrc"
+            )
+            return IndexError_(
+                f"index {source!r} refused access to {what} ({r.status_code}) at {url}", hint=hint
+            )
+        return IndexError_(
+            f"index {source!r} answered {r.status_code} {r.reason_phrase} for {what} at {url}",
+            hint="retry later, or check the index URL",
+        )
+
+    def not_replayable(self) -> None:
+        """Something was read that the page cache does not describe (a local folder, a download)."""
+        with self._lock:
+            self.replayable = False
+
+    def _local_sha256(self, path: Path) -> str:
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._local_hashes.get(key)
+        if hit is not None:
+            return hit
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        digest = h.hexdigest()
+        with self._lock:
+            self._local_hashes[key] = digest
+        return digest
