@@ -153,6 +153,23 @@ def _h2_available() -> bool:
     return True
 
 
+def _http2_wanted(environ: Mapping[str, str] | None = None) -> bool:
+    """HTTP/2 only when asked for (`KERNODECK_HTTP2=1`) and h2 is installed.
+
+    Off by default: with several resolver threads sharing one HTTP/2 connection, httpcore/h2 races
+    (hpack's "deque mutated during iteration", unknown stream ids, RECV_HEADERS in state CLOSED)
+    aborted about half of the cold 50-dependency locks measured under load, and 0 of 24 over
+    HTTP/1.1, which uses a pool of connections as pip does."""
+    env = os.environ if environ is None else environ
+    return env.get("KERNODECK_HTTP2", "").strip().lower() in ("1", "true", "yes", "on") and _h2_available()
+
+
+def _h2_race(error: BaseException) -> bool:
+    """An error of the HTTP/2 stack's shared connection state (not of the index)."""
+    module = type(error).__module__.split(".")[0]
+    return isinstance(error, (RuntimeError, KeyError)) or module in ("h2", "hpack", "httpcore")
+
+
 def _local_path(url: str) -> Path:
     return Path(url2pathname(urlsplit(url).path))
 
@@ -234,7 +251,7 @@ class IndexHttp:
                 trust_env=True,  # with no transport given, HTTP(S)_PROXY and NO_PROXY apply
             )
 
-        self._http = client(transport, http2=_h2_available())
+        self._http = client(transport, http2=_http2_wanted())
         # fresh HTTP/1.1 connections for retries after a broken stream, and for hosts that reset
         self._h1 = client(None, http2=False) if own else self._http
 
@@ -355,6 +372,13 @@ class IndexHttp:
                     self._h1_hosts.add(host)
             except (httpx.HTTPError, OSError) as e:
                 last = e
+            except Exception as e:
+                if http is self._h1 or not _h2_race(e):
+                    raise
+                last = e  # a race inside the shared HTTP/2 connection: again over HTTP/1.1
+                with self._lock:
+                    self._resets[host] = self._resets.get(host, 0) + 1
+                    self._h1_hosts.add(host)
             else:
                 if r.status_code not in _RETRY_STATUS or attempt == _ATTEMPTS - 1:
                     return r
