@@ -4,9 +4,6 @@ data and model folders with their fingerprints; the first lock then follows thos
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,8 @@ from kernodeck.lockfile.names import requirements_filename
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.init import HostFacts, starter_document
 from kernodeck.manifest.sources import read_sources
+from tests.fixtures.adopt_project import uv_lock as _uv_lock
+from tests.fixtures.adopt_project import write as _write
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import pins
 
@@ -25,11 +24,6 @@ pytest_plugins = ["tests.fixtures.index_fixtures"]
 
 LINUX = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
 MACOS = HostFacts("3.11", "cpython", "macos", "arm64", macos="14.0")
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def _starter(directory: Path, facts: HostFacts = LINUX) -> str:
@@ -160,28 +154,6 @@ def test_init_then_lock_follows_the_project_sources(
     _write(proj / "base.txt", "progress\n# a comment changes the input, too\n")
     assert main(["lock", str(proj / "repro.toml"), "--check"]) == 1
     assert "base.txt" in capsys.readouterr().out
-
-
-UV = Path(sys.executable).with_name("uv")
-
-
-def _uv_lock(proj: Path, url: str, tmp: Path) -> None:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp),
-        "UV_CACHE_DIR": str(tmp / "uv-cache"),
-        "UV_PYTHON_DOWNLOADS": "never",
-        "UV_NO_CONFIG": "1",
-    }
-    proc = subprocess.run(
-        [str(UV), "lock", "--no-config", "--default-index", url, "--python", sys.executable],
-        cwd=proj,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr
 
 
 def test_first_lock_keeps_the_pins_of_a_real_uv_lock(

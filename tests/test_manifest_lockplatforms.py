@@ -5,8 +5,6 @@ local index), pylock.toml's environments or wheel tags, poetry.lock's files, and
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,45 +13,21 @@ import tomlkit
 
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.init import HostFacts, starter_document
+from tests.fixtures.adopt_project import uv_lock as _uv_lock
+from tests.fixtures.adopt_project import write as _write
 from tests.fixtures.index_factory import IndexFactory, Server
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
-UV = Path(sys.executable).with_name("uv")
 LINUX = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 CP = f"cp{sys.version_info.major}{sys.version_info.minor}"
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def _platforms(proj: Path, facts: HostFacts = LINUX) -> list[tuple[str, str | None]]:
     (proj / "repro.toml").write_text(tomlkit.dumps(starter_document(proj, facts=facts, git=None)))
     m = load_manifest(proj / "repro.toml")  # the starter validates with the added platforms
     return [(p.name, p.backend) for p in m.platform]
-
-
-def _uv_lock(proj: Path, url: str, tmp: Path) -> str:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp),
-        "UV_CACHE_DIR": str(tmp / "uv-cache"),
-        "UV_PYTHON_DOWNLOADS": "never",
-        "UV_NO_CONFIG": "1",
-    }
-    proc = subprocess.run(
-        [str(UV), "lock", "--no-config", "--default-index", url, "--python", sys.executable],
-        cwd=proj,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return (proj / "uv.lock").read_text()
 
 
 def test_real_uv_lock_with_environments_adds_the_platforms_it_supports(

@@ -11,8 +11,9 @@ from packaging.version import Version
 
 from kernodeck.cli import main
 from kernodeck.manifest.pinreport import RESOLVER_REASON, first_lock_report
+from tests.fixtures.adopt_project import uv_lock as _uv_lock
+from tests.fixtures.adopt_project import write as _write
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_manifest_adopt import _uv_lock, _write
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
