@@ -43,6 +43,52 @@ REQUIREMENTS = [
     "pyyaml",
     "scikit-learn",
 ]
+# A larger stack for the scaling run (cost per pin): the 10 above plus 40 common ones.
+STACK_50 = [
+    *REQUIREMENTS,
+    *[
+        "matplotlib",
+        "pillow",
+        "sympy",
+        "networkx",
+        "jinja2",
+        "fsspec",
+        "aiohttp",
+        "fastapi",
+        "uvicorn",
+        "sqlalchemy",
+        "click",
+        "boto3",
+        "pyarrow",
+        "polars",
+        "seaborn",
+        "statsmodels",
+        "transformers",
+        "tokenizers",
+        "datasets",
+        "huggingface-hub",
+        "protobuf",
+        "grpcio",
+        "opencv-python-headless",
+        "scikit-image",
+        "numba",
+        "xgboost",
+        "lightgbm",
+        "jupyterlab",
+        "ipython",
+        "black",
+        "ruff",
+        "mypy",
+        "pytest",
+        "hypothesis",
+        "typer",
+        "attrs",
+        "cryptography",
+        "paramiko",
+        "redis",
+        "psycopg2-binary",
+    ],
+]
 EXCLUDE_NEWER = "2025-06-01T00:00:00Z"
 PYTHON = "3.11"
 PLATFORMS = [
@@ -103,6 +149,97 @@ def run(cmd: list[str], *, env: dict[str, str], cwd: Path | None = None) -> tupl
         tail = err.read().decode(errors="replace")[-400:]
     kib = usage.ru_maxrss if sys.platform != "darwin" else usage.ru_maxrss / 1024
     return seconds, kib / 1024, proc.returncode, tail
+
+
+def run_cpu(cmd: list[str], *, env: dict[str, str]) -> tuple[float, float, float, int]:
+    """(wall seconds, CPU seconds user+system of the process tree, peak RSS MiB, exit code)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    kib = usage.ru_maxrss if sys.platform != "darwin" else usage.ru_maxrss / 1024
+    return seconds, usage.ru_utime + usage.ru_stime, kib / 1024, os.waitstatus_to_exitcode(status)
+
+
+def scaling(work: Path, index_url: str, runs: int) -> str:
+    """Cold 4-platform lock of two stack sizes, kernodeck against uv (universal, and once per
+    platform), interleaved: medians of wall and CPU time, peak RSS, and the cost per pin fitted
+    through the two sizes (fixed + per pin x pins), as the issue's growth line."""
+    global REQUIREMENTS
+    stacks = {"10 deps": list(REQUIREMENTS), "50 deps": list(STACK_50)}
+    uv = BIN / "uv"
+    res: dict[tuple[str, str], list[tuple[float, float, float, int]]] = {}
+    saved = list(REQUIREMENTS)
+    try:
+        for i in range(runs):
+            for label, reqs in stacks.items():
+                REQUIREMENTS = reqs
+                d = work / f"scale-{label.split()[0]}-{i}"
+                d.mkdir(parents=True)
+                (d / "repro.toml").write_text(manifest_text(index_url))
+                (d / "req.in").write_text("\n".join(reqs) + "\n")
+                kd_env = {**base_env(), "KERNODECK_CACHE_DIR": str(d / "kd-cache")}
+                cmd = [sys.executable, "-m", "kernodeck", "lock", str(d / "repro.toml"), "-q", "--upgrade"]
+                w, c, m, rc = run_cpu([*cmd, "--output-dir", str(d / "kd")], env=kd_env)
+                pins, _ = count(sorted((d / "kd").glob("requirements-rebuild-*.txt")))
+                res.setdefault(("kernodeck lock", label), []).append((w, c, m, pins if rc == 0 else -1))
+                common = [str(uv), "pip", "compile", "--no-config", "--generate-hashes", "--quiet"]
+                common += ["--python-version", PYTHON, "--exclude-newer", EXCLUDE_NEWER]
+                common += ["--index-url", index_url, "--no-header"]
+                u_env = {**base_env(), "UV_CACHE_DIR": str(d / "uv-cache")}
+                w, c, m, rc = run_cpu(
+                    [*common, "--universal", "-o", str(d / "u.txt"), str(d / "req.in")], env=u_env
+                )
+                upins, _ = count([d / "u.txt"])
+                res.setdefault(("uv --universal", label), []).append((w, c, m, upins if rc == 0 else -1))
+                u4 = work / f"scale-uv4-{label.split()[0]}-{i}"
+                u4_env = {**base_env(), "UV_CACHE_DIR": str(u4)}
+                tw = tc = tm = 0.0
+                ok = True
+                for _, pp in PLATFORMS:
+                    w, c, m, rc = run_cpu(
+                        [*common, "--python-platform", pp, "-o", str(d / f"{pp}.txt"), str(d / "req.in")],
+                        env=u4_env,
+                    )
+                    tw, tc, tm, ok = tw + w, tc + c, max(tm, m), ok and rc == 0
+                res.setdefault(("uv x4", label), []).append((tw, tc, tm, 0 if ok else -1))
+    finally:
+        REQUIREMENTS = saved
+    med = statistics.median
+    lines = [
+        "| tool | stack | wall s | CPU s | peak MiB | pins | ok runs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    summary: dict[tuple[str, str], tuple[float, float, int]] = {}
+    for (tool, label), samples in res.items():
+        good = [s for s in samples if s[3] >= 0]
+        if not good:
+            lines.append(f"| {tool} | {label} | failed | | | | 0/{len(samples)} |")
+            continue
+        w, c, m = med(s[0] for s in good), med(s[1] for s in good), max(s[2] for s in good)
+        pins = good[-1][3]
+        summary[(tool, label)] = (w, c, pins)
+        lines.append(
+            f"| {tool} | {label} | {w:.2f} | {c:.2f} | {m:.0f} | {pins or ''} | {len(good)}/{len(samples)} |"
+        )
+    out = "\n".join(lines) + "\n\nRatios (kernodeck / peer, medians of this run):\n\n"
+    out += "| stack | / uv --universal wall | CPU | / uv x4 wall | CPU |\n|---|---|---|---|---|\n"
+    for label in stacks:
+        k = summary.get(("kernodeck lock", label))
+        u = summary.get(("uv --universal", label))
+        q = summary.get(("uv x4", label))
+        if k and u and q:
+            out += f"| {label} | {k[0] / u[0]:.2f}x | {k[1] / u[1]:.2f}x | {k[0] / q[0]:.2f}x | {k[1] / q[1]:.2f}x |\n"
+    fits = []
+    for tool in ("kernodeck lock", "uv --universal"):
+        a, b = summary.get((tool, "10 deps")), summary.get((tool, "50 deps"))
+        if a and b and b[2] != a[2]:
+            per = (b[0] - a[0]) / (b[2] - a[2])
+            fits.append(f"| {tool} | {a[0] - per * a[2]:.2f} s | {per * 1000:.1f} ms |")
+    if fits:
+        out += "\nGrowth (wall = fixed + per pin x pins, fitted through the two stacks; pins counted per tool):\n\n"
+        out += "| tool | fixed | per pin |\n|---|---|---|\n" + "\n".join(fits) + "\n"
+    return out
 
 
 def count(paths: list[Path]) -> tuple[int, int]:
@@ -321,6 +458,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-uv", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     ap.add_argument(
+        "--scaling",
+        action="store_true",
+        help="also lock a 10- and a 50-dependency stack cold (kernodeck, uv x4, uv --universal): CPU time and cost per pin",
+    )
+    ap.add_argument(
         "--index-url", default=None, help="the index for every tool (default: pip's built-in one)"
     )
     args = ap.parse_args(argv)
@@ -338,10 +480,13 @@ def main(argv: list[str] | None = None) -> int:
             rows += bench_uv(work, index_url, args.runs)
         if not args.skip_pip_compile:
             rows += bench_pip_compile(work, index_url, args.runs)
+        grow = scaling(work, index_url, args.runs) if args.scaling else ""
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     text = table(rows) + "\n\nRatios (medians of this run):\n\n" + ratios(rows)
+    if grow:
+        text += "\n\n## Scaling: cold 4-platform lock, two stack sizes\n\n" + grow
     header = (
         f"# kernodeck lock benchmark\n\n"
         f"Requirements: {', '.join(REQUIREMENTS)}; Python {PYTHON}; exclude-newer {EXCLUDE_NEWER} "
