@@ -512,9 +512,10 @@ RACY_NS = 2_000_000_000
 class RecordsCache:
     """What the last runs proved about each distribution's installed files.
 
-    DIR/env-<id>.json (one per environment, small): metadata dir -> [RECORD stat key, summary]
+    DIR/env-<id>.json (one per environment): metadata dir -> [RECORD stat key, summary, paths]
     for distributions whose every file matched RECORD; the summary is a digest of all their
-    files' (size, mtime_ns, inode, ctime_ns). When the RECORD and the summary are unchanged, no
+    files' (size, mtime_ns, inode, ctime_ns), paths their full paths joined by NUL (so that a warm
+    run stats them without parsing the RECORD again). When the RECORD and the summary are unchanged, no
     file has been written, replaced or removed since it was hashed, so no file is read again.
     DIR/dist-<id>.json (one per distribution, read only when its summary changed): every file's
     stat key and sha256, so that only the files that changed are hashed again.
@@ -551,7 +552,15 @@ class RecordsCache:
 
     def proven(self, meta_dir: str, record_key: list[int], summary: str) -> bool:
         e = self.index.get(meta_dir)
-        return isinstance(e, list) and len(e) == 2 and e[0] == record_key and e[1] == summary
+        return isinstance(e, list) and len(e) == 3 and e[0] == record_key and e[1] == summary
+
+    def proven_paths(self, meta_dir: str, record_key: list[int]) -> list[str] | None:
+        """The full paths (RECORD order, hashed rows) the last run proved for this unchanged
+        RECORD: the warm path stats them without reading the RECORD again. None: not proven."""
+        e = self.index.get(meta_dir)
+        if not (isinstance(e, list) and len(e) == 3 and e[0] == record_key and isinstance(e[2], str)):
+            return None
+        return e[2].split("\0") if e[2] else []
 
     def files(self, meta_dir: str, base: str) -> dict[str, Any]:
         if not self.read:
@@ -589,6 +598,17 @@ def _atomic_write(path: str | None, data: Any) -> None:
 
 
 _MISSING = (-1, -1, -1, -1)
+
+#: What a RECORD claims for the search of unlisted files, a tuple (location, its rows or None when
+#: not read yet, the RECORD's path, its stat key); a site directory is (location, [], None, None).
+#: (Any: the probe runs under interpreters older than subscriptable builtins.)
+Claim = Any
+
+
+def _stat_key(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
 _ROOTS = ("/", "\\")
 
 
@@ -651,7 +671,7 @@ def check_records(
     # distributions checked file by file: (index, record key, entries, stat keys, cache's digests)
     pending: list[tuple[int, list[int], list[tuple[str, str, str]], list[Any], dict[str, Any]]] = []
     # (location, RECORD rows) of every distribution whose RECORD was read
-    claimed: list[tuple[str, list[list[str]]]] = []
+    claimed: list[Claim] = []
     # one per file to check: (index, row, relative path, expected digest, full path, size, cached)
     jobs: list[tuple[int, int, str, str, str, str, Any]] = []
     for i, d in enumerate(dists):
@@ -663,13 +683,29 @@ def check_records(
             # not checked (import never reaches it), but the files it lists are not strangers
             import contextlib
 
-            with contextlib.suppress(OSError, UnicodeDecodeError, ValueError):
-                claimed.append((d["location"], _record_rows(d["record"])))
+            with contextlib.suppress(OSError):
+                sst = stat(d["record"])
+                claimed.append((d["location"], None, d["record"], _stat_key(sst)))
             continue
+        meta_dir = d["metadata_dir"]
         try:
             rst = stat(d["record"])
             if not S_ISREG(rst.st_mode):
                 raise RecordError("RECORD is not a regular file")
+            record_key = _stat_key(rst)
+            if not rehash:
+                # warm path: RECORD unchanged since a run proved every file; stat the files only
+                fulls = cache.proven_paths(meta_dir, record_key)
+                if fulls is not None:
+                    summary = _stat_summary(record_key, fulls)
+                    if summary is not None and cache.proven(meta_dir, record_key, summary):
+                        n = len(fulls)
+                        d["record_files"] = n
+                        stats["files"] += n
+                        stats["cache_hits"] += n
+                        cache.new_index[meta_dir] = cache.index[meta_dir]
+                        claimed.append((d["location"], None, d["record"], record_key))
+                        continue
             rows = _record_rows(d["record"])
         except (OSError, UnicodeDecodeError, ValueError) as e:
             d["record_problems"].append(
@@ -685,9 +721,8 @@ def check_records(
                 d["record_problems"].append(
                     {"path": row[0], "problem": "unhashed", "expected": "sha256=…", "observed": row[1][:40]}
                 )
-        record_key = [rst.st_size, rst.st_mtime_ns, rst.st_ino, rst.st_ctime_ns]
         base = d["location"]
-        claimed.append((base, rows))
+        claimed.append((base, rows, d["record"], record_key))
         prefix = base + os.sep
         # (relative path, expected urlsafe-b64 sha256, expected size)
         entries = [
@@ -704,13 +739,6 @@ def check_records(
         n = len(entries)
         d["record_files"] = n
         stats["files"] += n
-        meta_dir = d["metadata_dir"]
-        if not rehash and meta_dir in cache.index and not d["record_problems"]:
-            summary = _stat_summary(record_key, fulls)
-            if summary is not None and cache.proven(meta_dir, record_key, summary):
-                stats["cache_hits"] += n
-                cache.new_index[meta_dir] = [record_key, summary]
-                continue
         known = {} if rehash else cache.files(meta_dir, base)
         for j, (rel, expected, size) in enumerate(entries):
             jobs.append((i, j, rel, expected, fulls[j], size, known.get(rel)))
@@ -719,7 +747,7 @@ def check_records(
     # Large files first (by RECORD's size), so the threads do not end on one big file alone.
     jobs.sort(key=lambda job: -int(job[5]) if job[5].isdigit() else 0)
     # the interpreter's own site directories too, where no distribution is installed yet
-    claimed += [(site_dir, []) for site_dir in sites if os.path.isdir(site_dir)]
+    claimed += [(site_dir, [], None, None) for site_dir in sites if os.path.isdir(site_dir)]
     unlisted: list[Any] = []
 
     def search_unlisted() -> None:  # walks folders while the threads hash
@@ -763,12 +791,21 @@ def check_records(
     for i, record_key, entries, keys, known in pending:
         d = dists[i]
         meta_dir = d["metadata_dir"]
+        base = d["location"]
+        prefix = base + os.sep
         # A file changed in the last moments may change again unseen within one timestamp tick.
         keep = {rel: e for rel, e in digests[i].items() if e[3] < racy}
         if keep != known:
             cache.details[meta_dir] = {"base": d["location"], "files": keep}
         if not d["record_problems"] and record_key[3] < racy and len(keep) == len(entries):
-            cache.new_index[meta_dir] = [record_key, _summary(record_key, keys)]
+            fulls = [
+                prefix + rel
+                if ".." not in rel and ":" not in rel and not rel.startswith(_ROOTS)
+                else os.path.normpath(os.path.join(base, rel))
+                for rel, _, _ in entries
+            ]
+            if not any("\0" in f for f in fulls):
+                cache.new_index[meta_dir] = [record_key, _summary(record_key, keys), "\0".join(fulls)]
     for d in dists:
         d["record_problems"].sort(key=lambda p: p["path"])
     found, more = unlisted
@@ -803,7 +840,7 @@ def _dirs_summary(dirs: list[str], racy: int | None) -> str | None:
 
 
 def unlisted_files(
-    claimed: list[tuple[str, list[list[str]]]], cache: RecordsCache | None = None, racy: int | None = None
+    claimed: list[Claim], cache: RecordsCache | None = None, racy: int | None = None
 ) -> tuple[list[dict[str, str]], int]:
     """Files that no RECORD lists, where a RECORD-installed distribution keeps its code: below
     every top-level directory some RECORD names (`__pycache__` folders aside: bytecode is written
@@ -818,9 +855,14 @@ def unlisted_files(
     import posixpath
 
     key = hashlib.blake2b(digest_size=20)
-    for base, rows in claimed:
+    for claim in claimed:
+        base, rows = claim[0], claim[1]
         key.update(base.encode("utf-8", "surrogateescape") + b"\0\0")
-        key.update("\0".join(row[0] for row in rows).encode("utf-8", "surrogateescape"))
+        if len(claim) > 2 and claim[3] is not None:
+            # the RECORD's stat key stands for its rows (as for RecordsCache): not read again
+            key.update(repr(claim[3]).encode("ascii") + b"\0")
+        else:
+            key.update("\0".join(row[0] for row in rows or []).encode("utf-8", "surrogateescape"))
     claimed_key = key.hexdigest()
     if cache is not None and racy is not None:
         saved = cache.unlisted
@@ -835,7 +877,13 @@ def unlisted_files(
 
     listed: dict[str, set[str]] = {}  # location -> relative posix paths its RECORDs list
     tops: dict[str, set[str]] = {}
-    for base, rows in claimed:
+    for claim in claimed:
+        base, rows = claim[0], claim[1]
+        if rows is None:
+            try:
+                rows = _record_rows(claim[2])
+            except (OSError, UnicodeDecodeError, ValueError):
+                rows = []
         base = os.path.normpath(base)
         names = listed.setdefault(base, set())
         dirs = tops.setdefault(base, set())
