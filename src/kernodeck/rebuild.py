@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernodeck import bundlesums, platforms
+from kernodeck import bundlesums
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
@@ -48,10 +48,16 @@ from kernodeck.installer_errors import InstallerCause, first_error, installer_ca
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
-from kernodeck.platforms import PlatformChoice, PlatformFacts
+from kernodeck.platforms import (
+    PlatformChoice,
+    PlatformFacts,
+    choose,
+    host_facts,
+    norm_arch,
+    os_of_sys_platform,
+)
 from kernodeck.report import Report, Status, Step
 from kernodeck.urls import redact
-from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
 LAYER = "rebuild"
 BUNDLE_SUMS = bundlesums.NAME
@@ -346,9 +352,9 @@ def choose_platform(
                 f"no {REQUIREMENTS_PREFIX}<platform>.txt next to {folder / 'repro.toml'}",
                 hint="run `kernodeck lock` first (or rebuild from a bundle, which carries them)",
             )
-    return platforms.choose(
+    return choose(
         locked,
-        facts if facts is not None or name is not None else platforms.host_facts(),
+        facts if facts is not None or name is not None else host_facts(),
         name,
         known=manifest.platform,
         among="locked",

@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from kernodeck import platforms
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.interpreters import Interpreter
 from kernodeck.layers import Layer, parse_layers, selected
 from kernodeck.manifest.schema import Manifest, Platform
+from kernodeck.platforms import choose, probe_facts
 from kernodeck.probe.facts import Facts
 from kernodeck.probe.runner import Probe, ProbeRequest
 from kernodeck.report import CheckedInterpreter, Report, Status, Step
@@ -45,8 +45,8 @@ _FACT_LAYERS: dict[Layer, FactLayer] = {
 def select_platform(manifest: Manifest, facts: Facts | None, name: str | None) -> Platform:
     """The platform named by --platform, or the one the live facts match (`platforms.choose`, a
     manifest's only platform taken as is); UsageError otherwise."""
-    live = platforms.probe_facts(facts) if facts is not None else None
-    return platforms.choose(manifest.platform, live, name, lone=True).platform
+    live = probe_facts(facts) if facts is not None else None
+    return choose(manifest.platform, live, name, lone=True).platform
 
 
 def _probe_request(manifest: Manifest, layers: list[Layer], compute: bool, device_kind: str) -> ProbeRequest:
