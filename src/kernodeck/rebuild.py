@@ -717,6 +717,8 @@ class _Rebuild:
     #: verify's report of the rebuilt environment, and how long it took (the `verify` stage).
     verified: Report | None = None
     verify_seconds: float = 0.0
+    #: `pip --version` of the new environment, shortened (the `pip-version` stage, when it passed).
+    pip_version: str | None = None
 
     @property
     def py(self) -> Path:
@@ -816,6 +818,7 @@ def _stage_pip_version(r: _Rebuild) -> StageResult:
             seconds=round(run.seconds, 3),
         )
         return StageResult([step], failed=True)
+    r.pip_version = pip_version
     return StageResult(
         [
             Step.passed(
@@ -996,6 +999,21 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class RebuildResult:
+    """What `run_rebuild` returns: the report, and what the command line shows beside it, typed
+    (never looked up in the report's steps by name)."""
+
+    report: Report
+    #: `pip --version` of the rebuilt environment ("pip 24.3.1 (python 3.11)"); None when the
+    #: `pip-version` stage did not pass (or did not run).
+    pip_version: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.exit_code
+
+
 def run_rebuild(
     plan: RebuildPlan,
     *,
@@ -1005,11 +1023,12 @@ def run_rebuild(
     inventory_path: Path | None = None,
     log: Log | None = None,
     progress: Log | None = None,
-) -> Report:
+) -> RebuildResult:
     """Run every stage of a planned rebuild (`STAGES`, in order); never raises for a failing stage
     (it is a Step, and the stages it skips are skipped Steps saying why). `log` gets a line as each
     stage starts; `progress` gets the installer's output while it installs, one `progress_line` at
-    a time. Neither changes the report."""
+    a time. Neither changes the report. The result carries the report and the typed facts the
+    command line prints beside it (`RebuildResult.pip_version`)."""
     env_in = dict(os.environ if environ is None else environ)
     ienv = clean_environment(env_in, plan.credential_names, plan.installer)
     m = plan.manifest
@@ -1059,7 +1078,7 @@ def run_rebuild(
         report.interpreter = state.verified.interpreter
         report.inventory = state.verified.inventory
         report.settings["verify"] = {"seconds": state.verify_seconds, **state.verified.settings}
-    return report
+    return RebuildResult(report, pip_version=state.pip_version)
 
 
 def _install_cause(
@@ -1128,7 +1147,8 @@ def rebuild(
     log: Log | None = None,
     progress: Log | None = None,
 ) -> Report:
-    """Plan (usage errors raise) and run (stage failures are Steps) a rebuild."""
+    """Plan (usage errors raise) and run (stage failures are Steps) a rebuild; its report
+    (`run_rebuild` gives the typed result around it)."""
     plan = plan_rebuild(source, dest=dest, python=python, platform=platform, installer=installer, force=force)
     return run_rebuild(
         plan,
@@ -1138,4 +1158,4 @@ def rebuild(
         inventory_path=inventory_path,
         log=log,
         progress=progress,
-    )
+    ).report
