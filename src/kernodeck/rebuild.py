@@ -1037,6 +1037,7 @@ def run_rebuild(
         manifest=str(plan.manifest_path.name if plan.bundle_sums else plan.manifest_path),
         reference_id=m.reference.id,
         platform=plan.platform.name,
+        platform_reason=plan.platform_reason or None,
         settings={
             "dest": plan.dest_display,
             "installer": plan.installer,
