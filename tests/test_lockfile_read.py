@@ -7,8 +7,6 @@ from packaging.version import Version
 
 from kernodeck.lockfile.read import (
     LockfileError,
-    has_old_header,
-    header_digest,
     parse_lockfile,
     pins_of_text,
     read_lockfile,
@@ -122,12 +120,3 @@ def test_read_pins_of_a_missing_or_unreadable_file_is_empty(tmp_path: Path) -> N
     assert read_pins(tmp_path / "binary.txt") == {}
     (tmp_path / "ok.txt").write_text("dep==1.0\n", encoding="utf-8")
     assert read_pins(tmp_path / "ok.txt") == {"dep": Version("1.0")}
-
-
-def test_header_digest_of_both_formats_and_the_old_header() -> None:
-    new_txt = f"# platform: linux (x)\n# lock-inputs-sha256: {H[1]}   exclude-newer: -\ndep==1.0\n"
-    new_toml = f'# lock-inputs-sha256: {H[2]}   exclude-newer: -\nlock-version = "1.0"\n'
-    assert header_digest(new_txt) == H[1] and not has_old_header(new_txt)
-    assert header_digest(new_toml) == H[2] and not has_old_header(new_toml)
-    assert header_digest(TEXT) == H[0] and has_old_header(TEXT)  # manifest-sha256, before lock inputs
-    assert header_digest("dep==1.0\n") is None and not has_old_header("dep==1.0\n")

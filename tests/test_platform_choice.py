@@ -3,6 +3,8 @@ rebuild (host facts), with the reason it chose and what it rejected."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from kernodeck.errors import UsageError
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Platform
-from kernodeck.platforms import PlatformFacts, choose, host_facts, probe_facts
+from kernodeck.platforms import PlatformFacts, choose, host_facts, norm_arch, os_of_sys_platform, probe_facts
 from kernodeck.probe.facts import Facts
 from kernodeck.rebuild import choose_platform
 from kernodeck.verify.run import select_platform
@@ -149,3 +151,48 @@ def test_host_facts_describe_this_host() -> None:
     assert facts.kinds == ("cpu",) and facts.kinds_from == "host-devices"
     assert facts.os in ("linux", "macos", "windows") and facts.arch
     assert host_facts().kinds[-1] == "cpu"  # every host can run the cpu build
+
+
+def test_architecture_and_os_spellings_are_normalised_here() -> None:
+    assert [norm_arch(a) for a in ("AMD64", "x64", "arm64", "aarch64", "i386", "x86", "riscv64")] == [
+        "x86_64",
+        "x86_64",
+        "aarch64",
+        "aarch64",
+        "i686",
+        "i686",
+        "riscv64",
+    ]
+    assert [os_of_sys_platform(p) for p in ("linux", "linux2", "darwin", "win32", "cygwin", "freebsd14")] == [
+        "linux",
+        "linux",
+        "macos",
+        "windows",
+        "windows",
+        "freebsd14",
+    ]
+    assert PlatformFacts(os="windows", machine="AMD64", kinds=(), kinds_from="drivers").arch == "x86_64"
+
+
+def test_the_chooser_does_not_import_the_verify_layers() -> None:
+    """platforms.py is below verify/ and rebuild: importing it first (or alone) needs no verify
+    module, so neither importer has to reach it through a half-initialised module."""
+    code = (
+        "import sys, kernodeck.platforms, kernodeck.verify.run, kernodeck.rebuild; "
+        "print(sorted(m for m in sys.modules if m.startswith('kernodeck.verify')))"
+    )
+    alone = "import sys, kernodeck.platforms; print(sorted(m for m in sys.modules if m.startswith('kernodeck.verify')))"
+    env_path = str(Path(__file__).resolve().parents[1] / "src")
+    out = [
+        subprocess.run(
+            [sys.executable, "-c", c],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
+            check=True,
+        ).stdout.strip()
+        for c in (alone, code)
+    ]
+    assert out[0] == "[]"
+    assert "'kernodeck.verify.run'" in out[1]

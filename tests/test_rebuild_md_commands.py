@@ -129,7 +129,8 @@ def test_the_stages_run_exactly_the_commands_rebuild_md_prints(
     recorder = _Recorder()
     monkeypatch.setattr(rebuild, "_run", recorder)
     monkeypatch.setattr(rebuild, "select_interpreter", _any_interpreter)
-    report = run_rebuild(plan, environ={"PATH": ""}, verify=lambda *a, **k: Report())
+    result = run_rebuild(plan, environ={"PATH": ""}, verify=lambda *a, **k: Report())
+    report = result.report
     assert [s.status.value for s in report.steps if s.layer == "rebuild"][1:] == ["passed"] * 5
     # the network arguments this machine needs (its CA bundle, proxies) join the install command
     extra = rebuild.clean_environment({"PATH": ""}, plan.credential_names, "pip").args("pip")

@@ -7,9 +7,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from kernodeck import bundlesums, rebuild
-from kernodeck.rebuild import STAGE_ORDER, STAGES, RebuildPlan, Stage, StageResult, plan_rebuild, run_rebuild
+from kernodeck.cli import cli
+from kernodeck.rebuild import (
+    STAGE_ORDER,
+    STAGES,
+    RebuildPlan,
+    Stage,
+    StageResult,
+    _Run,
+    plan_rebuild,
+    run_rebuild,
+)
 from kernodeck.report import Report, Status, Step
 
 MANIFEST = """schema-version = 1
@@ -75,7 +86,7 @@ def test_a_failing_stage_skips_what_it_names_and_the_rest_runs(
     )
     monkeypatch.setattr(rebuild, "STAGES", table)
     lines: list[str] = []
-    report = run_rebuild(_plan(tmp_path), environ={"PATH": ""}, log=lines.append)
+    report = run_rebuild(_plan(tmp_path), environ={"PATH": ""}, log=lines.append).report
     assert _steps(report) == [
         ("a", "passed", None),
         ("b", "failed", None),
@@ -91,19 +102,19 @@ def test_a_refusal_and_a_stage_not_needed_for_the_exit_code(
 ) -> None:
     optional = Stage("x", _canned("x", Status.FAILED).run, required=False)
     monkeypatch.setattr(rebuild, "STAGES", (optional,))
-    report = run_rebuild(_plan(tmp_path), environ={"PATH": ""})
+    report = run_rebuild(_plan(tmp_path), environ={"PATH": ""}).report
     assert report.steps[0].status is Status.FAILED and not report.steps[0].required
     assert report.exit_code == 0
     monkeypatch.setattr(
         rebuild, "STAGES", (Stage("y", _canned("y", Status.FAILED, refused="bad input").run),)
     )
-    report = run_rebuild(_plan(tmp_path / "2"), environ={"PATH": ""})
+    report = run_rebuild(_plan(tmp_path / "2"), environ={"PATH": ""}).report
     assert report.refused == "bad input" and report.exit_code == 2
 
 
 def test_a_refused_interpreter_skips_every_later_stage_verify_included(tmp_path: Path) -> None:
     plan = _plan(tmp_path, py="3.9")
-    report = run_rebuild(plan, environ={"PATH": ""}, verify=None)
+    report = run_rebuild(plan, environ={"PATH": ""}, verify=None).report
     why = "no suitable interpreter; nothing was created"
     assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[2:]]
     assert report.steps[0].name == "interpreter" and report.steps[0].status is Status.FAILED
@@ -114,7 +125,7 @@ def test_a_tampered_bundle_skips_everything_after_the_bundle_stage(tmp_path: Pat
     plan = _plan(tmp_path, bundle=True)
     assert plan.bundle_sums is not None
     (plan.manifest_path.parent / "requirements-rebuild-here.txt").write_text("alpha==1.0\n")
-    report = run_rebuild(plan, environ={"PATH": ""})
+    report = run_rebuild(plan, environ={"PATH": ""}).report
     assert report.steps[0].name == "bundle" and report.steps[0].status is Status.FAILED
     why = "the bundle does not match BUNDLE.sha256"
     assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[1:]]
@@ -122,5 +133,56 @@ def test_a_tampered_bundle_skips_everything_after_the_bundle_stage(tmp_path: Pat
 
 
 def test_without_a_bundle_the_bundle_stage_does_not_appear(tmp_path: Path) -> None:
-    report = run_rebuild(_plan(tmp_path, py="3.9"), environ={"PATH": ""})
+    report = run_rebuild(_plan(tmp_path, py="3.9"), environ={"PATH": ""}).report
     assert "bundle" not in [s.name for s in report.steps]
+
+
+def _pip_version_only(
+    monkeypatch: pytest.MonkeyPatch, returncode: int, stdout: str, stderr: str = ""
+) -> None:
+    """The real `pip-version` stage alone, its command answered as given."""
+    monkeypatch.setattr(rebuild, "STAGES", tuple(s for s in STAGES if s.name == "pip-version"))
+    monkeypatch.setattr(rebuild, "_run", lambda argv, env, *a, **k: _Run(returncode, stdout, stderr, 0.0))
+
+
+def test_pip_version_is_a_typed_field_of_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _pip_version_only(monkeypatch, 0, "pip 24.3.1 from /somewhere/site-packages/pip (python 3.11)\n")
+    result = run_rebuild(_plan(tmp_path), environ={"PATH": ""})
+    assert result.pip_version == "pip 24.3.1 (python 3.11)"
+    assert [(s.name, s.observed) for s in result.report.steps] == [
+        ("pip-version", "pip 24.3.1 (python 3.11)")
+    ]
+    assert result.exit_code == 0
+
+
+def test_no_pip_version_when_the_stage_fails_or_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pip_version_only(monkeypatch, 1, "", "No module named pip")
+    result = run_rebuild(_plan(tmp_path), environ={"PATH": ""})
+    assert result.pip_version is None and result.exit_code == 1
+    monkeypatch.undo()
+    skipped = run_rebuild(_plan(tmp_path / "2", py="3.9"), environ={"PATH": ""})  # refused interpreter
+    assert skipped.pip_version is None and skipped.exit_code == 2
+
+
+def test_the_command_line_finds_no_step_by_name() -> None:
+    """Exit codes and the lines printed beside a report come from typed results only."""
+    commands = Path(rebuild.__file__).parent / "commands"
+    for path in sorted(commands.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert ".name ==" not in text and "s.name for s in report.steps" not in text, path.name
+
+
+def test_the_command_prints_pip_version_from_the_typed_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pip_version_only(monkeypatch, 0, "pip 24.3.1 from /somewhere/site-packages/pip (python 3.11)\n")
+    plan = _plan(tmp_path)
+    argv = ["rebuild", str(plan.manifest_path), "--dest", str(tmp_path / "v2"), "--platform", "here"]
+    res = CliRunner().invoke(cli, argv)
+    assert res.exit_code == 0, res.output
+    assert "pip --version: pip 24.3.1 (python 3.11)" in res.output
+    _pip_version_only(monkeypatch, 1, "", "No module named pip")
+    res = CliRunner().invoke(cli, argv)
+    assert res.exit_code == 1 and "pip --version" not in res.output

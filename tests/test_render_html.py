@@ -174,3 +174,15 @@ def test_bundle_page_without_matplotlib_leaves_the_charts_out_and_says_why(
     assert "<svg" not in text and "kernodeck[report]" in text and "First failure" in text
     with pytest.raises(UsageError, match="matplotlib"):
         html_report(r)
+
+
+def test_the_page_names_the_platform_and_why() -> None:
+    report = Report(platform="linux-x86_64-cpu", platform_reason="matches this <linux> machine")
+    page = html_report(report, charts_optional=True)
+    assert (
+        '<p id="platform">platform: <code>linux-x86_64-cpu</code> (matches this &lt;linux&gt; machine)</p>'
+        in page
+    )
+    assert 'id="platform"' not in html_report(
+        report.model_copy(update={"platform_reason": None}), charts_optional=True
+    )

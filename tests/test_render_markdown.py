@@ -79,3 +79,9 @@ def test_check_cli_under_github_actions(
     assert out[-1].startswith("first failure: application/scores/scores.npy: vs reference")
     assert summary.read_text() == md.read_text()
     assert "| application | ❌ failed | 4 | 2 | 0 | 0 |" in md.read_text()
+
+
+def test_markdown_names_the_platform_and_why() -> None:
+    report = Report(platform="linux-x86_64-cpu", platform_reason="named with --platform")
+    assert "platform: `linux-x86_64-cpu` (named with --platform)" in markdown_summary(report)
+    assert "(named" not in markdown_summary(report.model_copy(update={"platform_reason": None}))

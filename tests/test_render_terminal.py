@@ -154,3 +154,24 @@ def test_cli_options_reach_the_renderer(tmp_path: Path) -> None:
     assert json.loads(CliRunner().invoke(cli, ["diff", str(a), str(b), "--json"]).output)["layers"] == [
         "interpreter"
     ]
+
+
+def test_the_platform_and_its_reason_follow_the_interpreter_line() -> None:
+    from kernodeck.report import CheckedInterpreter
+
+    report = Report(
+        manifest="repro.toml",
+        platform="linux-x86_64-cpu",
+        platform_reason="the only platform in the manifest",
+        interpreter=CheckedInterpreter(path="/venv/bin/python", source="venv", reason="VIRTUAL_ENV is set"),
+        steps=[Step.passed("interpreter", "version", expected="3.11", observed="3.11.9")],
+    )
+    lines = render_text(report, color=False).splitlines()
+    assert lines[:3] == [
+        "python: /venv/bin/python (VIRTUAL_ENV is set)",
+        "platform: linux-x86_64-cpu (the only platform in the manifest)",
+        "kernodeck verify repro.toml on platform linux-x86_64-cpu",
+    ]
+    # without a reason (a report written before it, or no platform chosen) there is no such line
+    plain = render_text(report.model_copy(update={"platform_reason": None}), color=False)
+    assert "platform: " not in plain and "on platform linux-x86_64-cpu" in plain

@@ -68,3 +68,14 @@ def test_json_round_trip_atomic(tmp_path: Path) -> None:
     r.write_json(tmp_path / "out" / "report.json")
     assert Report.from_json((tmp_path / "out" / "report.json").read_text()) == r
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["report.json"]
+
+
+def test_the_platform_reason_is_part_of_the_json_report(tmp_path: Path) -> None:
+    report = Report(platform="linux-x86_64-cpu", platform_reason="named with --platform")
+    report.write_json(tmp_path / "r.json")
+    text = (tmp_path / "r.json").read_text()
+    assert '"platform_reason": "named with --platform"' in text
+    assert Report.from_json(text) == report
+    # a report written before the field existed still reads, without a reason
+    old = text.replace('  "platform_reason": "named with --platform",\n', "")
+    assert old != text and Report.from_json(old).platform_reason is None

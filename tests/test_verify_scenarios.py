@@ -229,6 +229,37 @@ def test_unlocked_extra_is_warning_then_strict_failure(tmp_path: Path) -> None:
     assert step(run(tmp_path, facts, strict=True), "packages", "unlocked").status is Status.FAILED
 
 
+def test_the_report_says_which_platform_and_why(tmp_path: Path) -> None:
+    facts = load("h100_cu126")
+    project(tmp_path, facts, "linux-x86_64-cu126", system=GPU_SYSTEM)
+    report = run(tmp_path, facts)  # chosen from the facts: os, arch, then the live torch's build
+    assert report.platform == "linux-x86_64-cu126"
+    assert report.platform_reason is not None
+    assert report.platform_reason.startswith(
+        "matches this linux x86_64 machine and the live torch (cuda build)"
+    )
+    assert (
+        "pass --platform to choose another: linux-x86_64-cpu, linux-x86_64-rocm6.2" in report.platform_reason
+    )
+    doc = json.loads(report.to_json())
+    assert (doc["platform"], doc["platform_reason"]) == (report.platform, report.platform_reason)
+    named = run(tmp_path, facts, platform="linux-x86_64-cu126")
+    assert (named.platform, named.platform_reason) == ("linux-x86_64-cu126", "named with --platform")
+
+
+def test_the_cli_report_shows_the_platform_reason(tmp_path: Path) -> None:
+    facts = load("cpu_linux")
+    project(tmp_path, facts, "linux-x86_64-cpu")
+    from kernodeck.render.terminal import report_lines
+
+    report = run(tmp_path, facts)
+    titles = [line.text for line in report_lines(report, width=200) if line.role == "title"]
+    assert titles[0] == (
+        "platform: linux-x86_64-cpu (matches this linux x86_64 machine "
+        "(pass --platform to choose another: linux-x86_64-cu126, linux-x86_64-rocm6.2))"
+    )
+
+
 def test_platform_matching_errors(tmp_path: Path) -> None:
     facts = load("cpu_linux")
     project(tmp_path, facts, "linux-x86_64-cpu")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from kernodeck.lockfile.read import has_old_header, header_digest
+from kernodeck.lockfile.header import OLD_HEADER_KEY, has_old_header, header_digest
 from kernodeck.lockfile.write import (
     IndexLine,
     LockedFile,
@@ -182,7 +182,7 @@ def stale_reasons(old: str, new: str, manifest: Manifest, target: Target, suffix
     out: list[str] = []
     if has_old_header(old):
         return [
-            "written with the old header (manifest-sha256); re-run `kernodeck lock`: the header format changed"
+            f"written with the old header ({OLD_HEADER_KEY}); re-run `kernodeck lock`: the header format changed"
         ]
     a, b = header_digest(old), header_digest(new)
     if a is None or b is None or a != b:

@@ -25,14 +25,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import PYTORCH_INDEX_BASE, TORCH_FAMILY
+from kernodeck.lockfile.header import HEADER_KEY as HEADER_KEY  # re-exported: the header names it
+from kernodeck.lockfile.header import OLD_HEADER_KEY as OLD_HEADER_KEY
 
 if TYPE_CHECKING:
     from kernodeck.manifest.schema import Manifest
     from kernodeck.targets import Target
 
 LOCK_INPUTS_FORMAT = 1
-HEADER_KEY = "lock-inputs-sha256"
-OLD_HEADER_KEY = "manifest-sha256"
 
 
 def _platform_doc(manifest: Manifest, name: str) -> dict[str, Any]:

@@ -29,10 +29,38 @@ from typing import TYPE_CHECKING, Literal
 from kernodeck.backends import parse_backend
 from kernodeck.errors import UsageError
 from kernodeck.manifest.schema import Platform
-from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
 if TYPE_CHECKING:
     from kernodeck.probe.facts import Facts
+
+#: Usual spellings of an architecture -> the manifest's.
+_ARCH = {
+    "amd64": "x86_64",
+    "x64": "x86_64",
+    "arm64": "aarch64",
+    "aarch64": "aarch64",
+    "i386": "i686",
+    "x86": "i686",
+}
+
+
+def norm_arch(arch: str) -> str:
+    """An architecture as the manifest spells it (`x86_64`, `aarch64`, `i686`) from any usual
+    spelling (`AMD64`, `arm64`, ...)."""
+    a = arch.lower()
+    return _ARCH.get(a, a)
+
+
+def os_of_sys_platform(sys_platform: str) -> str:
+    """A manifest `os` (`linux`, `macos`, `windows`) from `sys.platform`; anything else as it is."""
+    if sys_platform.startswith("linux"):
+        return "linux"
+    if sys_platform == "darwin":
+        return "macos"
+    if sys_platform in ("win32", "cygwin"):
+        return "windows"
+    return sys_platform
+
 
 #: Device kinds a host can offer, GPU first (the order of preference of `host_facts`).
 HOST_KIND_ORDER = ("cuda", "rocm", "mps", "cpu")

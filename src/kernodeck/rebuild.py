@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernodeck import bundlesums, platforms
+from kernodeck import bundlesums
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
@@ -48,10 +48,16 @@ from kernodeck.installer_errors import InstallerCause, first_error, installer_ca
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
-from kernodeck.platforms import PlatformChoice, PlatformFacts
+from kernodeck.platforms import (
+    PlatformChoice,
+    PlatformFacts,
+    choose,
+    host_facts,
+    norm_arch,
+    os_of_sys_platform,
+)
 from kernodeck.report import Report, Status, Step
 from kernodeck.urls import redact
-from kernodeck.verify.system import norm_arch, os_of_sys_platform
 
 LAYER = "rebuild"
 BUNDLE_SUMS = bundlesums.NAME
@@ -346,9 +352,9 @@ def choose_platform(
                 f"no {REQUIREMENTS_PREFIX}<platform>.txt next to {folder / 'repro.toml'}",
                 hint="run `kernodeck lock` first (or rebuild from a bundle, which carries them)",
             )
-    return platforms.choose(
+    return choose(
         locked,
-        facts if facts is not None or name is not None else platforms.host_facts(),
+        facts if facts is not None or name is not None else host_facts(),
         name,
         known=manifest.platform,
         among="locked",
@@ -711,6 +717,8 @@ class _Rebuild:
     #: verify's report of the rebuilt environment, and how long it took (the `verify` stage).
     verified: Report | None = None
     verify_seconds: float = 0.0
+    #: `pip --version` of the new environment, shortened (the `pip-version` stage, when it passed).
+    pip_version: str | None = None
 
     @property
     def py(self) -> Path:
@@ -810,6 +818,7 @@ def _stage_pip_version(r: _Rebuild) -> StageResult:
             seconds=round(run.seconds, 3),
         )
         return StageResult([step], failed=True)
+    r.pip_version = pip_version
     return StageResult(
         [
             Step.passed(
@@ -990,6 +999,21 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class RebuildResult:
+    """What `run_rebuild` returns: the report, and what the command line shows beside it, typed
+    (never looked up in the report's steps by name)."""
+
+    report: Report
+    #: `pip --version` of the rebuilt environment ("pip 24.3.1 (python 3.11)"); None when the
+    #: `pip-version` stage did not pass (or did not run).
+    pip_version: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.exit_code
+
+
 def run_rebuild(
     plan: RebuildPlan,
     *,
@@ -999,11 +1023,12 @@ def run_rebuild(
     inventory_path: Path | None = None,
     log: Log | None = None,
     progress: Log | None = None,
-) -> Report:
+) -> RebuildResult:
     """Run every stage of a planned rebuild (`STAGES`, in order); never raises for a failing stage
     (it is a Step, and the stages it skips are skipped Steps saying why). `log` gets a line as each
     stage starts; `progress` gets the installer's output while it installs, one `progress_line` at
-    a time. Neither changes the report."""
+    a time. Neither changes the report. The result carries the report and the typed facts the
+    command line prints beside it (`RebuildResult.pip_version`)."""
     env_in = dict(os.environ if environ is None else environ)
     ienv = clean_environment(env_in, plan.credential_names, plan.installer)
     m = plan.manifest
@@ -1012,6 +1037,7 @@ def run_rebuild(
         manifest=str(plan.manifest_path.name if plan.bundle_sums else plan.manifest_path),
         reference_id=m.reference.id,
         platform=plan.platform.name,
+        platform_reason=plan.platform_reason or None,
         settings={
             "dest": plan.dest_display,
             "installer": plan.installer,
@@ -1053,7 +1079,7 @@ def run_rebuild(
         report.interpreter = state.verified.interpreter
         report.inventory = state.verified.inventory
         report.settings["verify"] = {"seconds": state.verify_seconds, **state.verified.settings}
-    return report
+    return RebuildResult(report, pip_version=state.pip_version)
 
 
 def _install_cause(
@@ -1122,7 +1148,8 @@ def rebuild(
     log: Log | None = None,
     progress: Log | None = None,
 ) -> Report:
-    """Plan (usage errors raise) and run (stage failures are Steps) a rebuild."""
+    """Plan (usage errors raise) and run (stage failures are Steps) a rebuild; its report
+    (`run_rebuild` gives the typed result around it)."""
     plan = plan_rebuild(source, dest=dest, python=python, platform=platform, installer=installer, force=force)
     return run_rebuild(
         plan,
@@ -1132,4 +1159,4 @@ def rebuild(
         inventory_path=inventory_path,
         log=log,
         progress=progress,
-    )
+    ).report

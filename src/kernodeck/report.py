@@ -77,6 +77,9 @@ class Report(BaseModel):
     manifest: str | None = None
     reference_id: str | None = None
     platform: str | None = None
+    #: Why `platform` was chosen (`platforms.choose`'s reason: "named with --platform", "the only
+    #: platform in the manifest", "matches this linux x86_64 machine ..."); None when none was.
+    platform_reason: str | None = None
     interpreter: CheckedInterpreter | None = None
     #: Said once, at the top, before the tables (e.g. "this is probably not the project's environment").
     notices: list[str] = Field(default_factory=list)

@@ -60,7 +60,7 @@ def rebuild(
     """
     from kernodeck.rebuild import plan_rebuild, run_rebuild
     from kernodeck.render import emit
-    from kernodeck.report import Status, write_json_report
+    from kernodeck.report import write_json_report
 
     to_stdout = json_out == "-"
     plan = plan_rebuild(
@@ -79,16 +79,16 @@ def rebuild(
     if plan.platform_reason:
         display.log(f"platform {plan.platform.name}: {plan.platform_reason}")
     try:
-        report = run_rebuild(plan, compute=not no_compute, log=display.log, progress=display.progress)
+        result = run_rebuild(plan, compute=not no_compute, log=display.log, progress=display.progress)
     finally:
         display.close()
-    pip_step = next((s for s in report.steps if s.layer == "rebuild" and s.name == "pip-version"), None)
-    if pip_step is not None and pip_step.status is Status.PASSED and not output.quiet:
-        click.echo(f"pip --version: {pip_step.observed}", err=to_stdout)
+    report = result.report
+    if result.pip_version is not None and not output.quiet:
+        click.echo(f"pip --version: {result.pip_version}", err=to_stdout)
     if json_out is not None:
         write_json_report(report, json_out)
     emit(report, output, sys.stderr if to_stdout else sys.stdout)
-    click.get_current_context().exit(report.exit_code)
+    click.get_current_context().exit(result.exit_code)
 
 
 class _StageDisplay:

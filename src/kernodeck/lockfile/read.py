@@ -7,8 +7,8 @@ requirement: `name==version [; marker] \\` followed by `--hash=sha256:<hex>` con
 and `# via ...` comments. Reading is strict about pins (a line that is not one is an error with
 its line number) and tolerant about comments.
 
-`header_digest` / `has_old_header` read the freshness digest a file's header records (requirements
-or pylock, both write it in a comment), for `kernodeck lock --check` explaining a stale file.
+The header's key names and its freshness digest (`header_digest`, `has_old_header`) belong to
+`kernodeck.lockfile.header`.
 
 `pins_of_text` / `read_pins` read the same files leniently, for `kernodeck lock` preferring the
 versions already pinned (minimal churn): a line that is not a pin is skipped, never an error.
@@ -26,8 +26,8 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.errors import KernodeckError
+from kernodeck.lockfile.header import HEADER_KEY, HEADER_KV, OLD_HEADER_KEY, PLATFORM_KEY
 from kernodeck.lockfile.names import requirements_path
-from kernodeck.lockinputs import HEADER_KEY, OLD_HEADER_KEY
 
 
 class LockfileError(KernodeckError):
@@ -71,23 +71,20 @@ class LockFile:
 
     @property
     def platform(self) -> str | None:
-        v = self.header.get("platform")
+        v = self.header.get(PLATFORM_KEY)
         return v.split(" ", 1)[0] if v else None
 
     @property
     def manifest_sha256(self) -> str | None:
         """The old header (before lock inputs): the sha256 of the whole manifest file."""
-        return self.header.get("manifest-sha256")
+        return self.header.get(OLD_HEADER_KEY)
 
     @property
     def lock_inputs_sha256(self) -> str | None:
         """kernodeck.lockinputs: the digest of what can change a pin."""
-        return self.header.get("lock-inputs-sha256")
+        return self.header.get(HEADER_KEY)
 
 
-_HEADER_KV = re.compile(
-    r"(?:^|\s)(platform|manifest-sha256|lock-inputs-sha256|exclude-newer):\s*(\S(?:.*?\S)?)(?=\s{2,}[a-z][a-z0-9-]*:\s|\s*$)"
-)
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _HASH = re.compile(r"^--hash[=\s]\s*([a-z0-9]+):([0-9a-fA-F]+)$")
 _OPTION_SPLIT = re.compile(r"\s+(?=--)")
@@ -124,7 +121,7 @@ def parse_lockfile(text: str, path: str | Path = "requirements.txt", *, lenient:
         if not buf and stripped.startswith("#"):
             body = stripped.lstrip("#").strip()
             if last_pin_index is None:
-                for k, v in _HEADER_KV.findall(body):
+                for k, v in HEADER_KV.findall(body):
                     lock.header.setdefault(k, v)
             if body.startswith("via"):
                 rest = body[3:].strip()
@@ -229,18 +226,3 @@ def _parse_pin(joined: str, number: int, path: Path, via: tuple[str, ...]) -> Pi
         via=via,
         line=number,
     )
-
-
-_HEADER_DIGEST = re.compile(rf"(?:{HEADER_KEY}|{OLD_HEADER_KEY}):\s*([0-9a-f]{{64}})")
-
-
-def header_digest(text: str) -> str | None:
-    """The lock-inputs digest a lock file's header records (the old manifest-sha256 of files
-    written before it); None when there is none. Either format: the digest is in a comment."""
-    m = _HEADER_DIGEST.search(text)
-    return m.group(1) if m else None
-
-
-def has_old_header(text: str) -> bool:
-    """Whether a lock file was written with the old header (manifest-sha256, no lock inputs)."""
-    return HEADER_KEY not in text and OLD_HEADER_KEY in text

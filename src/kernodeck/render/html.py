@@ -394,6 +394,10 @@ def _interpreter_html(report: Report) -> str:
             f'<p id="interpreter">python: <code>{_e(report.interpreter.path)}</code> '
             f"({_e(report.interpreter.reason)})</p>"
         )
+    if report.platform and report.platform_reason:
+        parts.append(
+            f'<p id="platform">platform: <code>{_e(report.platform)}</code> ({_e(report.platform_reason)})</p>'
+        )
     parts.extend(f'<p class="notice"><strong>! {_e(n)}</strong></p>' for n in report.notices)
     return "".join(parts)
 

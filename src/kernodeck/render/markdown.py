@@ -52,6 +52,8 @@ def markdown_summary(report: Report) -> str:
         out += [" · ".join(facts), ""]
     if report.interpreter is not None:
         out += [f"python: {_code(report.interpreter.path)} ({_cell(report.interpreter.reason)})", ""]
+    if report.platform and report.platform_reason:
+        out += [f"platform: {_code(report.platform)} ({_cell(report.platform_reason)})", ""]
     out += [f"> ⚠️ {_cell(n)}" for n in report.notices] + ([""] if report.notices else [])
     out += [f"**{counts_text(report.counts())}**", ""]
     first = first_failure(report)

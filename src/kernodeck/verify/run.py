@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from kernodeck import platforms
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.interpreters import Interpreter
 from kernodeck.layers import Layer, parse_layers, selected
 from kernodeck.manifest.schema import Manifest, Platform
+from kernodeck.platforms import PlatformChoice, choose, probe_facts
 from kernodeck.probe.facts import Facts
 from kernodeck.probe.runner import Probe, ProbeRequest
 from kernodeck.report import CheckedInterpreter, Report, Status, Step
@@ -42,11 +42,16 @@ _FACT_LAYERS: dict[Layer, FactLayer] = {
 }
 
 
-def select_platform(manifest: Manifest, facts: Facts | None, name: str | None) -> Platform:
+def choose_platform(manifest: Manifest, facts: Facts | None, name: str | None) -> PlatformChoice:
     """The platform named by --platform, or the one the live facts match (`platforms.choose`, a
-    manifest's only platform taken as is); UsageError otherwise."""
-    live = platforms.probe_facts(facts) if facts is not None else None
-    return platforms.choose(manifest.platform, live, name, lone=True).platform
+    manifest's only platform taken as is), with the reason; UsageError otherwise."""
+    live = probe_facts(facts) if facts is not None else None
+    return choose(manifest.platform, live, name, lone=True)
+
+
+def select_platform(manifest: Manifest, facts: Facts | None, name: str | None) -> Platform:
+    """`choose_platform` without its reason."""
+    return choose_platform(manifest, facts, name).platform
 
 
 def _probe_request(manifest: Manifest, layers: list[Layer], compute: bool, device_kind: str) -> ProbeRequest:
@@ -122,10 +127,12 @@ def run_verify(
             if isinstance(e, UsageError):
                 raise
             probe_error = e.message
-    ctx.platform = (
-        select_platform(manifest, facts, platform) if (facts is not None or platform is not None) else None
+    chosen = (
+        choose_platform(manifest, facts, platform) if (facts is not None or platform is not None) else None
     )
-    report.platform = ctx.platform.name if ctx.platform else None
+    ctx.platform = chosen.platform if chosen is not None else None
+    report.platform = chosen.platform.name if chosen is not None else None
+    report.platform_reason = chosen.reason if chosen is not None else None
 
     if facts is not None:
         request = _probe_request(

@@ -8,6 +8,7 @@ from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import min_driver_for_cuda
 from kernodeck.manifest.schema import Manifest, Platform
+from kernodeck.platforms import norm_arch
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Step
 from kernodeck.verify.context import Context
@@ -16,30 +17,6 @@ LAYER = "system"
 
 DEFAULT_GLIBC = "2.28"
 DEFAULT_MACOS = "14.0"
-
-_ARCH = {
-    "amd64": "x86_64",
-    "x64": "x86_64",
-    "arm64": "aarch64",
-    "aarch64": "aarch64",
-    "i386": "i686",
-    "x86": "i686",
-}
-
-
-def norm_arch(arch: str) -> str:
-    a = arch.lower()
-    return _ARCH.get(a, a)
-
-
-def os_of_sys_platform(sys_platform: str) -> str:
-    if sys_platform.startswith("linux"):
-        return "linux"
-    if sys_platform == "darwin":
-        return "macos"
-    if sys_platform in ("win32", "cygwin"):
-        return "windows"
-    return sys_platform
 
 
 def _v(text: str | None) -> Version | None:
