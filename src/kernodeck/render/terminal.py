@@ -333,10 +333,10 @@ def report_lines(
     w = _Writer(width, verbose, _SYMBOLS if unicode else _ASCII_SYMBOLS, unicode)
     if report.interpreter is not None:  # the interpreter looked at, and why
         w.add(f"python: {report.interpreter.path} ({report.interpreter.reason})", "title")
+    for notice in report.notices:  # said once, at the top, under the interpreter it is about
+        w.add(f"! {notice}", "warning")
     if report.platform and report.platform_reason:  # the platform looked at, and why
         w.add(f"platform: {report.platform} ({report.platform_reason})", "title")
-    for notice in report.notices:  # said once, at the top
-        w.add(f"! {notice}", "warning")
     w.add(_title(report), "title")
     for layer in layers_of(report):
         steps = [s for s in report.steps if str(s.layer) == layer]
