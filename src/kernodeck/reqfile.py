@@ -503,6 +503,21 @@ class _Reader:
         return out
 
 
+def _pyproject_requirement(item: str, shown: str, where: str) -> Requirement:
+    """One requirement string of pyproject.toml, parsed; a direct URL cannot be locked from an index."""
+    try:
+        req = Requirement(item)
+    except InvalidRequirement as e:
+        raise ManifestError(
+            [Issue(shown, where, f"invalid requirement {item!r}: {str(e).splitlines()[0]}")]
+        ) from None
+    if req.url:
+        raise ManifestError(
+            [Issue(shown, where, f"{req.name} @ ...: a direct URL cannot be locked from an index")]
+        )
+    return req
+
+
 def project_dependencies(pyproject: Path, extras: list[str], *, display: str | None = None) -> list[str]:
     """`[project] dependencies` plus the named `optional-dependencies` of a pyproject.toml, with
     the project's own extras (`myproj[dev]` inside an extra) expanded. Errors are located."""
@@ -537,16 +552,7 @@ def project_dependencies(pyproject: Path, extras: list[str], *, display: str | N
         for item in items:
             if not isinstance(item, str):
                 raise ManifestError([Issue(shown, where, f"{item!r} is not a requirement string")])
-            try:
-                req = Requirement(item)
-            except InvalidRequirement as e:
-                raise ManifestError(
-                    [Issue(shown, where, f"invalid requirement {item!r}: {str(e).splitlines()[0]}")]
-                ) from None
-            if req.url:
-                raise ManifestError(
-                    [Issue(shown, where, f"{req.name} @ ...: a direct URL cannot be locked from an index")]
-                )
+            req = _pyproject_requirement(item, shown, where)
             if own and canonicalize_name(req.name) == own:
                 for extra in sorted(req.extras):
                     expand(extra)
@@ -641,21 +647,7 @@ def dependency_groups(pyproject: Path, groups: list[str], *, display: str | None
                     )
                 expand(inc, (*stack, key))
             elif isinstance(item, str):
-                try:
-                    req = Requirement(item)
-                except InvalidRequirement as e:
-                    raise ManifestError(
-                        [Issue(shown, where, f"invalid requirement {item!r}: {str(e).splitlines()[0]}")]
-                    ) from None
-                if req.url:
-                    raise ManifestError(
-                        [
-                            Issue(
-                                shown, where, f"{req.name} @ ...: a direct URL cannot be locked from an index"
-                            )
-                        ]
-                    )
-                out.append(str(req))
+                out.append(str(_pyproject_requirement(item, shown, where)))
             else:
                 raise ManifestError([Issue(shown, where, f"{item!r} is not a requirement string")])
 
