@@ -251,7 +251,8 @@ class IndexHttp:
                 trust_env=True,  # with no transport given, HTTP(S)_PROXY and NO_PROXY apply
             )
 
-        self._http = client(transport, http2=_http2_wanted())
+        self._h2 = _http2_wanted()
+        self._http = client(transport, http2=self._h2)
         # fresh HTTP/1.1 connections for retries after a broken stream, and for hosts that reset
         self._h1 = client(None, http2=False) if own else self._http
 
@@ -373,7 +374,7 @@ class IndexHttp:
             except (httpx.HTTPError, OSError) as e:
                 last = e
             except Exception as e:
-                if http is self._h1 or not _h2_race(e):
+                if not self._h2 or http is self._h1 or not _h2_race(e):
                     raise
                 last = e  # a race inside the shared HTTP/2 connection: again over HTTP/1.1
                 with self._lock:
