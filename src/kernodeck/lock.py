@@ -341,7 +341,9 @@ def lock_manifest(
         differences=tuple(differences),
         notices=tuple(notices),
     )
-    locked = {n: pins_of_text(rendered[n].text) for n in names if n not in failures and not check}
+    if not firsts or check:  # the pin report is for a platform's first written lock only
+        return result
+    locked = {n: pins_of_text(rendered[n].text) for n in firsts if n not in failures}
     return replace(result, adopted=first_lock_reports(manifest, path, firsts, locked))
 
 
