@@ -96,3 +96,24 @@ def test_lock_reads_the_variable_at_lock_time_and_never_writes_a_credential(
     assert main(["lock", str(proj / "repro.toml"), "--check", "-q"]) == 0
     monkeypatch.setenv("APP_VERSION", "2.0")
     assert main(["lock", str(proj / "repro.toml"), "--check", "-q"]) == 1
+
+
+def test_init_refers_to_a_file_whose_variable_is_set_only_at_lock_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kernodeck init` runs before the variable exists: the file is still referred to, its line
+    is named, and the strict reader (lock, validate) keeps failing at that line while it is unset."""
+    monkeypatch.delenv("TQDM_VERSION", raising=False)
+    proj = tmp_path / "proj"
+    _write(proj / "requirements" / "base.txt", "click\n")
+    train = _write(proj / "requirements" / "train.txt", "-r base.txt\nrequests\ntqdm==${TQDM_VERSION}\n")
+    noted = parse_requirements_file(train, project_root=proj, display_root=proj, unset="note")
+    assert [str(r.requirement) for r in noted.requirements] == ["click", "requests"]
+    assert [(n, o.file, o.line) for n, o in noted.unset] == [("TQDM_VERSION", "requirements/train.txt", 3)]
+    assert main(["init", str(proj)]) == 0
+    text = (proj / "repro.toml").read_text()
+    assert 'from = ["requirements/train.txt"]' in text
+    assert "requirements/train.txt:3 needs ${TQDM_VERSION} set where you run `kernodeck lock`" in text
+    with pytest.raises(ManifestError) as err:
+        parse_requirements_file(train, project_root=proj, display_root=proj)
+    assert "${TQDM_VERSION} is not set" in err.value.issues[0].render()

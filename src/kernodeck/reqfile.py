@@ -150,6 +150,7 @@ class ParsedRequirements:
     prereleases: bool = False
     files: dict[str, str] = field(default_factory=dict)  # file read -> sha256 of its bytes
     project_included: bool = False  # `-e .` or a path to the project itself was read
+    unset: tuple[tuple[str, Origin], ...] = ()  # with unset="note": ${NAME}s not set, lines skipped
 
 
 def file_sha256(path: Path) -> str:
@@ -161,12 +162,15 @@ def parse_requirements_file(
     *,
     project_root: Path | None = None,
     display_root: Path | None = None,
+    unset: Literal["error", "note"] = "error",
 ) -> ParsedRequirements:
     """Read `path` (and every file it includes). `project_root` is the folder `-e .` and other
     paths are relative to (pip: the current folder; here: the manifest's folder, default the
-    file's folder); `display_root` makes the file names in origins and errors relative."""
+    file's folder); `display_root` makes the file names in origins and errors relative.
+    `unset="note"` (for `init`, before the variables exist) records a line with an unset
+    `${NAME}` in `unset` and skips it instead of failing."""
     root = (project_root or path.parent).resolve()
-    reader = _Reader(root, (display_root or root).resolve())
+    reader = _Reader(root, (display_root or root).resolve(), note_unset=unset == "note")
     reader.read(path, constraint=False, depth=0, origin=None)
     return ParsedRequirements(
         requirements=tuple(reader.requirements),
@@ -176,6 +180,7 @@ def parse_requirements_file(
         prereleases=reader.prereleases,
         files=dict(sorted(reader.files.items())),
         project_included=reader.project_included,
+        unset=tuple(reader.unset),
     )
 
 
@@ -276,9 +281,16 @@ def _options(tokens: list[str]) -> list[tuple[str, str | None, str]]:
     return out
 
 
+class _Unset(Exception):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
 class _Reader:
-    def __init__(self, project_root: Path, display_root: Path) -> None:
+    def __init__(self, project_root: Path, display_root: Path, *, note_unset: bool = False) -> None:
         self.project_root = project_root
+        self.note_unset = note_unset
+        self.unset: list[tuple[str, Origin]] = []
         self.display_root = display_root
         self.requirements: list[ReqLine] = []
         self.constraints: list[ReqLine] = []
@@ -327,7 +339,10 @@ class _Reader:
         self._stack.append(resolved)
         try:
             for lineno, content in logical_lines(text):
-                self.line(path, Origin(shown, lineno), content, constraint=constraint, depth=depth)
+                try:
+                    self.line(path, Origin(shown, lineno), content, constraint=constraint, depth=depth)
+                except _Unset as e:  # only with note_unset: the line is noted and skipped
+                    self.unset.append((e.name, Origin(shown, lineno)))
         finally:
             self._stack.pop()
 
@@ -337,6 +352,8 @@ class _Reader:
 
         def value(m: re.Match[str]) -> str:
             name = m.group(1)
+            if name not in os.environ and self.note_unset:
+                raise _Unset(name)
             if name not in os.environ:
                 raise self.fail(
                     origin,

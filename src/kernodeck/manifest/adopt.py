@@ -89,7 +89,7 @@ def discover(directory: Path) -> Discovery:
     for cand in _requirement_candidates(root):
         rel = cand.relative_to(root).as_posix()
         try:
-            parsed[rel] = parse_requirements_file(cand, project_root=root, display_root=root)
+            parsed[rel] = parse_requirements_file(cand, project_root=root, display_root=root, unset="note")
         except ManifestError as e:
             out.comments.append(f"not used: {_first_issue(e)}; fix it, then add {rel!r} to `from`")
     is_dev = {rel: bool(_DEV.search(Path(rel).stem.removeprefix("requirements"))) for rel in parsed}
@@ -106,6 +106,10 @@ def discover(directory: Path) -> Discovery:
         nested = sorted(f for f in parsed[rel].files if f != rel)
         if nested:
             out.comments.append(f"{rel} also reads {', '.join(nested)}")
+        for name, origin in parsed[rel].unset:
+            out.comments.append(
+                f"{origin.file}:{origin.line} needs ${{{name}}} set where you run `kernodeck lock`"
+            )
     for rel in dev:
         out.comments.append(f"also found {rel} (add it to `from` if the reproduction installs it)")
 
