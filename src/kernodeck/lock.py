@@ -61,6 +61,7 @@ from packaging.version import Version
 from kernodeck import lockreplay
 from kernodeck.errors import EXIT_USAGE, KernodeckError, ResolutionError, UsageError
 from kernodeck.fsio import interrupted_set, write_set
+from kernodeck.gctune import fewer_collections
 from kernodeck.index.cache import IndexCache, default_cache_dir
 from kernodeck.lockconvert import Format, Rendered, diff, platform_lock, render, stale_reasons
 from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
@@ -298,21 +299,22 @@ def lock_manifest(
         rendered, differences = replay.rendered, replay.differences
         metadata_reads = 0
     else:
-        rendered, failures, differences, metadata_reads, pages = _resolve_and_render(
-            manifest,
-            path,
-            names,
-            prefs,
-            digests=digests,
-            default_index=default_index,
-            inputs=inputs,
-            mirrors=mirror_map,
-            fmt=fmt,
-            offline=offline,
-            refresh=refresh,
-            cache_dir=cache_dir,
-            progress=progress,
-        )
+        with fewer_collections():  # index pages decode into many long-lived objects
+            rendered, failures, differences, metadata_reads, pages = _resolve_and_render(
+                manifest,
+                path,
+                names,
+                prefs,
+                digests=digests,
+                default_index=default_index,
+                inputs=inputs,
+                mirrors=mirror_map,
+                fmt=fmt,
+                offline=offline,
+                refresh=refresh,
+                cache_dir=cache_dir,
+                progress=progress,
+            )
         if failures and len(failures) == len(names):
             # Nothing could be locked: the error itself, as for a single platform.
             raise _combine_failures([failures[n] for n in names])
@@ -386,7 +388,7 @@ def _resolve_and_render(
     """Resolve every platform (jointly unless same-versions = "no"), render the files of those
     that could be locked; (rendered, failures, differences, metadata reads, pages read or None
     when the lock cannot be replayed). Raises a bad-input error (exit 2) as it is."""
-    from kernodeck.resolve import ResolveSettings, Routing, Session, resolve_target
+    from kernodeck.resolve import ResolveSettings, Routing, Session, follow_target, resolve_target
     from kernodeck.resolve.joint import Constraints, align
 
     settings = ResolveSettings.from_packages(manifest.packages)
@@ -437,9 +439,21 @@ def _resolve_and_render(
                 extra_constraints=[Requirement(f"{n}{spec}") for n, spec in sorted(extra.items())],
             )
 
-        def run(name: str) -> None:
+        def run(name: str, leader: Resolution | None = None) -> None:
             try:
-                res = resolve(name, {})
+                res = None
+                if leader is not None:  # the leader's versions, checked here; else a search
+                    res = follow_target(
+                        session,
+                        targets[name],
+                        leader,
+                        preferred=prefs[name],
+                        manifest_name=path.name,
+                        on_pin=(lambda what: progress.pinned(name, what)) if progress else None,
+                        on_metadata=(lambda: progress.metadata(name)) if progress else None,
+                    )
+                if res is None:
+                    res = resolve(name, {})
             except KernodeckError as e:
                 with lock:
                     errors[name] = e
@@ -447,10 +461,18 @@ def _resolve_and_render(
             with lock:
                 results[name] = res
 
+        order = list(targets)
+        leader: Resolution | None = None
+        if same != "no" and len(order) > 1:
+            # One platform is resolved; the others take its versions where they can (one walk of
+            # their dependency graph each) and are resolved on their own only where they cannot.
+            run(order[0])
+            leader = results.get(order[0])
+            order = order[1:]
         with ThreadPoolExecutor(
-            max_workers=max(1, min(len(targets), 8)), thread_name_prefix="kernodeck-lock"
+            max_workers=max(1, min(len(order), 8)), thread_name_prefix="kernodeck-lock"
         ) as pool:
-            list(pool.map(run, list(targets)))
+            list(pool.map(run, order, [leader] * len(order)))
         usage = [errors[n] for n in names if n in errors and errors[n].exit_code == EXIT_USAGE]
         if usage:
             raise _combine(usage)

@@ -125,54 +125,67 @@ def netrc_auth(host: str) -> tuple[str, str] | None:
 
 
 _PIP_PROBE = r"""
-import json
-out = {}
-try:
-    from pip._internal.configuration import Configuration
-    c = Configuration(isolated=False)
-    c.load()
-    for key in ("install.index-url", "global.index-url", ":env:.index-url"):
-        try:
-            value = c.get_value(key)
-        except Exception:
-            continue
-        if value:
-            out["config"] = str(value)
-            break
-except Exception as e:
-    out["config_error"] = str(e)
-try:
-    import os
-    from pip._internal.configuration import Configuration
-    c = Configuration(isolated=False)
-    c.load()
-    found = {}
-    for name in ("index-url", "extra-index-url", "find-links"):
-        for section in (":env:", "global", "install", "download"):
+def probe():
+    out = {}
+    try:
+        from pip._internal.configuration import Configuration
+        c = Configuration(isolated=False)
+        c.load()
+        for key in ("install.index-url", "global.index-url", ":env:.index-url"):
             try:
-                value = c.get_value(section + "." + name)
+                value = c.get_value(key)
             except Exception:
                 continue
             if value:
-                where = "PIP_" + name.upper().replace("-", "_") if section == ":env:" else "pip config " + section + "." + name
-                found.setdefault(name, []).append([where, str(value)])
-    out["settings"] = found
-except Exception as e:
-    out["settings_error"] = str(e)
-try:
-    from pip._internal.models.index import PyPI
-    out["default"] = PyPI.simple_url
-except Exception as e:
-    out["default_error"] = str(e)
-print(json.dumps(out))
+                out["config"] = str(value)
+                break
+    except Exception as e:
+        out["config_error"] = str(e)
+    try:
+        import os
+        from pip._internal.configuration import Configuration
+        c = Configuration(isolated=False)
+        c.load()
+        found = {}
+        for name in ("index-url", "extra-index-url", "find-links"):
+            for section in (":env:", "global", "install", "download"):
+                try:
+                    value = c.get_value(section + "." + name)
+                except Exception:
+                    continue
+                if value:
+                    where = "PIP_" + name.upper().replace("-", "_") if section == ":env:" else "pip config " + section + "." + name
+                    found.setdefault(name, []).append([where, str(value)])
+        out["settings"] = found
+    except Exception as e:
+        out["settings_error"] = str(e)
+    try:
+        from pip._internal.models.index import PyPI
+        out["default"] = PyPI.simple_url
+    except Exception as e:
+        out["default_error"] = str(e)
+    return out
 """
 
 
 @functools.lru_cache(maxsize=1)
 def _pip_index_settings(python: str) -> dict[str, Any]:
+    """pip's index settings and built-in default index, as `python`'s pip reads them. For this
+    interpreter, pip is read in-process (about a third of the cost of starting a second Python
+    with pip, on every lock); another interpreter is asked in a subprocess."""
+    if python == sys.executable:
+        namespace: dict[str, Any] = {}
+        exec(_PIP_PROBE, namespace)  # the same probe code as for another interpreter
+        data = namespace["probe"]()
+    else:
+        data = _pip_probe_subprocess(python)
+    return dict(data) if isinstance(data, dict) else {}
+
+
+def _pip_probe_subprocess(python: str) -> Any:
     try:
         proc = subprocess.run(
-            [python, "-c", _PIP_PROBE],
+            [python, "-c", _PIP_PROBE + "\nimport json\nprint(json.dumps(probe()))\n"],
             capture_output=True,
             text=True,
             timeout=60,

@@ -7,7 +7,7 @@ requirement chain. The session (one index client, caches) is shared by every tar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from kernodeck.targets import Target
 
-__all__ = ["Pin", "Resolution", "ResolveSettings", "Routing", "Session", "resolve_target"]
+__all__ = ["Pin", "Resolution", "ResolveSettings", "Routing", "Session", "follow_target", "resolve_target"]
 
 MAX_ROUNDS = 200_000
 
@@ -90,28 +90,68 @@ def resolve_target(
             hint="narrow the requirements (upper bounds, constraints) so fewer combinations need trying",
         ) from None
 
+    information = {ident: list(c.information) for ident, c in result.criteria.items()}
+    return Resolution(target=target, pins=_pins(result.mapping, information, manifest_name))
+
+
+def follow_target(
+    session: Session,
+    target: Target,
+    leader: Resolution,
+    *,
+    preferred: Mapping[str, Version] | None = None,
+    manifest_name: str = "repro.toml",
+    on_pin: Callable[[str], None] | None = None,
+    on_metadata: Callable[[], None] | None = None,
+    extra_constraints: Sequence[Requirement] = (),
+) -> Resolution | None:
+    """`target` locked with the leader's versions, or None when it needs its own resolution
+    (`kernodeck.resolve.follow`)."""
+    from kernodeck.resolve.follow import follow
+
+    walked = follow(
+        session,
+        target,
+        leader,
+        preferred=preferred,
+        on_pin=on_pin,
+        on_metadata=on_metadata,
+        extra_constraints=extra_constraints,
+    )
+    if walked is None:
+        return None
+    mapping, information = walked
+    return Resolution(target=target, pins=_pins(mapping, information, manifest_name))
+
+
+def _pins(
+    mapping: Mapping[str, BaseCandidate],
+    information: Mapping[str, Iterable[tuple[BaseRequirement, BaseCandidate | None]]],
+    manifest_name: str,
+) -> tuple[Pin, ...]:
+    """One pin per project, each with what required it: the manifest first, then parents."""
     manifest_parent = f"-r {manifest_name}"
     parents: dict[NormalizedName, set[str]] = {}
-    for ident, criterion in result.criteria.items():
-        cand = result.mapping.get(ident)
+    for ident, infos in information.items():
+        cand = mapping.get(ident)
         base = base_of(cand) if cand is not None else None
         if base is None:
             continue
-        for info in criterion.information:
-            if info.parent is None:
+        for _req, parent in infos:
+            if parent is None:
                 parents.setdefault(base.name, set()).add(manifest_parent)
                 continue
-            pb = base_of(info.parent)
+            pb = base_of(parent)
             if pb is None or pb.name == base.name:
                 continue
             parents.setdefault(base.name, set()).add(pb.name)
 
     pins = []
-    for cand in result.mapping.values():
+    for cand in mapping.values():
         if not isinstance(cand, Candidate):
             continue
         via = parents.get(cand.name, set())
         ordered = ([manifest_parent] if manifest_parent in via else []) + sorted(via - {manifest_parent})
         pins.append(Pin(cand, tuple(ordered)))
     pins.sort(key=lambda p: p.name)
-    return Resolution(target=target, pins=tuple(pins))
+    return tuple(pins)

@@ -25,8 +25,9 @@ version may legitimately declare different dependencies.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -290,6 +291,10 @@ class ProjectFiles:
         self._verdicts: dict[Version, _Verdicts] = {}
         self._only_pre: bool | None = None
 
+    def known(self, version: Version) -> bool:
+        """Whether the page lists `version` at all."""
+        return version in self._by_version
+
     def verdicts(self, version: Version) -> _Verdicts:
         hit = self._verdicts.get(version)
         if hit is not None:
@@ -535,22 +540,31 @@ class Factory:
             or any(_names_prerelease(c.specifier) for c in constraints)
             or pf.only_prereleases
         )
-        versions = [
-            v
-            for v in pf.all_versions
-            if v not in bad
-            and (allow_pre or not v.is_prerelease)
-            and all(c.specifier.contains(v, prereleases=True) for c in constraints)
-            and all(r.allows(v) for r in requirements)
-        ]
+        cons = [c.specifier for c in constraints]
+
+        def wanted(v: Version) -> bool:
+            return (
+                v not in bad
+                and (allow_pre or not v.is_prerelease)
+                and all(c.contains(v, prereleases=True) for c in cons)
+                and all(r.allows(v) for r in requirements)
+            )
+
         pref = self.preferred.get(name)
-        if pref is not None and pref in versions:
-            versions.remove(pref)
-            versions.insert(0, pref)
+        if pref is not None and not (pf.known(pref) and wanted(pref)):
+            pref = None
 
         def matches() -> Iterator[BaseCandidate]:
+            # Filtered lazily, newest first: the resolver usually takes the first candidate, and
+            # asks again (a fresh iterator) each time a criterion of this project changes, so a
+            # project with thousands of versions is not filtered whole on every ask.
             first = True
-            for v in versions:
+            order: Iterable[Version] = pf.all_versions
+            if pref is not None:  # the existing pin first
+                order = itertools.chain((pref,), (v for v in pf.all_versions if v != pref))
+            for v in order:
+                if not wanted(v):
+                    continue
                 if not pf.usable(v, pinned):
                     continue
                 cand = self._candidate(pf, v, pinned)

@@ -81,16 +81,29 @@ class BaseRequirement:
 
 
 class SpecifierRequirement(BaseRequirement):
-    __slots__ = ("_extras", "_name", "req")
+    __slots__ = ("_allowed", "_extras", "_identifier", "_name", "req")
 
     def __init__(self, req: Requirement) -> None:
         self.req = req
         self._name = canonicalize_name(req.name)
         self._extras = canonical_extras(req.extras)
+        self._identifier = make_identifier(self._name, self._extras)
+        # version -> allowed: the resolver asks again for the same versions on every round
+        # (every criterion's pin is re-checked each round), so each answer is computed once
+        self._allowed: dict[Version, bool] = {}
 
     @property
     def identifier(self) -> str:
-        return make_identifier(self._name, self._extras)
+        return self._identifier
+
+    def allows(self, version: Version) -> bool:
+        hit = self._allowed.get(version)
+        if hit is None:
+            hit = self._allowed[version] = self.req.specifier.contains(version, prereleases=True)
+        return hit
+
+    def is_satisfied_by(self, candidate: BaseCandidate) -> bool:
+        return candidate.identifier == self._identifier and self.allows(candidate.version)
 
     @property
     def name(self) -> NormalizedName:
