@@ -48,7 +48,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -80,6 +80,7 @@ if TYPE_CHECKING:
 
     from kernodeck.manifest.schema import Manifest, Packages
     from kernodeck.resolve import Resolution, Routing
+    from kernodeck.resolve.candidates import Candidate
     from kernodeck.targets import Target
 
 __all__ = [
@@ -388,7 +389,7 @@ def _resolve_and_render(
     """Resolve every platform (jointly unless same-versions = "no"), render the files of those
     that could be locked; (rendered, failures, differences, metadata reads, pages read or None
     when the lock cannot be replayed). Raises a bad-input error (exit 2) as it is."""
-    from kernodeck.resolve import ResolveSettings, Routing, Session, follow_target, resolve_target
+    from kernodeck.resolve import Follower, ResolveSettings, Routing, Session, follow_target, resolve_target
     from kernodeck.resolve.joint import Constraints, align
 
     settings = ResolveSettings.from_packages(manifest.packages)
@@ -427,7 +428,9 @@ def _resolve_and_render(
     differences: list[Difference] = []
     try:
 
-        def resolve(name: str, extra: Constraints) -> Resolution:
+        def resolve(
+            name: str, extra: Constraints, on_candidate: Callable[[Candidate], None] | None = None
+        ) -> Resolution:
             target = targets[name]
             return resolve_target(
                 session,
@@ -437,7 +440,29 @@ def _resolve_and_render(
                 on_pin=(lambda what: progress.pinned(name, what)) if progress else None,
                 on_metadata=(lambda: progress.metadata(name)) if progress else None,
                 extra_constraints=[Requirement(f"{n}{spec}") for n, spec in sorted(extra.items())],
+                on_candidate=on_candidate,
             )
+
+        def follower(name: str) -> Follower:
+            return Follower(
+                session,
+                targets[name],
+                preferred=prefs[name],
+                on_pin=(lambda what: progress.pinned(name, what)) if progress else None,
+                on_metadata=(lambda: progress.metadata(name)) if progress else None,
+            )
+
+        order = list(targets)
+        followers: dict[str, Follower] = {}
+        if same != "no" and len(order) > 1:
+            # One platform is resolved; the others take its versions where they can (one walk of
+            # their dependency graph each) and are resolved on their own only where they cannot.
+            # Their reads start as the leader pins each version.
+            followers = {n: follower(n) for n in order[1:]}
+
+        def ahead(candidate: Candidate) -> None:
+            for f in followers.values():
+                f.ahead(candidate.name, candidate.version)
 
         def run(name: str, leader: Resolution | None = None) -> None:
             try:
@@ -447,13 +472,11 @@ def _resolve_and_render(
                         session,
                         targets[name],
                         leader,
-                        preferred=prefs[name],
                         manifest_name=path.name,
-                        on_pin=(lambda what: progress.pinned(name, what)) if progress else None,
-                        on_metadata=(lambda: progress.metadata(name)) if progress else None,
+                        follower=followers[name],
                     )
                 if res is None:
-                    res = resolve(name, {})
+                    res = resolve(name, {}, ahead if followers and name == order[0] else None)
             except KernodeckError as e:
                 with lock:
                     errors[name] = e
@@ -461,11 +484,8 @@ def _resolve_and_render(
             with lock:
                 results[name] = res
 
-        order = list(targets)
         leader: Resolution | None = None
-        if same != "no" and len(order) > 1:
-            # One platform is resolved; the others take its versions where they can (one walk of
-            # their dependency graph each) and are resolved on their own only where they cannot.
+        if followers:
             run(order[0])
             leader = results.get(order[0])
             order = order[1:]

@@ -19,6 +19,7 @@ from kernodeck.errors import ResolutionError
 from kernodeck.resolve.candidates import BaseCandidate, Candidate, base_of
 from kernodeck.resolve.explain import explain_impossible
 from kernodeck.resolve.factory import Factory, ResolveSettings, Routing, Session
+from kernodeck.resolve.follow import Follower
 from kernodeck.resolve.provider import Provider
 from kernodeck.resolve.requirements import BaseRequirement
 
@@ -28,7 +29,16 @@ if TYPE_CHECKING:
 
     from kernodeck.targets import Target
 
-__all__ = ["Pin", "Resolution", "ResolveSettings", "Routing", "Session", "follow_target", "resolve_target"]
+__all__ = [
+    "Follower",
+    "Pin",
+    "Resolution",
+    "ResolveSettings",
+    "Routing",
+    "Session",
+    "follow_target",
+    "resolve_target",
+]
 
 MAX_ROUNDS = 200_000
 
@@ -55,12 +65,20 @@ class Resolution:
 
 
 class _Reporter(BaseReporter[BaseRequirement, BaseCandidate, str]):
-    def __init__(self, on_pin: Callable[[str], None] | None) -> None:
+    def __init__(
+        self, on_pin: Callable[[str], None] | None, on_candidate: Callable[[Candidate], None] | None = None
+    ) -> None:
         self.on_pin = on_pin
+        self.on_candidate = on_candidate
 
     def pinning(self, candidate: BaseCandidate) -> None:
-        if self.on_pin is not None and base_of(candidate) is not None:
+        base = base_of(candidate)
+        if base is None:
+            return
+        if self.on_pin is not None:
             self.on_pin(candidate.describe())
+        if self.on_candidate is not None:
+            self.on_candidate(base)
 
 
 def resolve_target(
@@ -72,13 +90,17 @@ def resolve_target(
     on_pin: Callable[[str], None] | None = None,
     on_metadata: Callable[[], None] | None = None,
     extra_constraints: Sequence[Requirement] = (),
+    on_candidate: Callable[[Candidate], None] | None = None,
 ) -> Resolution:
     """Resolve the manifest for `target`; `extra_constraints` apply to this target only (joint
-    resolution narrows one platform's versions with them)."""
+    resolution narrows one platform's versions with them). `on_candidate` hears of each version
+    pinned on the way (followers start their reads with it)."""
     factory = Factory(
         session, target, preferred=preferred, on_metadata=on_metadata, extra_constraints=extra_constraints
     )
-    resolver: Resolver[BaseRequirement, BaseCandidate, str] = Resolver(Provider(factory), _Reporter(on_pin))
+    resolver: Resolver[BaseRequirement, BaseCandidate, str] = Resolver(
+        Provider(factory), _Reporter(on_pin, on_candidate)
+    )
     roots = factory.root_requirements()
     try:
         result = resolver.resolve(roots, max_rounds=MAX_ROUNDS)
@@ -104,20 +126,21 @@ def follow_target(
     on_pin: Callable[[str], None] | None = None,
     on_metadata: Callable[[], None] | None = None,
     extra_constraints: Sequence[Requirement] = (),
+    follower: Follower | None = None,
 ) -> Resolution | None:
     """`target` locked with the leader's versions, or None when it needs its own resolution
-    (`kernodeck.resolve.follow`)."""
-    from kernodeck.resolve.follow import follow
-
-    walked = follow(
-        session,
-        target,
-        leader,
-        preferred=preferred,
-        on_pin=on_pin,
-        on_metadata=on_metadata,
-        extra_constraints=extra_constraints,
-    )
+    (`kernodeck.resolve.follow`). `follower`: one made before the leader was resolved (its reads
+    started as the leader pinned); the other arguments are then its own."""
+    if follower is None:
+        follower = Follower(
+            session,
+            target,
+            preferred=preferred,
+            on_pin=on_pin,
+            on_metadata=on_metadata,
+            extra_constraints=extra_constraints,
+        )
+    walked = follower.walk(leader)
     if walked is None:
         return None
     mapping, information = walked

@@ -39,54 +39,78 @@ if TYPE_CHECKING:
 Information = tuple[BaseRequirement, BaseCandidate | None]
 
 
-def follow(
-    session: Session,
-    target: Target,
-    leader: Resolution,
-    *,
-    preferred: Mapping[str, Version] | None = None,
-    on_pin: Callable[[str], None] | None = None,
-    on_metadata: Callable[[], None] | None = None,
-    extra_constraints: Sequence[Requirement] = (),
-) -> tuple[dict[str, BaseCandidate], dict[str, list[Information]]] | None:
-    """(candidate per identifier, what required each) for `target` with the leader's versions, or
-    None when the full resolver must decide (see the module docstring)."""
-    led: dict[NormalizedName, Version] = {p.name: p.version for p in leader.pins}
-    own: dict[str, Version] = {canonicalize_name(k): v for k, v in (preferred or {}).items()}
-    if any(n in led and led[NormalizedName(n)].public != v.public for n, v in own.items()):
-        return None  # this platform's own lock differs from the leader's: let the resolver weigh it
-    factory = Factory(
-        session,
-        target,
-        preferred={**own, **{str(n): v for n, v in led.items()}},
-        on_metadata=on_metadata,
-        extra_constraints=extra_constraints,
-    )
-    roots = factory.root_requirements()
-    for name in led:  # the pages and metadata of the leader's versions, all at once
-        factory.lookahead(name, None)
-    chosen: dict[str, BaseCandidate] = {}
-    required: dict[str, list[BaseRequirement]] = {}
-    information: dict[str, list[Information]] = {}
-    queue: deque[Information] = deque((r, None) for r in roots)
-    while queue:
-        req, parent = queue.popleft()
-        ident = req.identifier
-        required.setdefault(ident, []).append(req)
-        information.setdefault(ident, []).append((req, parent))
-        cand = chosen.get(ident)
-        if cand is not None:
-            if not req.is_satisfied_by(cand):
-                return None  # a later requirement excludes the version taken: needs a search
-            continue
-        cand = _choose(factory, ident, required[ident], led)
-        if cand is None:
-            return None
-        chosen[ident] = cand
-        if on_pin is not None and base_of(cand) is not None:
-            on_pin(cand.describe())
-        queue.extend((dep, cand) for dep in factory.get_dependencies(cand))
-    return chosen, information
+class Follower:
+    """One platform that will follow the leader. Created before the leader is resolved, so that
+    each version the leader pins starts this platform's page and metadata reads at once (`ahead`),
+    while the leader is still working; `walk` then checks the leader's final versions."""
+
+    def __init__(
+        self,
+        session: Session,
+        target: Target,
+        *,
+        preferred: Mapping[str, Version] | None = None,
+        on_pin: Callable[[str], None] | None = None,
+        on_metadata: Callable[[], None] | None = None,
+        extra_constraints: Sequence[Requirement] = (),
+    ) -> None:
+        self.target = target
+        self.own: dict[NormalizedName, Version] = {
+            canonicalize_name(k): v for k, v in (preferred or {}).items()
+        }
+        self.factory = Factory(
+            session,
+            target,
+            preferred=dict(self.own.items()),
+            on_metadata=on_metadata,
+            extra_constraints=extra_constraints,
+        )
+        self._on_pin = on_pin
+
+    def ahead(self, name: NormalizedName, version: Version) -> None:
+        """The leader pinned `name==version`: load this platform's files and metadata for it."""
+        own = self.own.get(name)
+        if own is not None and own.public != version.public:
+            return
+        self.factory.preferred[name] = version
+        self.factory.lookahead(name, None)
+
+    def walk(
+        self, leader: Resolution
+    ) -> tuple[dict[str, BaseCandidate], dict[str, list[Information]]] | None:
+        """(candidate per identifier, what required each) with the leader's versions, or None
+        when the full resolver must decide (see the module docstring)."""
+        led: dict[NormalizedName, Version] = {p.name: p.version for p in leader.pins}
+        if any(n in led and led[n].public != v.public for n, v in self.own.items()):
+            return None  # this platform's own lock differs from the leader's: let the resolver weigh it
+        factory = self.factory
+        # the leader's final versions (it may have moved away from some it pinned on the way)
+        factory.preferred = {**self.own, **led}
+        roots = factory.root_requirements()
+        for name in led:  # pages and metadata not started while the leader worked, all at once
+            factory.lookahead(name, None)
+        chosen: dict[str, BaseCandidate] = {}
+        required: dict[str, list[BaseRequirement]] = {}
+        information: dict[str, list[Information]] = {}
+        queue: deque[Information] = deque((r, None) for r in roots)
+        while queue:
+            req, parent = queue.popleft()
+            ident = req.identifier
+            required.setdefault(ident, []).append(req)
+            information.setdefault(ident, []).append((req, parent))
+            cand = chosen.get(ident)
+            if cand is not None:
+                if not req.is_satisfied_by(cand):
+                    return None  # a later requirement excludes the version taken: needs a search
+                continue
+            cand = _choose(factory, ident, required[ident], led)
+            if cand is None:
+                return None
+            chosen[ident] = cand
+            if self._on_pin is not None and base_of(cand) is not None:
+                self._on_pin(cand.describe())
+            queue.extend((dep, cand) for dep in factory.get_dependencies(cand))
+        return chosen, information
 
 
 def _choose(
