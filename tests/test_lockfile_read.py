@@ -120,3 +120,27 @@ def test_read_pins_of_a_missing_or_unreadable_file_is_empty(tmp_path: Path) -> N
     assert read_pins(tmp_path / "binary.txt") == {}
     (tmp_path / "ok.txt").write_text("dep==1.0\n", encoding="utf-8")
     assert read_pins(tmp_path / "ok.txt") == {"dep": Version("1.0")}
+
+
+def test_plain_pins_read_without_the_pep508_parser_equal_what_it_reads(tmp_path: Path) -> None:
+    """`name==version` lines take a short path; what comes out is what the full parser gives,
+    and anything else (extras, markers, wildcards, bad versions) still goes through it."""
+    text = (
+        "numpy==2.2.6 \\\n    --hash=sha256:" + "a" * 64 + "\n"
+        "torch == 2.6.0+cu126\n"
+        "zope.interface==1!7.2.post1\n"
+        "legacy===weird-build\n"
+        "withextra[x]==1.0\n"
+        "marked==1.0 ; python_version < '4'\n"
+    )
+    pins = {p.name: p for p in parse_lockfile(text, lenient=True).pins}
+    assert pins["numpy"].version == "2.2.6" and pins["numpy"].hashes == ("a" * 64,)
+    assert pins["torch"].version == "2.6.0+cu126" and pins["torch"].line == 3
+    assert pins["zope.interface"].version == "1!7.2.post1"
+    assert pins["legacy"].version == "weird-build"
+    assert pins["withextra"].extras == ("x",)
+    assert pins["marked"].marker == 'python_version < "4"'
+    bad = tmp_path / "bad.txt"
+    bad.write_text("numpy==1.0.abc\n")
+    with pytest.raises(LockfileError, match="not a pinned requirement"):
+        parse_lockfile(bad.read_text(), path=bad)

@@ -88,6 +88,8 @@ class LockFile:
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _HASH = re.compile(r"^--hash[=\s]\s*([a-z0-9]+):([0-9a-fA-F]+)$")
 _OPTION_SPLIT = re.compile(r"\s+(?=--)")
+# `name==version` with nothing else (what `kernodeck lock` writes): read without the PEP 508 parser
+_SIMPLE_PIN = re.compile(r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(===?)\s*([A-Za-z0-9.!+_-]+)")
 
 
 def lockfile_path(manifest_dir: Path, platform: str) -> Path:
@@ -186,6 +188,14 @@ def read_pins(path: Path) -> dict[str, Version]:
     return pins_of_text(text)
 
 
+def _valid_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False  # the PEP 508 parser decides (and names the problem)
+    return True
+
+
 def _parse_pin(joined: str, number: int, path: Path, via: tuple[str, ...]) -> Pin:
     parts = _OPTION_SPLIT.split(joined)
     spec, options = parts[0].strip(), parts[1:]
@@ -200,6 +210,9 @@ def _parse_pin(joined: str, number: int, path: Path, via: tuple[str, ...]) -> Pi
             hashes.append(m.group(2).lower())
         elif not opt.strip().startswith("--"):
             raise LockfileError(f"{path}:{number}: cannot read {opt.strip()!r}")
+    simple = _SIMPLE_PIN.fullmatch(spec)
+    if simple is not None and _valid_version(simple.group(3)):
+        return Pin(name=simple.group(1), version=simple.group(3), hashes=tuple(hashes), via=via, line=number)
     try:
         req = Requirement(spec)
     except InvalidRequirement as e:
