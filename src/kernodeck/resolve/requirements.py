@@ -81,7 +81,7 @@ class BaseRequirement:
 
 
 class SpecifierRequirement(BaseRequirement):
-    __slots__ = ("_allowed", "_extras", "_identifier", "_name", "req")
+    __slots__ = ("_allowed", "_exact", "_extras", "_identifier", "_name", "req")
 
     def __init__(self, req: Requirement) -> None:
         self.req = req
@@ -91,6 +91,7 @@ class SpecifierRequirement(BaseRequirement):
         # version -> allowed: the resolver asks again for the same versions on every round
         # (every criterion's pin is re-checked each round), so each answer is computed once
         self._allowed: dict[Version, bool] = {}
+        self._exact: bool | None = None
 
     @property
     def identifier(self) -> str:
@@ -119,7 +120,10 @@ class SpecifierRequirement(BaseRequirement):
 
     @property
     def pinned_exactly(self) -> bool:
-        return pins_exactly(self.req.specifier)
+        exact = self._exact
+        if exact is None:  # asked on every preference of every round: worked out once
+            exact = self._exact = pins_exactly(self.req.specifier)
+        return exact
 
     def describe(self) -> str:
         extras = f"[{','.join(sorted(self._extras))}]" if self._extras else ""
@@ -164,10 +168,17 @@ class ExactBaseRequirement(BaseRequirement):
 
 
 class RequiresPythonRequirement(BaseRequirement):
-    __slots__ = ("_specifier",)
+    __slots__ = ("_allowed", "_specifier")
 
     def __init__(self, specifier: SpecifierSet) -> None:
         self._specifier = specifier
+        self._allowed: dict[Version, bool] = {}  # asked about the one target Python, every round
+
+    def allows(self, version: Version) -> bool:
+        hit = self._allowed.get(version)
+        if hit is None:
+            hit = self._allowed[version] = self._specifier.contains(version, prereleases=True)
+        return hit
 
     @property
     def identifier(self) -> str:
