@@ -33,6 +33,12 @@ from kernodeck.index.models import CoreMetadata, MetadataError
 TAIL_BYTES = 16 * 1024
 #: Slack read beyond the METADATA member's compressed size for its local header's extra field.
 _LOCAL_HEADER_SLACK = 30 + 1024
+#: Read before a central directory that is not in the tail, so that one request brings both the
+#: directory and, usually, the METADATA member: a wheel's .dist-info is written last, and between
+#: METADATA and the directory lie WHEEL, a few small files and RECORD, which grows with the directory.
+_MEMBER_LEAD = 64 * 1024
+_MAX_DIRECTORY_LEAD = 1024 * 1024
+_EOCD = struct.Struct("<4s4H2LH")  # end of central directory record
 
 
 class MetadataTooLarge(MetadataError):
@@ -112,9 +118,28 @@ class _RangeFile(io.RawIOBase):
         if start >= end or self._cached(start, end) is not None:
             return
         got_start, _total, data = self._fetch(start, end - start)
-        self._chunks.append((got_start, data))
         self.requests += 1
         self.bytes_read += len(data)
+        # joined to a chunk that starts where this one ends, so reads across both are served
+        for i, (cstart, cdata) in enumerate(self._chunks):
+            if cstart == got_start + len(data):
+                self._chunks[i] = (got_start, data + cdata)
+                return
+        self._chunks.append((got_start, data))
+
+    def cover_central_directory(self) -> None:
+        """When the tail lacks part of the central directory, fetch the rest of it together with
+        what precedes it (`_MEMBER_LEAD`): one request instead of one for the directory and one
+        for the METADATA member. A zip64 archive or an unreadable end record is read as it comes."""
+        start, data = self._chunks[0]
+        at = data.rfind(b"PK\x05\x06")
+        if at < 0 or len(data) - at < _EOCD.size:
+            return
+        _sig, _disk, _cd_disk, _here, _total, cd_size, cd_offset, _comment = _EOCD.unpack_from(data, at)
+        if cd_offset == 0xFFFFFFFF or cd_size == 0xFFFFFFFF or cd_offset >= start:
+            return
+        lead = min(cd_size // 4, _MAX_DIRECTORY_LEAD) + _MEMBER_LEAD
+        self.prefetch(max(0, cd_offset - lead), start)
 
     def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:
@@ -179,6 +204,7 @@ def read_wheel_metadata_by_ranges(
 ) -> tuple[bytes, int, int]:
     """(METADATA bytes, range requests made, bytes read). Raises RangeUnsupported from `fetch`."""
     rf = _RangeFile(fetch)
+    rf.cover_central_directory()
     try:
         with zipfile.ZipFile(rf) as zf:
             info = _metadata_member(zf, filename)
