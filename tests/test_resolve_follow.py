@@ -199,3 +199,30 @@ def test_a_joint_lock_writes_what_independent_resolutions_write_when_they_agree(
     for p in platforms:
         assert body(joint, p["name"]) == body(alone, p["name"]), p["name"]
         assert len(body(joint, p["name"])) > 5
+
+
+def test_the_graph_is_fetched_ahead_of_the_resolver(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, session_for: Any
+) -> None:
+    """The likely version's dependencies are fetched as soon as its metadata arrives, without
+    the resolver asking: a chain a -> b -> c -> d is read to its end from the roots alone (a
+    follower's factory does not: it reads what its leader pins)."""
+    import time
+
+    from kernodeck.resolve.factory import Factory
+
+    f = index_factory
+    f.add_wheel("a", "1.0", requires=["b"])
+    f.add_wheel("b", "1.0", requires=["c>=1", 'never; sys_platform == "win32"'])
+    f.add_wheel("c", "1.0", requires=["d"])
+    f.add_wheel("d", "1.0")
+    f.add_wheel("never", "1.0")
+    path = write_manifest(tmp_path / "p", requirements=["a"], default_url=served_index.url())
+    lk = session_for(path)
+    factory = Factory(lk.session, lk.targets["linux"])
+    factory.root_requirements()  # looks ahead from the roots; nothing is resolved
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "d" not in factory._projects:
+        time.sleep(0.05)
+    assert {"a", "b", "c", "d"} <= set(factory._projects)
+    assert "never" not in factory._projects  # a marker false on this platform is not followed

@@ -404,6 +404,9 @@ class Factory:
         self.required_by: dict[NormalizedName, dict[str, str]] = {}  # dep -> {parent: requirement}
         self.direct: set[NormalizedName] = set()
         self._on_metadata = on_metadata
+        # prefetch the dependencies of each likely version too (a follower reads what its leader
+        # pinned instead)
+        self.deep_lookahead = True
 
     # -- roots -----------------------------------------------------------------------------------
 
@@ -489,7 +492,20 @@ class Factory:
                 files = pf.files(best, False)
                 if files:
                     with contextlib.suppress(RuntimeError):  # pools shut down: nothing to prefetch
-                        self.session.metadata_future(files[0])
+                        md = self.session.metadata_future(files[0])
+                        if self.deep_lookahead:
+                            md.add_done_callback(deeper)
+
+        def deeper(done: Future[CoreMetadata]) -> None:
+            # The likely version's own dependencies, ahead of the resolver: a cold lock fetches
+            # the graph at the network's pace instead of one resolver round at a time.
+            if done.cancelled() or done.exception() is not None:
+                return
+            for r in done.result().requires_dist:
+                if r.url or (r.marker is not None and not self.target.evaluate_marker(r.marker, ())):
+                    continue
+                with contextlib.suppress(RuntimeError):
+                    self.lookahead(canonicalize_name(r.name), SpecifierRequirement(r))  # marker unused
 
         fut.add_done_callback(prefetch)
 

@@ -65,6 +65,7 @@ class Follower:
             on_metadata=on_metadata,
             extra_constraints=extra_constraints,
         )
+        self.factory.deep_lookahead = False  # it reads what the leader pins (`ahead`)
         self._on_pin = on_pin
 
     def ahead(self, name: NormalizedName, version: Version) -> None:
