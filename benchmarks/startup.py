@@ -95,7 +95,7 @@ def data_project(work: Path) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     data = b"kernodeck start-up benchmark\n" * 1000
     (work / "train.bin").write_bytes(data)
-    py = "%d.%d" % sys.version_info[:2]
+    py = f"{sys.version_info[0]}.{sys.version_info[1]}"
     (work / "repro.toml").write_text(DATA_MANIFEST.format(py=py, sha=hashlib.sha256(data).hexdigest()))
     return work / "repro.toml"
 
