@@ -7,6 +7,7 @@ is a terminal and not -q), the summary, the failures and the exit code. The work
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -86,8 +87,10 @@ def lock(
     mirrors: tuple[str, ...],
 ) -> None:
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
+    pip_settings = _prestart_pip_settings()
     from kernodeck.lock import Format, lock_manifest
 
+    pip_settings.join()
     progress = progress_for(quiet, sys.stderr)
     result = lock_manifest(
         manifest,
@@ -154,6 +157,20 @@ def lock(
     _report_failures(result)
     if result.failed:
         ctx.exit(EXIT_FAILED)
+
+
+def _prestart_pip_settings() -> threading.Thread:
+    """Read the locker's pip settings (one pip subprocess; kernodeck.index.sources keeps the
+    answer for the process) while kernodeck.lock loads: every lock reads them for its notices."""
+    from kernodeck.index.sources import locker_pip_settings
+
+    def read() -> None:
+        with contextlib.suppress(Exception):  # the lock itself reads them again and reports
+            locker_pip_settings()
+
+    thread = threading.Thread(target=read, name="kernodeck-pip-settings", daemon=True)
+    thread.start()
+    return thread
 
 
 def _report_failures(result: LockResult) -> None:
