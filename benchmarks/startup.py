@@ -15,7 +15,10 @@ order rotated every round), medians reported with the ratio to `python -c pass`:
   (a loopback index started here served the first, untimed lock; the replay reads nothing from it).
 
 With `--baseline-src` (e.g. main's `src`), every Kernodeck variant also runs against that source
-tree in the same rounds (`... [baseline]` rows, and `after/before` ratios). Modules are compiled in
+tree in the same rounds (`... [baseline]` rows, and `after/before` ratios). `--instructions` also
+counts the instructions each variant executes, once, under valgrind (`cachegrind`, the process
+itself, not its children such as the lock's pip subprocess): deterministic where a shared machine
+makes times swing. Modules are compiled in
 an untimed round first, as for an installed Kernodeck. Offline; not part of `make test`. Times on
 a shared machine are noisy: read the ratios, not the seconds.
 """
@@ -25,6 +28,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -138,12 +143,25 @@ def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, flo
     return elapsed, usage.ru_utime + usage.ru_stime
 
 
+def instructions(cmd: list[str], env: dict[str, str], cwd: Path) -> int:
+    """Instructions executed by one run of `cmd` (valgrind's `I refs`; children not followed)."""
+    vg = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    proc = subprocess.run([*vg, *cmd], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise SystemExit(f"valgrind failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--baseline-src", type=Path, default=None, help="another Kernodeck src tree to compare")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--instructions", action="store_true", help="also count instructions (valgrind)")
     args = ap.parse_args(argv)
+    if args.instructions and shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind on PATH")
 
     trees = {"": ROOT / "src"}
     if args.baseline_src is not None:
@@ -194,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                 wall, used = run_once(cmd, env, cwd)
                 times[n].append(wall)
                 cpu[n].append(used)
+        instr = {n: instructions(*variants[n]) for n in names} if args.instructions else {}
         replay_requests = len(server.requests) - served_before
 
     base = statistics.median(times["python -c pass"])
@@ -201,15 +220,26 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0]
     print(f"# Start-up: {args.runs} interleaved runs, medians ({PY}; load {load:.2f}, {os.cpu_count()} CPUs)")
     print()
-    print("| variant | wall s | × `python -c pass` | CPU s | × CPU | after/before wall | after/before CPU |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    head = "| variant | wall s | × `python -c pass` | CPU s | × CPU | after/before wall | after/before CPU |"
+    rule = "|---|---:|---:|---:|---:|---:|---:|"
+    if instr:
+        head += " instructions | × | after/before instr |"
+        rule += "---:|---:|---:|"
+    print(head)
+    print(rule)
     for n in names:
         med, c = statistics.median(times[n]), statistics.median(cpu[n])
-        vs = vs_cpu = ""
-        if f"{n} [baseline]" in times:
-            vs = f"{med / statistics.median(times[f'{n} [baseline]']):.2f}"
-            vs_cpu = f"{c / statistics.median(cpu[f'{n} [baseline]']):.2f}"
-        print(f"| {n} | {med:.3f} | {med / base:.2f} | {c:.3f} | {c / base_cpu:.2f} | {vs} | {vs_cpu} |")
+        before = f"{n} [baseline]"
+        vs = vs_cpu = vs_instr = ""
+        if before in times:
+            vs = f"{med / statistics.median(times[before]):.2f}"
+            vs_cpu = f"{c / statistics.median(cpu[before]):.2f}"
+        line = f"| {n} | {med:.3f} | {med / base:.2f} | {c:.3f} | {c / base_cpu:.2f} | {vs} | {vs_cpu} |"
+        if instr:
+            if before in instr:
+                vs_instr = f"{instr[n] / instr[before]:.2f}"
+            line += f" {instr[n] / 1e6:.0f} M | {instr[n] / instr['python -c pass']:.1f} | {vs_instr} |"
+        print(line)
     if replay_requests:
         print(f"\nnote: the replayed locks made {replay_requests} requests to the index (expected none)")
     return 0
