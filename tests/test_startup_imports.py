@@ -150,3 +150,21 @@ def test_a_replayed_lock_with_differences_loads_no_http_client(
     assert served_index.requests == []
     assert "httpx" not in loaded and "kernodeck.index.transport" not in loaded
     assert "kernodeck.index.client" not in loaded and "rich" not in loaded
+
+
+def test_importing_the_manifest_models_does_not_read_their_source() -> None:
+    # the field descriptions (attribute docstrings) are read for the JSON Schema and the docs only
+    code = (
+        "import inspect\n"
+        "calls = []\n"
+        "real = inspect.getsource\n"
+        "inspect.getsource = lambda obj: (calls.append(obj), real(obj))[1]\n"
+        "import kernodeck.manifest.load as load\n"
+        "from kernodeck.manifest.schema import Manifest\n"
+        "assert calls == [], calls\n"
+        "assert Manifest.model_fields['python'].description is None\n"
+        "from kernodeck.manifest.jsonschema import schema_dict\n"
+        "assert schema_dict()['properties']['python']['description'] == 'The interpreter.'\n"
+        "assert Manifest.model_fields['python'].description == 'The interpreter.'\n"
+    )
+    assert _loaded(code, ()) == []

@@ -68,7 +68,10 @@ def describe_fields() -> None:
     import inspect
     import sys
 
-    tree = ast.parse(inspect.getsource(sys.modules[__name__]))
+    try:
+        tree = ast.parse(inspect.getsource(sys.modules[__name__]))
+    except (OSError, TypeError):  # no source (compiled only): no descriptions, as with pydantic's
+        tree = ast.Module(body=[], type_ignores=[])
     docs: dict[str, dict[str, str]] = {}
     for node in tree.body:
         if not isinstance(node, ast.ClassDef):
