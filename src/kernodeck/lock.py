@@ -72,7 +72,6 @@ from kernodeck.manifest.adopt import first_lock_source
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.pinreport import PinReport, first_lock_reports
 from kernodeck.manifest.sources import apply_sources
-from kernodeck.resolve.joint import Difference
 from kernodeck.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
@@ -81,6 +80,7 @@ if TYPE_CHECKING:
     from kernodeck.manifest.schema import Manifest, Packages
     from kernodeck.resolve import Resolution, Routing
     from kernodeck.resolve.candidates import Candidate
+    from kernodeck.resolve.joint import Difference
     from kernodeck.targets import Target
 
 __all__ = [

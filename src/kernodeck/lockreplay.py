@@ -34,10 +34,13 @@ from packaging.version import Version
 from kernodeck.index.cache import DEFAULT_PAGE_TTL, IndexCache, page_is_fresh
 from kernodeck.lockconvert import Rendered
 from kernodeck.lockinputs import default_index_for
-from kernodeck.resolve.joint import Difference
 
 if TYPE_CHECKING:
     from kernodeck.manifest.schema import Manifest
+    from kernodeck.resolve.joint import Difference
+
+# A replay needs neither the resolver nor the HTTP client (kernodeck.resolve pulls in both):
+# Difference is imported only to rebuild a record's differences.
 
 REPLAY_FORMAT = 2
 
@@ -148,6 +151,8 @@ def store(
 
 
 def _difference_from_json(d: dict[str, Any]) -> Difference:
+    from kernodeck.resolve.joint import Difference
+
     return Difference(
         canonicalize_name(d["package"]), {p: Version(v) for p, v in d["versions"].items()}, str(d["reason"])
     )

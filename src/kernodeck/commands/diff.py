@@ -6,7 +6,6 @@ import click
 
 from kernodeck.commands.options import json_option, report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK
-from kernodeck.fsio import atomic_write_text
 from kernodeck.render.output import OutputOptions
 
 
@@ -36,6 +35,7 @@ def diff(
     the live environment against. Exit 0 when nothing differs, 1 when something does.
     """
     from kernodeck.diff import diff_reports, resolve_side
+    from kernodeck.fsio import atomic_write_text
     from kernodeck.render.terminal import render_diff
 
     report_a, name_a = resolve_side(a, python=python, compute=not no_compute)

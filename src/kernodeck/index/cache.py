@@ -46,9 +46,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import filelock
-import platformdirs
-
 from kernodeck.fsio import atomic_write_bytes
 
 _LAYOUT = "index-v2"
@@ -63,6 +60,8 @@ def default_cache_dir() -> Path:
     env = os.environ.get("KERNODECK_CACHE_DIR")
     if env:
         return Path(env)
+    import platformdirs
+
     return Path(platformdirs.user_cache_dir("kernodeck"))
 
 
@@ -389,6 +388,8 @@ class IndexCache:
                 return
             path = self.root / "locks" / f"{k[:3]}.lock"  # 4096 buckets, not one file per name
             path.parent.mkdir(parents=True, exist_ok=True)
+            import filelock
+
             flock = filelock.FileLock(str(path), timeout=timeout)
             try:
                 flock.acquire()

@@ -11,13 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
-import tomlkit
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
 from kernodeck.lockfile.header import digest_line, input_line, platform_line
 from kernodeck.urls import strip_userinfo
+
+if TYPE_CHECKING:
+    import tomlkit.items
+
+# tomlkit is imported by the pylock renderer only: verify and requirements locks never load it.
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,8 @@ def render_requirements(lock: PlatformLock) -> str:
 
 def render_pylock(lock: PlatformLock) -> str:
     """A PEP 751 lock file for one platform (lock-version 1.0)."""
+    import tomlkit
+
     doc = tomlkit.document()
     doc.add(
         tomlkit.comment(
@@ -193,6 +200,8 @@ def render_pylock(lock: PlatformLock) -> str:
 
 
 def _file_table(f: LockedFile) -> tomlkit.items.InlineTable:
+    import tomlkit
+
     t = tomlkit.inline_table()
     t["name"] = f.filename
     if f.upload_time is not None:

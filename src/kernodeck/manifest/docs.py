@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import AfterValidator, BaseModel
 from pydantic.fields import FieldInfo
 
-from kernodeck.manifest.schema import Manifest
+from kernodeck.manifest.schema import Manifest, describe_fields
 
 #: Single-value validators of schema.py, in words.
 _CHECKED: dict[str, str] = {
@@ -169,6 +169,7 @@ def manifest_reference(examples: list[Path] | None = None, root: Path | None = N
         "relative to the manifest's folder.",
         "",
     ]
+    describe_fields()
     _sections(Manifest, "", False, out)
     if examples:
         out.append("## Examples")

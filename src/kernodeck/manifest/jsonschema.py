@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kernodeck.manifest.schema import Manifest
+from kernodeck.manifest.schema import Manifest, describe_fields
 
 SCHEMA_ID = "https://kernodeck.dev/schema/repro.schema.json"
 
 
 def schema_dict() -> dict[str, Any]:
+    describe_fields()
     body = Manifest.model_json_schema(by_alias=True, mode="validation")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -41,9 +41,9 @@ from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import PYTORCH_INDEX_BASE, routes_to_backend
 from kernodeck.errors import ResolutionError
-from kernodeck.index.client import IndexClient, default_index_url
 from kernodeck.index.evaluate import Accepted, Rejected, evaluate
 from kernodeck.index.models import CoreMetadata, IndexFile, IndexSource, NotFound, ProjectPage
+from kernodeck.index.sources import default_index_url
 from kernodeck.resolve.candidates import (
     PYTHON_IDENTIFIER,
     BaseCandidate,
@@ -164,6 +164,8 @@ class Session:
         self.routing = routing
         self.per_platform = dict(per_platform or {})  # platform name -> its own routing
         self.settings = settings
+        from kernodeck.index.client import IndexClient  # httpx: only when a lock resolves
+
         self.client = IndexClient(
             cache_dir=cache_dir,
             offline=offline,
