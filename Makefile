@@ -40,7 +40,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/lock.py --scaling
 	$(PY) benchmarks/verify.py | tee benchmarks/results/verify.md
 	$(PY) benchmarks/fleet.py | tee benchmarks/results/fleet.md
-	cat benchmarks/results/lock.md benchmarks/results/verify.md benchmarks/results/fleet.md > benchmarks/results.md
+	$(PY) benchmarks/require.py | tee benchmarks/results/require.md
+	$(PY) benchmarks/startup.py | tee benchmarks/results/startup.md
+	cat benchmarks/results/lock.md benchmarks/results/verify.md benchmarks/results/fleet.md \
+	  benchmarks/results/require.md benchmarks/results/startup.md > benchmarks/results.md
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks
