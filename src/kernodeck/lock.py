@@ -638,8 +638,9 @@ def _finish(
                 warnings=tuple(r.warnings),
             )
         )
-    if not check:
-        # every file of this lock moves together: the whole old set or the whole new set
+    if not check and (pending or interrupted_set(out_dir)):
+        # every file of this lock moves together: the whole old set or the whole new set (an
+        # unchanged set is left alone: no journal, no fsync; an interrupted one is finished)
         write_set(out_dir, [(f.name, c.encode("utf-8")) for f, c in pending], is_lock_file)
     return LockResult(
         manifest_path=path,

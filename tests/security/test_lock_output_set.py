@@ -125,3 +125,26 @@ def test_an_interrupted_lock_is_reported_then_finished(
     assert not fsio.interrupted_set(folder)
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
     assert lock_manifest(manifest, cache_dir=cache, check=True).ok
+
+
+def test_an_unchanged_relock_leaves_the_files_alone_and_still_finishes_a_torn_set(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path
+) -> None:
+    manifest = _project(index_factory, served_index, tmp_path)
+    cache = tmp_path / "cache"
+    folder = manifest.parent
+    lock_manifest(manifest, cache_dir=cache)
+    files = [folder / requirements_filename(p) for p in ("linux", "windows")]
+    before = [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files]
+    result = lock_manifest(manifest, cache_dir=cache)
+    assert [p.status for p in result.platforms] == ["unchanged", "unchanged"]
+    assert [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files] == before  # not rewritten
+    assert not (folder / fsio.SET_JOURNAL).exists()
+    # a journal left by a run killed after its last rename (same content): still finished
+    (folder / fsio.SET_JOURNAL).write_text(
+        '[{"target": "requirements-rebuild-linux.txt", "temp": "gone.tmp"}]\n'
+    )
+    assert fsio.interrupted_set(folder)
+    lock_manifest(manifest, cache_dir=cache)
+    assert not fsio.interrupted_set(folder)
+    assert lock_manifest(manifest, cache_dir=cache, check=True).ok
