@@ -101,3 +101,16 @@ def test_invalid_filename_rejected() -> None:
     assert isinstance(r, Rejected) and "invalid distribution filename" in r.reason
     r2 = _ev(_file("x-1.0.exe"))
     assert isinstance(r2, Rejected)
+
+
+def test_requires_python_is_judged_once_per_specifier_and_python() -> None:
+    from kernodeck.index.evaluate import python_allowed
+
+    python_allowed.cache_clear()
+    assert python_allowed(">=3.9", "3.11.9") is True
+    assert python_allowed(">=3.12", "3.11.9") is False
+    assert python_allowed(">=3.12", "3.12.0") is True
+    assert python_allowed(">=3.9,<3.11", "3.11.9") is False
+    assert python_allowed(">=3.9.*", "3.11.9") is None  # invalid specifier
+    assert python_allowed(">=3.9", "3.11.9") is True
+    assert python_allowed.cache_info().hits == 1

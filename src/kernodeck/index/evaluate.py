@@ -9,6 +9,7 @@ sdists rank after every wheel.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -30,6 +31,18 @@ class Accepted:
 class Rejected:
     file: IndexFile
     reason: str
+
+
+@functools.lru_cache(maxsize=4096)
+def python_allowed(requires_python: str, python: str) -> bool | None:
+    """Whether `python` meets a file's requires-python (None: the specifier is invalid). A
+    project's files repeat a handful of these across thousands of files and every platform, so
+    each pair is parsed and judged once."""
+    try:
+        spec = SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        return None
+    return spec.contains(Version(python), prereleases=True)
 
 
 def _target_tag(target: Target) -> str:
@@ -60,11 +73,10 @@ def evaluate(
             file, f"uploaded {_fmt_time(file.upload_time)} after exclude-newer {_fmt_time(exclude_newer)}"
         )
     if file.requires_python:
-        try:
-            spec = SpecifierSet(file.requires_python)
-        except InvalidSpecifier:
+        ok = python_allowed(file.requires_python, target.python_full_version)
+        if ok is None:
             return Rejected(file, f"invalid requires-python {file.requires_python!r}")
-        if not spec.contains(target.python_full_version, prereleases=True):
+        if not ok:
             return Rejected(file, f"requires-python {file.requires_python}")
     if tags is not None:
         rank = target.tag_rank(tags)
