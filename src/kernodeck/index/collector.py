@@ -228,7 +228,7 @@ class PageCollector(IndexHttp):
                 body = self.cache.body_reader(cached)
             if body is not None:
                 page.use_reader(body)  # the text in memory goes
-                fp = self.cache.put_parsed(cached, [], [], spans=page.span_form(), body=body)
+                fp = self.cache.put_parsed(cached, [], [], spans=page.take_span_form(), body=body)
                 self._note_page(url, fp, cached)
             else:
                 self.not_replayable()

@@ -330,7 +330,7 @@ def _judge_raw(name: str, page_url: str, r: RawEntry, i: int) -> Entry | tuple[s
 
 
 def _grouped(
-    by_key: dict[str | None, list[int]], firsts: dict[str | None, tuple[int, Version]]
+    by_key: Mapping[Any, list[int]], firsts: Mapping[Any, tuple[int, Version]]
 ) -> dict[Version, tuple[int, ...]]:
     """Positions by version, as an eager parse groups them: each version text's positions under
     the Version of its first valid file, the versions in the order of those first files (equal
@@ -365,6 +365,7 @@ class ProjectPage:
         "_files",
         "_groups",
         "_groups_lock",
+        "_heads",
         "_ok",
         "_raw",
         "_read",
@@ -410,6 +411,9 @@ class ProjectPage:
         self._all: tuple[IndexFile, ...] | None = None
         self._groups: dict[Version, tuple[int, ...]] | None = dict(groups) if groups is not None else None
         self._groups_lock = threading.Lock()  # the platforms of a lock ask for one page at once
+        # of a page by spans just parsed: each version's first valid file as (version text,
+        # filename), until `take_span_form` takes them
+        self._heads: dict[Version, tuple[str, str]] | None = None
         self._after: dict[tuple[Version, datetime], bool] = {}  # the exclude-newer cut, once per page
 
     @property
@@ -422,17 +426,23 @@ class ProjectPage:
         """Where each entry of a page by spans starts in its text, then where the last ends."""
         return self._starts
 
-    def span_form(self) -> tuple[list[int], list[tuple[str, str, list[int]]], list[tuple[int, str, str]]]:
+    def take_span_form(
+        self,
+    ) -> tuple[list[int], list[tuple[str, str, list[int]]], list[tuple[int, str, str]]]:
         """What a page by spans keeps besides its text, in a form marshal stores: the offsets,
         the groups as (version text, filename of its first valid file, positions), and the
-        verdicts on the entries rejected while grouping; `from_span_form` makes the page again."""
+        verdicts on the entries rejected while grouping; `from_span_form` makes the page again.
+        Taken once, from a page just parsed (it then forgets the first files' names)."""
         assert self._starts is not None
         groups = self.versions()
+        heads, self._heads = self._heads or {}, None
         out = []
-        for positions in groups.values():
-            first = next(i for i in positions if self._check(i) is not None)
-            e = self._ok[first]
-            out.append((e[8], e[0], list(positions)))
+        for ver, positions in groups.items():
+            head = heads.get(ver)
+            if head is None:
+                first = next(i for i in positions if self._check(i) is not None)
+                head = (self._ok[first][8], self._ok[first][0])
+            out.append((head[0], head[1], list(positions)))
         return list(self._starts), out, [(i, a, b) for i, (a, b) in sorted(self._bad.items())]
 
     @classmethod
@@ -963,9 +973,12 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
     state: dict[str, Any] = {}
 
     def files(i: int) -> int:
-        starts: list[int] = []
-        by_key: dict[str | None, list[int]] = {}
-        firsts: dict[str | None, tuple[int, Version]] = {}
+        # nothing kept per entry but its start and its version text's number, in arrays: the
+        # page's objects are made after the walk, not between the walk's passing ones
+        starts = array("q")
+        kinds = array("l")
+        key_ids: dict[str | None, int] = {}
+        firsts: dict[int, tuple[int, Version, str, str]] = {}  # key id -> the first valid file's
         bad: dict[int, tuple[str, str]] = {}
         if text[i : i + 1] != "]":
             n = 0
@@ -976,16 +989,16 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
                     raise ValueError("not a value") from None
                 starts.append(i)
                 key = _version_key(obj.get("filename")) if type(obj) is dict else None
-                positions = by_key.get(key)
-                if positions is None:
-                    positions = by_key[key] = []
-                positions.append(n)
-                if key not in firsts:  # the version's first valid file proves it exists
+                kid = key_ids.get(key)
+                if kid is None:
+                    kid = key_ids[key] = len(key_ids)
+                kinds.append(kid)
+                if kid not in firsts:  # the version's first valid file proves it exists
                     got = _judge_raw(canon, page_url, _raw_entry(obj), n)
                     if len(got) == 2:
                         bad[n] = got
                     else:
-                        firsts[key] = (n, _version_of(got[8], got[0]))
+                        firsts[kid] = (n, _version_of(got[8], got[0]), got[8], got[0])
                 n += 1
                 c = text[end : end + 1]
                 if c in _WS_CHARS:
@@ -1003,7 +1016,16 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
                 raise ValueError("no comma")
         else:
             starts.append(i)
-        state["page"] = (starts, _grouped(by_key, firsts), bad)
+        by_key: dict[int, list[int]] = {kid: [] for kid in firsts}
+        for n, kid in enumerate(kinds):
+            positions = by_key.get(kid)
+            if positions is not None:
+                positions.append(n)
+        groups = _grouped(by_key, {k: (f[0], f[1]) for k, f in firsts.items()})
+        heads: dict[Version, tuple[str, str]] = {}
+        for _first, ver, text_, filename in sorted(firsts.values(), key=lambda f: f[0]):
+            heads.setdefault(ver, (text_, filename))
+        state["page"] = (starts, groups, bad, heads)
         return i + 1
 
     try:
@@ -1011,12 +1033,14 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
     except (ValueError, IndexError):
         return None
     _check_api(meta, index)
-    starts, groups, bad = state["page"]
+    starts, groups, bad, heads = state["page"]
 
     def read(runs: Sequence[tuple[int, int]]) -> list[str]:
         return [text[a:b] for a, b in runs]
 
-    return ProjectPage(canon, index, url=page_url, spans=starts, read=read, groups=groups, bad=bad)
+    page = ProjectPage(canon, index, url=page_url, spans=starts, read=read, groups=groups, bad=bad)
+    page._heads = heads
+    return page
 
 
 def parse_json_page(body: bytes, *, project: str, index: str, page_url: str) -> ProjectPage:
