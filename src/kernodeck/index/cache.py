@@ -62,7 +62,7 @@ _LAYOUT = "index-v2"
 _SEAL = b"KDC2 sha256:"
 _SEAL_LEN = len(_SEAL) + 64 + 1  # the seal line, newline included
 DEFAULT_PAGE_TTL = 600.0  # seconds a cached page without validators answers without the network
-_PARSED_FORMAT = 3  # 2: + whether the entries are a JSON page's raw ones; 3: JSON pages by spans
+_PARSED_FORMAT = 4  # 2: + whether the entries are a JSON page's raw ones; 4: JSON pages by spans
 _PARSED_SUFFIX = f".py{sys.version_info[0]}{sys.version_info[1]}.parsed"  # marshal is per version
 
 
@@ -401,7 +401,10 @@ class IndexCache:
             body = None
             if spans is not None:
                 form, (seal_, length, crc) = spans
-                spans = tuple(form)
+                starts, groups, bad = form
+                if not isinstance(starts, bytes) or len(starts) % 8 or not len(starts):
+                    return None
+                spans = (starts, list(groups), list(bad))
                 body = PageBody(path, url, bytes(seal_), int(length), int(crc), checked=False)
             return ParsedPage(
                 page,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 import threading
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -329,6 +330,12 @@ def _judge_raw(name: str, page_url: str, r: RawEntry, i: int) -> Entry | tuple[s
         return (str(r[0]) if r[0] else f"entry {i}", str(err))
 
 
+def _swapped(starts: array[int]) -> bytes:
+    copy = array("q", starts)
+    copy.byteswap()
+    return copy.tobytes()
+
+
 def _grouped(
     by_key: Mapping[Any, list[int]], firsts: Mapping[Any, tuple[int, Version]]
 ) -> dict[Version, tuple[int, ...]]:
@@ -428,8 +435,9 @@ class ProjectPage:
 
     def take_span_form(
         self,
-    ) -> tuple[list[int], list[tuple[str, str, list[int]]], list[tuple[int, str, str]]]:
-        """What a page by spans keeps besides its text, in a form marshal stores: the offsets,
+    ) -> tuple[bytes, list[tuple[str, str, list[int]]], list[tuple[int, str, str]]]:
+        """What a page by spans keeps besides its text, in a form marshal stores: the offsets
+        (little-endian 8-byte integers),
         the groups as (version text, filename of its first valid file, positions), and the
         verdicts on the entries rejected while grouping; `from_span_form` makes the page again.
         Taken once, from a page just parsed (it then forgets the first files' names)."""
@@ -443,7 +451,8 @@ class ProjectPage:
                 first = next(i for i in positions if self._check(i) is not None)
                 head = (self._ok[first][8], self._ok[first][0])
             out.append((head[0], head[1], list(positions)))
-        return list(self._starts), out, [(i, a, b) for i, (a, b) in sorted(self._bad.items())]
+        starts = self._starts.tobytes() if sys.byteorder == "little" else _swapped(self._starts)
+        return starts, out, [(i, a, b) for i, (a, b) in sorted(self._bad.items())]
 
     @classmethod
     def from_span_form(
@@ -454,7 +463,11 @@ class ProjectPage:
         form: tuple[Any, Any, Any],
         read: SpanReader,
     ) -> ProjectPage:
-        starts, groups, bad = form
+        packed, groups, bad = form
+        starts = array("q")
+        starts.frombytes(packed)  # little-endian 8-byte offsets: no int object per entry
+        if sys.byteorder != "little":
+            starts.byteswap()
         by_version: dict[Version, tuple[int, ...]] = {}
         for text, filename, positions in groups:
             by_version[_version_of(str(text), str(filename))] = tuple(positions)
