@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,50 @@ def test_a_page_that_is_not_plain_ascii_is_decoded_whole() -> None:
         assert page.spans is None and page.raw is not None
         ref = _reference(body)
         assert isinstance(ref, ProjectPage) and _answers(page) == _answers(ref)
+
+
+def _recording(text: str, read: list[Any]) -> Any:
+    def reader(runs: Any) -> list[str]:
+        read.extend(runs)
+        return [text[a:b] for a, b in runs]
+
+    return reader
+
+
+def test_the_exclude_newer_cut_reads_no_entry_of_a_version_uploaded_after_it() -> None:
+    late, early = "2025-07-01T00:00:00.000001Z", "2024-01-01T00:00:00Z"
+    files = [
+        _file("foo-1.0.tar.gz", **{"upload-time": early}),
+        _file("foo-2.0.tar.gz", **{"upload-time": late}),
+        _file("foo-2.0-py3-none-any.whl", **{"upload-time": "2025-06-30T23:59:59Z"}),
+        _file("foo-3.0.tar.gz", **{"upload-time": "2025-07-01T02:00:00+02:00"}),  # not as indexes write it
+        _file("foo-4.0.tar.gz", **{"upload-time": late}),
+        _file("foo-4.0-py3-none-any.whl", hashes={"sha256": "no"}, **{"upload-time": early}),  # rejected
+        _file("foo-5.0.tar.gz", **{"upload-time": "2025-06-01T00:00:00.500000Z"}),  # in the second of the cut
+    ]
+    body = json.dumps({"files": files}).encode()
+    ref = _reference(body)
+    assert isinstance(ref, ProjectPage)
+    for cut in (
+        "2025-06-01T00:00:00Z",
+        "2025-06-30T23:59:59Z",
+        "2025-07-01T00:00:00Z",
+        "2023-01-01T00:00:00Z",
+    ):
+        cutoff = datetime.fromisoformat(cut.replace("Z", "+00:00"))
+        page = parse_json_page(body, project="foo", index="main", page_url=PAGE_URL)
+        read: list[Any] = []
+        assert page.spans is not None
+        page.use_reader(_recording(body.decode(), read))
+        for v in ref.versions():
+            read.clear()
+            assert page.uploaded_after(v, cutoff) == ref.uploaded_after(v, cutoff), (cut, v)
+            later_by_text = {
+                "2023-01-01T00:00:00Z": ("1.0", "2.0", "4.0", "5.0"),
+                "2025-06-01T00:00:00Z": ("2.0",),
+                "2025-06-30T23:59:59Z": (),
+            }.get(cut, ())
+            assert (read == []) == (str(v) in later_by_text), (cut, v, read)
 
 
 # --- read back from the cache ---------------------------------------------------------------------

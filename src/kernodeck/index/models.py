@@ -368,6 +368,7 @@ class ProjectPage:
         "_all",
         "_bad",
         "_built",
+        "_earliest",
         "_entries",
         "_files",
         "_groups",
@@ -397,6 +398,7 @@ class ProjectPage:
         read: SpanReader | None = None,
         groups: Mapping[Version, tuple[int, ...]] | None = None,
         bad: Mapping[int, tuple[str, str]] | None = None,
+        earliest: Mapping[Version, str] | None = None,
     ) -> None:
         self.name = name  # canonical for a page of one project
         self.index = index
@@ -421,6 +423,9 @@ class ProjectPage:
         # of a page by spans just parsed: each version's first valid file as (version text,
         # filename), until `take_span_form` takes them
         self._heads: dict[Version, tuple[str, str]] | None = None
+        # of a page by spans: each version's earliest upload time to the second as written
+        # ("2025-05-31T12:34:56"), "" when one of its entries has no such time (see uploaded_after)
+        self._earliest: dict[Version, str] | None = dict(earliest) if earliest is not None else None
         self._after: dict[tuple[Version, datetime], bool] = {}  # the exclude-newer cut, once per page
 
     @property
@@ -435,22 +440,24 @@ class ProjectPage:
 
     def take_span_form(
         self,
-    ) -> tuple[bytes, list[tuple[str, str, list[int]]], list[tuple[int, str, str]]]:
+    ) -> tuple[bytes, list[tuple[str, str, list[int], str]], list[tuple[int, str, str]]]:
         """What a page by spans keeps besides its text, in a form marshal stores: the offsets
         (little-endian 8-byte integers),
-        the groups as (version text, filename of its first valid file, positions), and the
+        the groups as (version text, filename of its first valid file, positions, earliest upload
+        time), and the
         verdicts on the entries rejected while grouping; `from_span_form` makes the page again.
         Taken once, from a page just parsed (it then forgets the first files' names)."""
         assert self._starts is not None
         groups = self.versions()
         heads, self._heads = self._heads or {}, None
+        earliest = self._earliest or {}
         out = []
         for ver, positions in groups.items():
             head = heads.get(ver)
             if head is None:
                 first = next(i for i in positions if self._check(i) is not None)
                 head = (self._ok[first][8], self._ok[first][0])
-            out.append((head[0], head[1], list(positions)))
+            out.append((head[0], head[1], list(positions), earliest.get(ver, "")))
         starts = self._starts.tobytes() if sys.byteorder == "little" else _swapped(self._starts)
         return starts, out, [(i, a, b) for i, (a, b) in sorted(self._bad.items())]
 
@@ -469,8 +476,11 @@ class ProjectPage:
         if sys.byteorder != "little":
             starts.byteswap()
         by_version: dict[Version, tuple[int, ...]] = {}
-        for text, filename, positions in groups:
-            by_version[_version_of(str(text), str(filename))] = tuple(positions)
+        earliest: dict[Version, str] = {}
+        for text, filename, positions, first_time in groups:
+            ver = _version_of(str(text), str(filename))
+            by_version[ver] = tuple(positions)
+            earliest[ver] = str(first_time)
         return cls(
             name,
             index,
@@ -479,6 +489,7 @@ class ProjectPage:
             read=read,
             groups=by_version,
             bad={int(i): (str(a), str(b)) for i, a, b in bad},
+            earliest=earliest,
         )
 
     def use_reader(self, read: SpanReader) -> None:
@@ -661,6 +672,8 @@ class ProjectPage:
         if not self._lazy() and self._entries is None:
             return all((t := self._file(i).upload_time) is not None and t > cutoff for i in positions)
         cut = cutoff.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        if self._earliest is not None and self._earliest.get(version, "") > cut:
+            return True  # every entry's time as written is later by whole seconds: nothing to read
         unjudged: dict[int, RawEntry] = {}
         if self._lazy():
             todo = [i for i in positions if i not in self._ok and i not in self._bad]
@@ -992,7 +1005,9 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
         kinds = array("l")
         key_ids: dict[str | None, int] = {}
         firsts: dict[int, tuple[int, Version, str, str]] = {}  # key id -> the first valid file's
+        earliest: dict[int, str] = {}  # key id -> its earliest plain upload time, "" when one is not
         bad: dict[int, tuple[str, str]] = {}
+        plain_time = _PLAIN_TIME.match
         if text[i : i + 1] != "]":
             n = 0
             while True:
@@ -1001,10 +1016,18 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
                 except StopIteration:
                     raise ValueError("not a value") from None
                 starts.append(i)
-                key = _version_key(obj.get("filename")) if type(obj) is dict else None
+                if type(obj) is dict:
+                    key = _version_key(obj.get("filename"))
+                    t = obj.get("upload-time")
+                    t = t[:19] if type(t) is str and plain_time(t) else ""
+                else:
+                    key, t = None, ""
                 kid = key_ids.get(key)
                 if kid is None:
                     kid = key_ids[key] = len(key_ids)
+                    earliest[kid] = t
+                elif t < earliest[kid]:
+                    earliest[kid] = t
                 kinds.append(kid)
                 if kid not in firsts:  # the version's first valid file proves it exists
                     got = _judge_raw(canon, page_url, _raw_entry(obj), n)
@@ -1036,9 +1059,11 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
                 positions.append(n)
         groups = _grouped(by_key, {k: (f[0], f[1]) for k, f in firsts.items()})
         heads: dict[Version, tuple[str, str]] = {}
-        for _first, ver, text_, filename in sorted(firsts.values(), key=lambda f: f[0]):
+        times: dict[Version, str] = {}
+        for kid, (_first, ver, text_, filename) in sorted(firsts.items(), key=lambda f: f[1][0]):
             heads.setdefault(ver, (text_, filename))
-        state["page"] = (starts, groups, bad, heads)
+            times[ver] = min(times.get(ver, earliest[kid]), earliest[kid])
+        state["page"] = (starts, groups, bad, heads, times)
         return i + 1
 
     try:
@@ -1046,12 +1071,14 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
     except (ValueError, IndexError):
         return None
     _check_api(meta, index)
-    starts, groups, bad, heads = state["page"]
+    starts, groups, bad, heads, times = state["page"]
 
     def read(runs: Sequence[tuple[int, int]]) -> list[str]:
         return [text[a:b] for a, b in runs]
 
-    page = ProjectPage(canon, index, url=page_url, spans=starts, read=read, groups=groups, bad=bad)
+    page = ProjectPage(
+        canon, index, url=page_url, spans=starts, read=read, groups=groups, bad=bad, earliest=times
+    )
     page._heads = heads
     return page
 
