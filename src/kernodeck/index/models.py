@@ -1043,7 +1043,8 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
                 if c == ",":
                     i = end + 1
                     if text[i : i + 1] in _WS_CHARS:
-                        i = ws(text, i)
+                        # one space, as indexes write it (", "), else whatever whitespace
+                        i = i + 1 if text[i] == " " and text[i + 1 : i + 2] not in _WS_CHARS else ws(text, i)
                     continue
                 if c == "]":
                     starts.append(end)
