@@ -63,6 +63,7 @@ _SEAL = b"KDC2 sha256:"
 _SEAL_LEN = len(_SEAL) + 64 + 1  # the seal line, newline included
 DEFAULT_PAGE_TTL = 600.0  # seconds a cached page without validators answers without the network
 _PARSED_FORMAT = 4  # 2: + whether the entries are a JSON page's raw ones; 4: JSON pages by spans
+_CHECK_CHUNK = 1 << 20  # bytes read at once when a cached page is checked whole
 _PARSED_SUFFIX = f".py{sys.version_info[0]}{sys.version_info[1]}.parsed"  # marshal is per version
 
 
@@ -216,10 +217,10 @@ class CachedPage:
 class PageBody:
     """Parts of a cached page's body read back from its cache file (a `models.SpanReader`), so a
     lock keeps no page body in memory. The file is checked whole against its seal once (unless
-    the body was just written or checked), then each read checks the seal line and the size: the
-    same file. When the file was rewritten since (another run revalidated the page), it is read
-    whole and used only when its body has the same length and CRC as the one parsed; otherwise
-    (or gone) the read is an IndexError_ and the lock is run again."""
+    the body was just written or checked), in pieces, then each read checks the seal line and
+    the size: the same file. When the file was rewritten since (another run revalidated the
+    page), it is checked whole again and used only when its body has the same length and CRC as
+    the one parsed; otherwise (or gone) the read is an IndexError_ and the lock is run again."""
 
     def __init__(
         self, path: Path, url: str, seal: bytes, length: int, crc: int, *, checked: bool = True
@@ -237,51 +238,59 @@ class PageBody:
         return self._seal, self._length, self._crc
 
     def __call__(self, runs: Sequence[tuple[int, int]]) -> list[str]:
-        if self._checked:
-            with contextlib.suppress(OSError, UnicodeDecodeError), open(self._path, "rb") as f:
-                if f.read(len(self._seal)) == self._seal:
-                    f.readline()
-                    base = f.tell()
-                    if os.fstat(f.fileno()).st_size - base == self._length:
-                        out: list[str] = []
-                        for a, b in runs:
-                            f.seek(base + a)
-                            data = f.read(b - a)
-                            if len(data) != b - a:
-                                break
-                            out.append(data.decode("ascii"))
-                        else:
-                            return out
-        return self._whole(runs)
+        got = None
+        with contextlib.suppress(OSError, UnicodeDecodeError), open(self._path, "rb") as f:
+            got = self._read(f, runs)
+        if got is None:
+            raise IndexError_(
+                f"the cached page {redact(self._url)} changed or went away while this lock read it",
+                context=[f"cache entry: {self._path}"],
+                hint="another kernodeck run may have refreshed the cache meanwhile; run the lock again",
+            )
+        return got
 
-    def _whole(self, runs: Sequence[tuple[int, int]]) -> list[str]:
-        """The runs from the whole file, checked against its seal, then the body parsed."""
+    def _read(self, f: Any, runs: Sequence[tuple[int, int]]) -> list[str] | None:
+        line = f.read(_SEAL_LEN)
+        if (not self._checked or line != self._seal) and not self._check(f, line):
+            return None  # damaged, or another page than the one parsed
+        head = f.readline()
+        base = len(line) + len(head)
+        if os.fstat(f.fileno()).st_size - base != self._length:
+            return None
+        out: list[str] = []
+        for a, b in runs:
+            f.seek(base + a)
+            data = f.read(b - a)
+            if len(data) != b - a:
+                return None
+            out.append(data.decode("ascii"))
+        return out
+
+    def _check(self, f: Any, line: bytes) -> bool:
+        """Whether the whole file, read in pieces, matches its seal and holds the page parsed
+        (the same URL, and a body of the same length and CRC after the head line); a file that
+        fails its seal is discarded. Leaves `f` after the seal line."""
+        seal = hashlib.sha256()
+        head = f.readline()
+        seal.update(head)
         try:
-            found = _read_sealed(self._path)
-        except CorruptEntry:
-            found = None
-        if found is not None:
-            line, content = found
-            try:
-                page: CachedPage | None = CachedPage.from_json(content)
-            except (ValueError, KeyError, TypeError):
-                page = None
-            if (
-                page is not None
-                and page.url == self._url
-                and len(page.body) == self._length
-                and _body_at_end(content, page.body)
-                and page.body.isascii()
-                and zlib.crc32(page.body) == self._crc
-            ):
-                self._seal = line  # a race sets the same values
-                self._checked = True
-                return [page.body[a:b].decode("ascii") for a, b in runs]
-        raise IndexError_(
-            f"the cached page {redact(self._url)} changed or went away while this lock read it",
-            context=[f"cache entry: {self._path}"],
-            hint="another kernodeck run may have refreshed the cache meanwhile; run the lock again",
-        )
+            url = json.loads(head).get("url") if head.endswith(b"\n") else None
+        except (ValueError, AttributeError):
+            url = None
+        crc, length = 0, 0
+        while chunk := f.read(_CHECK_CHUNK):
+            seal.update(chunk)
+            crc = zlib.crc32(chunk, crc)
+            length += len(chunk)
+        if line != _SEAL + seal.hexdigest().encode() + b"\n":
+            _discard(self._path, "content does not match its checksum")
+            return False
+        if url != self._url or length != self._length or crc != self._crc:
+            return False
+        self._seal = line  # a race sets the same values
+        self._checked = True
+        f.seek(len(line))
+        return True
 
 
 @dataclass(frozen=True)
