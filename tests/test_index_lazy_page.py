@@ -1,5 +1,6 @@
 """A JSON project page is validated lazily, one version at a time, with the same verdicts as an
-eager parse of every entry (kernodeck.index.models.ProjectPage)."""
+eager parse of every entry (kernodeck.index.models.ProjectPage): kept by spans over its text (an
+ASCII page, the usual case) or as its decoded entries (any other)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _file(filename: str, **extra: object) -> dict[str, object]:
     }
 
 
-def _page_body() -> bytes:
+def _page_body(ascii_only: bool = True) -> bytes:
     files: list[object] = [
         _file("foo-1.0.tar.gz"),
         _file("foo-1.0-py3-none-any.whl"),
@@ -36,17 +37,21 @@ def _page_body() -> bytes:
         _file("foo-2.0.tar.gz", **{"upload-time": "2025-06-01T00:00:00Z"}),
         _file("bar-3.0-py3-none-any.whl"),  # rejected: another project
         _file("foo-3.0-py3-none-any.whl", url="file:///etc/passwd"),  # rejected: leaves the index
-        _file("foo-4.0rc1-py3-none-any.whl", **{"requires-python": ">=3.9", "yanked": True}),
+        _file("foo-4.0rc1-py3-none-any.whl", **{"requires-python": ">=3.9", "yanked": "défaut"}),
         _file("foo-4.0rc1-cp311-cp311-manylinux_2_28_x86_64.whl", **{"upload-time": "2024-05-05T05:05:05Z"}),
         _file("foo-nope-py3-none-any.whl"),  # rejected: bad version
         {"url": "https://files.example/x.whl"},  # rejected: no filename
     ]
-    return json.dumps({"meta": {"api-version": "1.1"}, "files": files}).encode()
+    doc = {"meta": {"api-version": "1.1"}, "files": files}
+    return json.dumps(doc, ensure_ascii=ascii_only).encode()
 
 
-def _lazy() -> ProjectPage:
-    page = parse_json_page(_page_body(), project="Foo", index="main", page_url=PAGE_URL)
-    assert page.raw is not None
+KINDS = ["spans", "raw"]
+
+
+def _lazy(kind: str = "spans") -> ProjectPage:
+    page = parse_json_page(_page_body(kind == "spans"), project="Foo", index="main", page_url=PAGE_URL)
+    assert (page.spans is not None, page.raw is not None) == (kind == "spans", kind == "raw")
     return page
 
 
@@ -55,8 +60,9 @@ def _eager() -> ProjectPage:
     return ProjectPage(full.name, full.index, rejected=full.rejected, url=full.url, entries=full.entries)
 
 
-def test_versions_files_and_rejections_match_an_eager_parse() -> None:
-    lazy, eager = _lazy(), _eager()
+@pytest.mark.parametrize("kind", KINDS)
+def test_versions_files_and_rejections_match_an_eager_parse(kind: str) -> None:
+    lazy, eager = _lazy(kind), _eager()
     assert (
         list(lazy.versions()) == list(eager.versions()) == [Version("1.0"), Version("2.0"), Version("4.0rc1")]
     )
@@ -80,8 +86,12 @@ def test_versions_files_and_rejections_match_an_eager_parse() -> None:
         "entry 11",
     ]
     assert lazy == eager
+    assert [f.yanked for f in lazy.files_of(Version("4.0rc1"))] == ["défaut", None]
+    assert [f.requires_python for f in lazy.files_of(Version("4.0rc1"))] == [">=3.9", None]
+    assert {f.sha256 for f in lazy.files} == {SHA}
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
     ("cutoff", "after"),
     [
@@ -90,17 +100,20 @@ def test_versions_files_and_rejections_match_an_eager_parse() -> None:
         (datetime(2026, 1, 1, tzinfo=timezone.utc), {"1.0": False, "2.0": False, "4.0rc1": False}),
     ],
 )
-def test_exclude_newer_cut_matches_an_eager_parse(cutoff: datetime, after: dict[str, bool]) -> None:
-    lazy, eager = _lazy(), _eager()
+def test_exclude_newer_cut_matches_an_eager_parse(
+    kind: str, cutoff: datetime, after: dict[str, bool]
+) -> None:
+    lazy, eager = _lazy(kind), _eager()
     for text, want in after.items():
         assert lazy.uploaded_after(Version(text), cutoff) is want
         assert eager.uploaded_after(Version(text), cutoff) is want
     assert lazy.uploaded_after(Version("9.9"), cutoff) is False
 
 
-def test_one_version_validates_only_its_own_files(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_version_validates_only_its_own_files(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     wheels = [_file(f"foo-{v}.0-{t}-none-any.whl") for v in range(1, 41) for t in ("py2", "py3", "py2.py3")]
-    body = json.dumps({"files": wheels}).encode()
+    body = json.dumps({"files": wheels, "note": "é"}, ensure_ascii=kind == "spans").encode()
     seen: list[str] = []
     real = models._entry
 
@@ -110,18 +123,23 @@ def test_one_version_validates_only_its_own_files(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(models, "_entry", counting)
     page = parse_json_page(body, project="foo", index="main", page_url=PAGE_URL)
-    assert seen == []  # nothing validated yet
+    # by spans, the versions are grouped as the page is walked; kept raw, when first asked
+    assert len(seen) == (40 if kind == "spans" else 0)
     assert len(page.versions()) == 40
     assert len(seen) == 40  # the first file of each version proves the version exists
+    again = 1 if kind == "spans" else 0  # by spans, a version's first file is not kept validated
     oldest = min(page.versions())
     assert page.uploaded_after(oldest, datetime(2020, 1, 1, tzinfo=timezone.utc)) is True
     assert page.uploaded_after(oldest, datetime(2026, 1, 1, tzinfo=timezone.utc)) is False
-    assert len(seen) == 40  # the cut reads the times as written; the first file decided "not later"
+    # the cut reads the times as written; the first file decided "not later" (by spans, validated
+    # again to say so)
+    assert len(seen) == 40 + again
     newest = max(page.versions())
     assert [f.filename for f in page.files_of(newest)] == [
         "foo-40.0-py2-none-any.whl",
         "foo-40.0-py3-none-any.whl",
         "foo-40.0-py2.py3-none-any.whl",
     ]
-    assert len(seen) == 42  # and only that version's other two
-    assert len(page.rejected) == 0 and len(seen) == 120  # every entry, once, when all are asked for
+    assert len(seen) == 42 + 2 * again  # and only that version's other two
+    # every entry, once (by spans the first of each version twice), when all are asked for
+    assert len(page.rejected) == 0 and len(seen) == 120 + 40 * again

@@ -24,7 +24,11 @@ values replaced by their `${NAME}`, see `kernodeck.urls`): nothing secret reache
 
 The parsed form lets a warm lock skip decoding and validating big pages (tens of thousands of
 files); it records the size and mtime of the .json it was made from and is ignored when that file
-changed or is gone, so the .json stays the single source of truth. Metadata never changes for a
+changed or is gone, so the .json stays the single source of truth. For a JSON page it holds only
+where each file entry starts in the body and the versions grouped (see `models.ProjectPage`):
+the entries a lock asks about are read back from the .json (`PageBody`), checked against its seal
+line, or the whole file against the body's length and CRC when the seal changed; a lock keeps no
+page body in memory. Metadata never changes for a
 given artifact hash, so it is written once and read forever. Writes go
 to a unique temporary file and are renamed into place, so two processes (or threads) sharing the
 cache never see half a file; `lock()` serialises fetching the same page across processes.
@@ -40,19 +44,23 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kernodeck.errors import IndexError_
 from kernodeck.fsio import atomic_write_bytes
+from kernodeck.urls import redact
 
 _LAYOUT = "index-v2"
 _SEAL = b"KDC2 sha256:"
 _SEAL_LEN = len(_SEAL) + 64 + 1  # the seal line, newline included
 DEFAULT_PAGE_TTL = 600.0  # seconds a cached page without validators answers without the network
-_PARSED_FORMAT = 2  # 2: + whether the entries are a JSON page's raw ones
+_PARSED_FORMAT = 4  # 2: + whether the entries are a JSON page's raw ones; 4: JSON pages by spans
+_CHECK_CHUNK = 1 << 20  # bytes read at once when a cached page is checked whole
 _PARSED_SUFFIX = f".py{sys.version_info[0]}{sys.version_info[1]}.parsed"  # marshal is per version
 
 
@@ -98,7 +106,12 @@ class CorruptEntry(Exception):
 
 def seal(content: bytes) -> bytes:
     """`content` with its seal line in front (see the module docstring)."""
-    return _SEAL + hashlib.sha256(content).hexdigest().encode() + b"\n" + content
+    return seal_line(content) + content
+
+
+def seal_line(content: bytes) -> bytes:
+    """The seal line of `content` (see the module docstring), newline included."""
+    return _SEAL + hashlib.sha256(content).hexdigest().encode() + b"\n"
 
 
 def unseal(data: bytes) -> bytes:
@@ -121,6 +134,12 @@ def _discard(path: Path, reason: str) -> CorruptEntry:
 def read_sealed(path: Path) -> bytes | None:
     """The checked content of the entry at `path`; None when there is none; CorruptEntry (after
     deleting it) when it fails its check."""
+    found = _read_sealed(path)
+    return None if found is None else found[1]
+
+
+def _read_sealed(path: Path) -> tuple[bytes, bytes] | None:
+    """(seal line, checked content) of the entry at `path` (see `read_sealed`)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -128,13 +147,21 @@ def read_sealed(path: Path) -> bytes | None:
     except OSError as e:
         raise _discard(path, f"unreadable ({e.strerror})") from None
     try:
-        return unseal(data)
+        return data[:_SEAL_LEN], unseal(data)
     except ValueError as e:
         raise _discard(path, str(e)) from None
 
 
-def write_sealed(path: Path, content: bytes) -> None:
-    atomic_write_bytes(path, seal(content), fsync=False)
+def _body_at_end(content: bytes, body: bytes) -> bool:
+    """Whether `content` (a cached page's) holds `body` as received, after its head line."""
+    return bool(body) and content.find(b"\n") + 1 == len(content) - len(body)
+
+
+def write_sealed(path: Path, content: bytes) -> bytes:
+    """Write `content` sealed; the seal line written."""
+    line = seal_line(content)
+    atomic_write_bytes(path, line + content, fsync=False)
+    return line
 
 
 @dataclass(frozen=True)
@@ -147,6 +174,9 @@ class CachedPage:
     last_modified: str | None = None
     base: str | None = None  # the final URL after redirects, when it differs from `url`
     not_found: bool = False  # the index answered 404/410: remembered like a page
+    # the seal line of the cache file that holds this page with its body as received after the
+    # head line (see `to_json`); empty when no such file is known
+    seal: bytes = field(default=b"", compare=False, repr=False)
 
     def to_json(self) -> bytes:
         """One JSON line of everything but the body, then the body as received: the body is
@@ -183,6 +213,85 @@ class CachedPage:
         )
 
 
+class PageBody:
+    """Parts of a cached page's body read back from its cache file (a `models.SpanReader`), so a
+    lock keeps no page body in memory. The file is checked whole against its seal once (unless
+    the body was just written or checked), in pieces, then each read checks the seal line and
+    the size: the same file. When the file was rewritten since (another run revalidated the
+    page), it is checked whole again and used only when its body has the same length and CRC as
+    the one parsed; otherwise (or gone) the read is an IndexError_ and the lock is run again."""
+
+    def __init__(
+        self, path: Path, url: str, seal: bytes, length: int, crc: int, *, checked: bool = True
+    ) -> None:
+        self._path = path
+        self._url = url
+        self._seal = seal
+        self._length = length
+        self._crc = crc
+        self._checked = checked
+
+    @property
+    def form(self) -> tuple[bytes, int, int]:
+        """(seal line, length, CRC): what `IndexCache.put_parsed` keeps of it."""
+        return self._seal, self._length, self._crc
+
+    def __call__(self, runs: Sequence[tuple[int, int]]) -> list[str]:
+        got = None
+        with contextlib.suppress(OSError, UnicodeDecodeError), open(self._path, "rb") as f:
+            got = self._read(f, runs)
+        if got is None:
+            raise IndexError_(
+                f"the cached page {redact(self._url)} changed or went away while this lock read it",
+                context=[f"cache entry: {self._path}"],
+                hint="another kernodeck run may have refreshed the cache meanwhile; run the lock again",
+            )
+        return got
+
+    def _read(self, f: Any, runs: Sequence[tuple[int, int]]) -> list[str] | None:
+        line = f.read(_SEAL_LEN)
+        if (not self._checked or line != self._seal) and not self._check(f, line):
+            return None  # damaged, or another page than the one parsed
+        head = f.readline()
+        base = len(line) + len(head)
+        if os.fstat(f.fileno()).st_size - base != self._length:
+            return None
+        out: list[str] = []
+        for a, b in runs:
+            f.seek(base + a)
+            data = f.read(b - a)
+            if len(data) != b - a:
+                return None
+            out.append(data.decode("ascii"))
+        return out
+
+    def _check(self, f: Any, line: bytes) -> bool:
+        """Whether the whole file, read in pieces, matches its seal and holds the page parsed
+        (the same URL, and a body of the same length and CRC after the head line); a file that
+        fails its seal is discarded. Leaves `f` after the seal line."""
+        seal = hashlib.sha256()
+        head = f.readline()
+        seal.update(head)
+        try:
+            url = json.loads(head).get("url") if head.endswith(b"\n") else None
+        except (ValueError, AttributeError):
+            url = None
+        crc, length = 0, 0
+        while chunk := f.read(_CHECK_CHUNK):
+            seal.update(chunk)
+            crc = zlib.crc32(chunk, crc)
+            length += len(chunk)
+        if line != _SEAL + seal.hexdigest().encode() + b"\n":
+            _discard(self._path, "content does not match its checksum")
+            return False
+        if url != self._url or length != self._length or crc != self._crc:
+            return False
+        self._seal = line  # a race sets the same values
+        self._checked = True
+        f.seek(len(line))
+        return True
+
+
 @dataclass(frozen=True)
 class ParsedPage:
     """A cached page without its body, and its validated entries (see `kernodeck.index.models`)."""
@@ -192,6 +301,10 @@ class ParsedPage:
     rejected: list[tuple[str, str]]
     fingerprint: tuple[int, int]  # of the .json it was parsed from
     raw: bool = False  # entries are a JSON page's unvalidated ones (`models.RawEntry`)
+    # a JSON page by spans: `models.ProjectPage.span_form()` (then `entries` is empty) and the
+    # reader of its body from the .json
+    spans: tuple[Any, Any, Any] | None = None
+    body: PageBody | None = None
 
 
 class IndexCache:
@@ -219,21 +332,35 @@ class IndexCache:
         path = self.page_path(url)
         if path is None:
             return None
-        data = read_sealed(path)
-        if data is None:
+        found = _read_sealed(path)
+        if found is None:
             return None
+        line, data = found
         try:
             page = CachedPage.from_json(data)
         except (ValueError, KeyError, TypeError) as e:
             raise _discard(path, f"not a cached page ({type(e).__name__})") from None
         if page.url != url:
             raise _discard(path, "holds the page of another url")
+        if _body_at_end(data, page.body):
+            page = replace(page, seal=line)  # the body as received: readable in place
         return page
 
-    def put_page(self, page: CachedPage) -> None:
+    def put_page(self, page: CachedPage) -> CachedPage:
+        """Store `page`; the page with the seal line of its cache file (unchanged without a disk
+        cache)."""
         path = self.page_path(page.url)
-        if path is not None:
-            write_sealed(path, page.to_json())
+        if path is None:
+            return page
+        return replace(page, seal=write_sealed(path, page.to_json()))
+
+    def body_reader(self, page: CachedPage) -> PageBody | None:
+        """A reader of parts of `page`'s body from its cache file (see `PageBody`); None when
+        there is none to read from."""
+        path = self.page_path(page.url)
+        if path is None or not page.seal or not page.body.isascii():
+            return None
+        return PageBody(path, page.url, page.seal, len(page.body), zlib.crc32(page.body))
 
     def fingerprint(self, url: str) -> tuple[int, int] | None:
         """(size, mtime) of the cached page of `url`; None when there is none."""
@@ -263,7 +390,7 @@ class IndexCache:
             return None
         try:
             doc = marshal.loads(data)
-            fmt, fp, head, entries, rejected, raw = doc
+            fmt, fp, head, entries, rejected, raw, spans = doc
             if fmt != _PARSED_FORMAT or tuple(fp) != self._fingerprint(url):
                 return None
             url_, ctype, fetched_at, etag, last_modified, base, not_found = head
@@ -279,25 +406,45 @@ class IndexCache:
                 base=base,
                 not_found=bool(not_found),
             )
+            body = None
+            if spans is not None:
+                form, (seal_, length, crc) = spans
+                starts, groups, bad = form
+                if not isinstance(starts, bytes) or len(starts) % 8 or not len(starts):
+                    return None
+                spans = (starts, list(groups), list(bad))
+                body = PageBody(path, url, bytes(seal_), int(length), int(crc), checked=False)
             return ParsedPage(
                 page,
                 list(entries),
                 [(str(a), str(b)) for a, b in rejected],
                 (int(fp[0]), int(fp[1])),
                 raw=bool(raw),
+                spans=spans,
+                body=body,
             )
         except (OSError, ValueError, EOFError, TypeError):
             return None
 
     def put_parsed(
-        self, page: CachedPage, entries: Any, rejected: Any, *, raw: bool = False
+        self,
+        page: CachedPage,
+        entries: Any,
+        rejected: Any,
+        *,
+        raw: bool = False,
+        spans: tuple[Any, Any, Any] | None = None,
+        body: PageBody | None = None,
     ) -> tuple[int, int] | None:
         """Store the parsed form of `page` (already written with `put_page`); its fingerprint.
-        `raw`: the entries are a JSON page's unvalidated ones (validated again when read)."""
+        `raw`: the entries are a JSON page's unvalidated ones (validated again when read).
+        `spans`: a JSON page by spans (`models.ProjectPage.span_form()`), read back by `body`."""
         path = self.page_path(page.url)
         fp = self._fingerprint(page.url)
         if path is None or fp is None:
             return fp
+        if (spans is None) != (body is None):
+            return fp  # the .json alone serves
         head = (
             page.url,
             page.content_type,
@@ -308,7 +455,10 @@ class IndexCache:
             page.not_found,
         )
         try:
-            data = marshal.dumps((_PARSED_FORMAT, fp, head, list(entries), [tuple(r) for r in rejected], raw))
+            extra = None if spans is None or body is None else (spans, body.form)
+            data = marshal.dumps(
+                (_PARSED_FORMAT, fp, head, list(entries), [tuple(r) for r in rejected], raw, extra)
+            )
         except ValueError:
             return fp  # something marshal cannot store: the .json alone serves
         write_sealed(path.with_name(path.stem + _PARSED_SUFFIX), data)

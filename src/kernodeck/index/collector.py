@@ -91,6 +91,8 @@ class PageCollector(IndexHttp):
     # -- what a lock read, for replaying it ------------------------------------------------------------
 
     def _note_page(self, url: str, fp: tuple[int, int] | None, head: CachedPage) -> None:
+        if head.body:
+            head = dataclasses.replace(head, body=b"")  # what decides freshness, not the page itself
         with self._lock:
             if fp is None:
                 self.replayable = False
@@ -165,9 +167,8 @@ class PageCollector(IndexHttp):
                 etag=r.headers.get("ETag", cached.etag),
                 last_modified=r.headers.get("Last-Modified", cached.last_modified),
             )
-            self.cache.put_page(refreshed)
             self._bump(pages_revalidated=1)
-            return refreshed
+            return self.cache.put_page(refreshed)
         if r.status_code in (404, 410):
             self._bump(pages_fetched=1)
             missing = CachedPage(url=url, body=b"", content_type="", fetched_at=time.time(), not_found=True)
@@ -188,8 +189,7 @@ class PageCollector(IndexHttp):
             last_modified=r.headers.get("Last-Modified"),
             base=final if final != url else None,
         )
-        self.cache.put_page(page)
-        return page
+        return self.cache.put_page(page)
 
     def _parse(self, cached: CachedPage, *, project: str | None, index: str) -> ProjectPage:
         ctype = cached.content_type.split(";")[0].strip().lower()
@@ -221,7 +221,18 @@ class PageCollector(IndexHttp):
                 canon, source.name, f"index {source.name!r} has no project {canon!r} ({redact(url)})"
             )
         page = self._parse(cached, project=canon, index=source.name)
-        if page.raw is not None:  # a JSON page: stored as written, validated when read
+        if page.spans is not None:  # a JSON page by spans: read back from the cached page
+            body = self.cache.body_reader(cached)
+            if body is None and self.cache.enabled and cached.body.isascii():
+                cached = self.cache.put_page(cached)  # an older cache file: stored as received
+                body = self.cache.body_reader(cached)
+            if body is not None:
+                page.use_reader(body)  # the text in memory goes
+                fp = self.cache.put_parsed(cached, [], [], spans=page.take_span_form(), body=body)
+                self._note_page(url, fp, cached)
+            else:
+                self.not_replayable()
+        elif page.raw is not None:  # a JSON page: stored as written, validated when read
             self._note_page(url, self.cache.put_parsed(cached, page.raw, [], raw=True), cached)
         elif page.entries is not None:
             self._note_page(url, self.cache.put_parsed(cached, page.entries, page.rejected), cached)
@@ -247,6 +258,10 @@ class PageCollector(IndexHttp):
         if head.not_found:
             return NotFound(
                 canon, source.name, f"index {source.name!r} has no project {canon!r} ({redact(url)})"
+            )
+        if parsed.spans is not None and parsed.body is not None:
+            return ProjectPage.from_span_form(
+                canon, source.name, head.base or head.url, parsed.spans, parsed.body
             )
         return ProjectPage(
             canon,

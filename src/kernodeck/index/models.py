@@ -9,8 +9,10 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 import threading
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html.parser import HTMLParser
@@ -284,6 +286,68 @@ def _later_by_text(text: str, cut: str) -> bool:
     return len(text) >= 20 and text[-1] == "Z" and bool(_PLAIN_TIME.match(text)) and text[:19] > cut
 
 
+# Reads parts of a page body back: (start, end) character offsets -> that text, one per run.
+SpanReader = Callable[[Sequence[tuple[int, int]]], list[str]]
+# Runs of a page body closer than this many characters are read as one.
+_RUN_GAP = 16 * 1024
+_SCAN: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # json.loads's own scanner: the same objects, the same verdicts
+
+
+def _raw_entry(entry: Any) -> RawEntry:
+    """A JSON page's file entry with its fields picked out (None when it is not an object)."""
+    if not isinstance(entry, dict):
+        return None
+    return (
+        entry.get("filename"),
+        entry.get("url"),
+        entry.get("hashes", {}),
+        entry.get("requires-python"),
+        entry.get("yanked"),
+        entry.get("upload-time"),
+        entry.get("size"),
+        entry.get("core-metadata", entry.get("dist-info-metadata")),
+    )
+
+
+def _judge_raw(name: str, page_url: str, r: RawEntry, i: int) -> Entry | tuple[str, str]:
+    """The validated entry of raw entry `r` at position `i`, or its (label, reason)."""
+    if r is None:
+        return (f"entry {i}", "entry is not an object")
+    try:
+        return _entry(
+            name,
+            page_url,
+            filename=r[0],
+            url=r[1],
+            hashes=r[2],
+            requires_python=r[3],
+            yanked=r[4],
+            upload_time=r[5],
+            size=r[6],
+            core_metadata=r[7],
+        )
+    except ValueError as err:
+        return (str(r[0]) if r[0] else f"entry {i}", str(err))
+
+
+def _swapped(starts: array[int]) -> bytes:
+    copy = array("q", starts)
+    copy.byteswap()
+    return copy.tobytes()
+
+
+def _grouped(
+    by_key: Mapping[Any, list[int]], firsts: Mapping[Any, tuple[int, Version]]
+) -> dict[Version, tuple[int, ...]]:
+    """Positions by version, as an eager parse groups them: each version text's positions under
+    the Version of its first valid file, the versions in the order of those first files (equal
+    versions share the first spelling's key), positions in page order."""
+    groups: dict[Version, list[int]] = {}
+    for _first, ver, key in sorted((f, v, k) for k, (f, v) in firsts.items()):
+        groups.setdefault(ver, []).extend(by_key[key])
+    return {v: tuple(sorted(ix)) for v, ix in groups.items()}
+
+
 class ProjectPage:
     """The files of one project on one index, in page order; `rejected` lists malformed entries.
 
@@ -291,23 +355,30 @@ class ProjectPage:
     `versions()` groups the entries by version without building any, `files_of(version)` builds
     one version's files. `files` builds them all (page order).
 
-    A JSON page is lazier still (`raw`): its entries are validated only when a version is asked
-    about. `versions()` validates the entries of each version until one passes (a version exists
-    when one of its files is valid), `files_of` and `uploaded_after` validate that version's
-    entries; `rejected`, `files`, `entries` and `len()` validate them all. The verdict on each
-    entry is the same as an eager parse's, so is every answer."""
+    A JSON page is lazier still: its entries are validated only when a version is asked about.
+    Such a page keeps either its entries as decoded (`raw`) or, the usual case, no entry at all:
+    only where each entry starts in the page's text (`spans`) and a reader of that text (the
+    cached page on disk, or the text in memory), with its versions grouped while it was parsed
+    (the first valid file of each version validated there). `files_of` and `uploaded_after` read
+    and validate that version's entries; `rejected`, `files`, `entries` and `len()` all of them.
+    The verdict on each entry is the same as an eager parse's, so is every answer."""
 
     __slots__ = (
         "_after",
+        "_all",
         "_bad",
         "_built",
+        "_earliest",
         "_entries",
         "_files",
         "_groups",
         "_groups_lock",
+        "_heads",
         "_ok",
         "_raw",
+        "_read",
         "_rejected",
+        "_starts",
         "index",
         "name",
         "url",
@@ -323,63 +394,185 @@ class ProjectPage:
         *,
         entries: list[Entry] | tuple[Entry, ...] | None = None,
         raw: list[RawEntry] | None = None,
+        spans: Sequence[int] | None = None,
+        read: SpanReader | None = None,
+        groups: Mapping[Version, tuple[int, ...]] | None = None,
+        bad: Mapping[int, tuple[str, str]] | None = None,
+        earliest: Mapping[Version, str] | None = None,
     ) -> None:
         self.name = name  # canonical for a page of one project
         self.index = index
         self._rejected = tuple((a, b) for a, b in rejected)  # (filename or entry number, reason)
         self.url = url  # the page URL (no credentials): links resolve against it
         self._raw = raw
+        # a page by spans: entry i is the JSON object at _starts[i] (len + 1 offsets) of the text
+        self._starts: array[int] | None = None
+        if spans is not None:
+            assert read is not None and groups is not None
+            self._starts = spans if isinstance(spans, array) else array("q", spans)
+        self._read = read
         self._ok: dict[int, Entry] = {}  # raw position -> validated entry
-        self._bad: dict[int, tuple[str, str]] = {}  # raw position -> (label, reason)
+        self._bad: dict[int, tuple[str, str]] = dict(bad or {})  # raw position -> (label, reason)
         self._entries = entries
-        self._files: tuple[IndexFile, ...] | None = tuple(files) if entries is None and raw is None else None
+        lazy = raw is not None or spans is not None
+        self._files: tuple[IndexFile, ...] | None = tuple(files) if entries is None and not lazy else None
         self._built: dict[int, IndexFile] = {}
-        self._groups: dict[Version, tuple[int, ...]] | None = None
+        self._all: tuple[IndexFile, ...] | None = None
+        self._groups: dict[Version, tuple[int, ...]] | None = dict(groups) if groups is not None else None
         self._groups_lock = threading.Lock()  # the platforms of a lock ask for one page at once
+        # of a page by spans just parsed: each version's first valid file as (version text,
+        # filename), until `take_span_form` takes them
+        self._heads: dict[Version, tuple[str, str]] | None = None
+        # of a page by spans: each version's earliest upload time to the second as written
+        # ("2025-05-31T12:34:56"), "" when one of its entries has no such time (see uploaded_after)
+        self._earliest: dict[Version, str] | None = dict(earliest) if earliest is not None else None
         self._after: dict[tuple[Version, datetime], bool] = {}  # the exclude-newer cut, once per page
 
     @property
     def raw(self) -> list[RawEntry] | None:
-        """The unvalidated entries of a lazy JSON page (None otherwise)."""
+        """The unvalidated entries of a lazy JSON page kept as decoded (None otherwise)."""
         return self._raw
+
+    @property
+    def spans(self) -> array[int] | None:
+        """Where each entry of a page by spans starts in its text, then where the last ends."""
+        return self._starts
+
+    def take_span_form(
+        self,
+    ) -> tuple[bytes, list[tuple[str, str, list[int], str]], list[tuple[int, str, str]]]:
+        """What a page by spans keeps besides its text, in a form marshal stores: the offsets
+        (little-endian 8-byte integers),
+        the groups as (version text, filename of its first valid file, positions, earliest upload
+        time), and the
+        verdicts on the entries rejected while grouping; `from_span_form` makes the page again.
+        Taken once, from a page just parsed (it then forgets the first files' names)."""
+        assert self._starts is not None
+        groups = self.versions()
+        heads, self._heads = self._heads or {}, None
+        earliest = self._earliest or {}
+        out = []
+        for ver, positions in groups.items():
+            head = heads.get(ver)
+            if head is None:
+                first = next(i for i in positions if self._check(i) is not None)
+                head = (self._ok[first][8], self._ok[first][0])
+            out.append((head[0], head[1], list(positions), earliest.get(ver, "")))
+        starts = self._starts.tobytes() if sys.byteorder == "little" else _swapped(self._starts)
+        return starts, out, [(i, a, b) for i, (a, b) in sorted(self._bad.items())]
+
+    @classmethod
+    def from_span_form(
+        cls,
+        name: str,
+        index: str,
+        url: str,
+        form: tuple[Any, Any, Any],
+        read: SpanReader,
+    ) -> ProjectPage:
+        packed, groups, bad = form
+        starts = array("q")
+        starts.frombytes(packed)  # little-endian 8-byte offsets: no int object per entry
+        if sys.byteorder != "little":
+            starts.byteswap()
+        by_version: dict[Version, tuple[int, ...]] = {}
+        earliest: dict[Version, str] = {}
+        for text, filename, positions, first_time in groups:
+            ver = _version_of(str(text), str(filename))
+            by_version[ver] = tuple(positions)
+            earliest[ver] = str(first_time)
+        return cls(
+            name,
+            index,
+            url=url,
+            spans=starts,
+            read=read,
+            groups=by_version,
+            bad={int(i): (str(a), str(b)) for i, a, b in bad},
+            earliest=earliest,
+        )
+
+    def use_reader(self, read: SpanReader) -> None:
+        """Read the text of a page by spans with `read` from now on (the cached page on disk,
+        in place of the text held in memory)."""
+        assert self._starts is not None
+        self._read = read
+
+    def _count(self) -> int:
+        if self._starts is not None:
+            return len(self._starts) - 1
+        if self._raw is not None:
+            return len(self._raw)
+        return len(self._entries) if self._entries is not None else len(self._files or ())
+
+    def _raws(self, positions: Sequence[int]) -> list[RawEntry]:
+        """The unvalidated entries at `positions` (sorted): read back from the text, nearby ones
+        in one read."""
+        if self._starts is None:
+            assert self._raw is not None
+            return [self._raw[i] for i in positions]
+        starts = self._starts
+        runs: list[tuple[int, int]] = []
+        members: list[list[int]] = []
+        for i in positions:
+            if runs and starts[i] - runs[-1][1] <= _RUN_GAP:
+                runs[-1] = (runs[-1][0], starts[i + 1])
+                members[-1].append(i)
+            else:
+                runs.append((starts[i], starts[i + 1]))
+                members.append([i])
+        assert self._read is not None
+        out: list[RawEntry] = []
+        for (begin, _end), text, ix in zip(runs, self._read(runs), members, strict=True):
+            for i in ix:
+                try:
+                    obj, _stop = _SCAN(text, starts[i] - begin)
+                except (StopIteration, ValueError):
+                    raise IndexError_(
+                        f"the page for {self.name!r} on index {self.index!r} could not be read back "
+                        f"(entry {i} is not the JSON it was)",
+                        hint="the cache changed under this lock; run it again",
+                    ) from None
+                out.append(_raw_entry(obj))
+        return out
+
+    def _check_many(self, positions: Iterable[int]) -> None:
+        """Validate the entries at `positions` not judged yet (a race judges one twice, to the
+        same verdict: harmless)."""
+        todo = sorted(i for i in positions if i not in self._ok and i not in self._bad)
+        if not todo:
+            return
+        for i, r in zip(todo, self._raws(todo), strict=True):
+            self._judge(i, r)
+
+    def _judge(self, i: int, r: RawEntry) -> None:
+        got = _judge_raw(self.name, self.url, r, i)
+        if len(got) == 2:
+            self._bad[i] = got
+        else:
+            self._ok[i] = got
 
     def _check(self, i: int) -> Entry | None:
         """The validated entry at raw position `i`; None when it is rejected."""
         hit = self._ok.get(i)
         if hit is not None or i in self._bad:
             return hit
-        assert self._raw is not None
-        r = self._raw[i]
-        if r is None:
-            self._bad[i] = (f"entry {i}", "entry is not an object")
-            return None
-        try:
-            e = _entry(
-                self.name,
-                self.url,
-                filename=r[0],
-                url=r[1],
-                hashes=r[2],
-                requires_python=r[3],
-                yanked=r[4],
-                upload_time=r[5],
-                size=r[6],
-                core_metadata=r[7],
-            )
-        except ValueError as err:
-            self._bad[i] = (str(r[0]) if r[0] else f"entry {i}", str(err))
-            return None
-        self._ok[i] = e  # a race validates an entry twice, to the same verdict: harmless
-        return e
+        self._check_many((i,))
+        return self._ok.get(i)
+
+    def _lazy(self) -> bool:
+        return self._raw is not None or self._starts is not None
 
     def _valid_positions(self) -> list[int]:
-        if self._raw is not None:
-            return [i for i in range(len(self._raw)) if self._check(i) is not None]
-        return list(range(len(self._entries) if self._entries is not None else len(self._files or ())))
+        if self._lazy():
+            n = self._count()
+            self._check_many(range(n))
+            return [i for i in range(n) if i in self._ok]
+        return list(range(self._count()))
 
     @property
     def rejected(self) -> tuple[tuple[str, str], ...]:
-        if self._raw is not None:
+        if self._lazy():
             self._valid_positions()
             return tuple(self._bad[i] for i in sorted(self._bad))
         return self._rejected
@@ -387,7 +580,7 @@ class ProjectPage:
     @property
     def entries(self) -> tuple[Entry, ...] | list[Entry] | None:
         """The compact entries (None for a page built from `IndexFile`s)."""
-        if self._raw is not None:
+        if self._lazy():
             return [self._ok[i] for i in self._valid_positions()]
         return self._entries
 
@@ -395,7 +588,7 @@ class ProjectPage:
         return len(self._valid_positions())
 
     def _entry_at(self, i: int) -> Entry:
-        if self._raw is not None:
+        if self._lazy():
             e = self._check(i)
             assert e is not None
             return e
@@ -413,15 +606,19 @@ class ProjectPage:
 
     def _present(self, positions: Iterable[int]) -> list[int]:
         """The positions whose entries are valid (all of them on an eager page)."""
-        if self._raw is None:
+        if not self._lazy():
             return list(positions)
-        return [i for i in positions if self._check(i) is not None]
+        positions = list(positions)
+        self._check_many(positions)
+        return [i for i in positions if i in self._ok]
 
     @property
     def files(self) -> tuple[IndexFile, ...]:
-        if self._files is None:
-            self._files = tuple(self._file(i) for i in self._valid_positions())
-        return self._files
+        if self._files is not None:
+            return self._files
+        if self._all is None:  # kept apart from `_files`: positions index the page, not this
+            self._all = tuple(self._file(i) for i in self._valid_positions())
+        return self._all
 
     def versions(self) -> dict[Version, tuple[int, ...]]:
         """Positions of the files of each version, in page order (equal versions share one key:
@@ -434,23 +631,19 @@ class ProjectPage:
             return self._groups
 
     def _group(self) -> dict[Version, tuple[int, ...]]:
-        groups: dict[Version, list[int]] = {}
         if self._raw is not None:
             by_key: dict[str | None, list[int]] = {}
             for i, r in enumerate(self._raw):
                 by_key.setdefault(_version_key(r[0]) if r is not None else None, []).append(i)
-            firsts: list[tuple[int, Version, list[int]]] = []
-            for positions in by_key.values():
+            firsts: dict[str | None, tuple[int, Version]] = {}
+            for key, positions in by_key.items():
                 first = next((i for i in positions if self._check(i) is not None), None)
                 if first is not None:
                     e = self._ok[first]
-                    firsts.append((first, _version_of(e[8], e[0]), positions))
-            firsts.sort(key=lambda t: t[0])  # keyed as an eager parse: by the first valid file
-            for _first, ver, positions in firsts:
-                groups.setdefault(ver, []).extend(positions)
-            for ix in groups.values():
-                ix.sort()
-        elif self._entries is not None:
+                    firsts[key] = (first, _version_of(e[8], e[0]))
+            return _grouped(by_key, firsts)
+        groups: dict[Version, list[int]] = {}
+        if self._entries is not None:
             by_text: dict[str, Version] = {}
             for i, e in enumerate(self._entries):
                 v = by_text.get(e[8])
@@ -476,18 +669,26 @@ class ProjectPage:
         positions = self.versions().get(version, ())  # a version listed has a valid file
         if not positions:
             return False
-        if self._entries is None and self._raw is None:
+        if not self._lazy() and self._entries is None:
             return all((t := self._file(i).upload_time) is not None and t > cutoff for i in positions)
         cut = cutoff.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        if self._earliest is not None and self._earliest.get(version, "") > cut:
+            return True  # every entry's time as written is later by whole seconds: nothing to read
+        unjudged: dict[int, RawEntry] = {}
+        if self._lazy():
+            todo = [i for i in positions if i not in self._ok and i not in self._bad]
+            unjudged = dict(zip(todo, self._raws(todo), strict=True)) if todo else {}
         for i in positions:
-            if self._raw is not None:
+            if i in unjudged:
                 # judged on the text as written; an entry is validated only when its time would
                 # decide the answer (a rejected entry does not count)
-                r = self._raw[i]
+                r = unjudged[i]
                 text = r[5] if r is not None else None
                 if isinstance(text, str) and _later_by_text(text, cut):
                     continue
-                e = self._check(i)
+                self._judge(i, r)
+            if self._lazy():
+                e = self._ok.get(i)
                 if e is None:
                     continue
             else:
@@ -718,8 +919,180 @@ def _entry(
     )
 
 
+_WS = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as json.loads skips it
+_WS_CHARS = frozenset(" \t\n\r")
+
+
+def _skip(text: str, i: int) -> int:
+    """The position after the whitespace at `i`."""
+    if text[i : i + 1] not in _WS_CHARS:
+        return i
+    m = _WS.match(text, i)
+    assert m is not None  # matches the empty text too
+    return m.end()
+
+
+def _walk_json_page(text: str, files: Callable[[int], int]) -> Any:
+    """Walk a JSON page as json.loads reads it, handing the position of the last "files" array's
+    first element to `files` (which returns where the array's text ends), the other values
+    decoded; the "meta" value, or raises ValueError where json.loads would not give an object
+    with a "files" list (the caller then lets json.loads say why)."""
+    ws = _skip
+    meta: Any = None
+    found = False
+    i = ws(text, 0)
+    if text[i : i + 1] != "{":
+        raise ValueError("not an object")
+    i = ws(text, i + 1)
+    if text[i : i + 1] == "}":
+        raise ValueError("no files")
+    while True:
+        if text[i : i + 1] != '"':
+            raise ValueError("not a key")
+        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        i = ws(text, i)
+        if text[i : i + 1] != ":":
+            raise ValueError("no colon")
+        i = ws(text, i + 1)
+        if key == "files" and text[i : i + 1] == "[":
+            i = files(ws(text, i + 1))
+            found = True
+        else:
+            try:
+                value, i = _SCAN(text, i)
+            except StopIteration:
+                raise ValueError("not a value") from None
+            if key == "files":
+                found = False  # the last "files" counts, as with json.loads
+            elif key == "meta":
+                meta = value
+        i = ws(text, i)
+        c = text[i : i + 1]
+        if c == ",":
+            i = ws(text, i + 1)
+            continue
+        if c == "}":
+            break
+        raise ValueError("no comma")
+    if ws(text, i + 1) != len(text) or not found:
+        raise ValueError("trailing text or no files")
+    return meta
+
+
+def _check_api(meta: Any, index: str) -> None:
+    api = str(meta.get("api-version", "1.0")) if isinstance(meta, dict) else "1.0"
+    if api.split(".")[0] != "1":
+        raise IndexError_(
+            f"index {index!r} speaks simple API version {api}, which kernodeck does not know",
+            hint="only version 1.x of the simple repository API (PEP 691) is supported",
+        )
+
+
+def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -> ProjectPage | None:
+    """A JSON page kept as where its entries start (see `ProjectPage`), its versions grouped as
+    it is walked; None when the page is not plain ASCII JSON with a "files" list (json.loads
+    then reads it whole)."""
+    if not body.isascii() or json.detect_encoding(body) != "utf-8":
+        return None
+    text = body.decode("ascii")
+    ws = _skip
+    state: dict[str, Any] = {}
+
+    def files(i: int) -> int:
+        # nothing kept per entry but its start and its version text's number, in arrays: the
+        # page's objects are made after the walk, not between the walk's passing ones
+        starts = array("q")
+        kinds = array("l")
+        key_ids: dict[str | None, int] = {}
+        firsts: dict[int, tuple[int, Version, str, str]] = {}  # key id -> the first valid file's
+        earliest: dict[int, str] = {}  # key id -> its earliest plain upload time, "" when one is not
+        bad: dict[int, tuple[str, str]] = {}
+        plain_time = _PLAIN_TIME.match
+        if text[i : i + 1] != "]":
+            n = 0
+            while True:
+                try:
+                    obj, end = _SCAN(text, i)
+                except StopIteration:
+                    raise ValueError("not a value") from None
+                starts.append(i)
+                if type(obj) is dict:
+                    key = _version_key(obj.get("filename"))
+                    t = obj.get("upload-time")
+                    t = t[:19] if type(t) is str and plain_time(t) else ""
+                else:
+                    key, t = None, ""
+                kid = key_ids.get(key)
+                if kid is None:
+                    kid = key_ids[key] = len(key_ids)
+                    earliest[kid] = t
+                elif t < earliest[kid]:
+                    earliest[kid] = t
+                kinds.append(kid)
+                if kid not in firsts:  # the version's first valid file proves it exists
+                    got = _judge_raw(canon, page_url, _raw_entry(obj), n)
+                    if len(got) == 2:
+                        bad[n] = got
+                    else:
+                        firsts[kid] = (n, _version_of(got[8], got[0]), got[8], got[0])
+                n += 1
+                c = text[end : end + 1]
+                if c in _WS_CHARS:
+                    end = ws(text, end)
+                    c = text[end : end + 1]
+                if c == ",":
+                    i = end + 1
+                    if text[i : i + 1] in _WS_CHARS:
+                        # one space, as indexes write it (", "), else whatever whitespace
+                        i = i + 1 if text[i] == " " and text[i + 1 : i + 2] not in _WS_CHARS else ws(text, i)
+                    continue
+                if c == "]":
+                    starts.append(end)
+                    i = end
+                    break
+                raise ValueError("no comma")
+        else:
+            starts.append(i)
+        by_key: dict[int, list[int]] = {kid: [] for kid in firsts}
+        for n, kid in enumerate(kinds):
+            positions = by_key.get(kid)
+            if positions is not None:
+                positions.append(n)
+        groups = _grouped(by_key, {k: (f[0], f[1]) for k, f in firsts.items()})
+        heads: dict[Version, tuple[str, str]] = {}
+        times: dict[Version, str] = {}
+        for kid, (_first, ver, text_, filename) in sorted(firsts.items(), key=lambda f: f[1][0]):
+            heads.setdefault(ver, (text_, filename))
+            times[ver] = min(times.get(ver, earliest[kid]), earliest[kid])
+        state["page"] = (starts, groups, bad, heads, times)
+        return i + 1
+
+    try:
+        meta = _walk_json_page(text, files)
+    except (ValueError, IndexError):
+        return None
+    _check_api(meta, index)
+    starts, groups, bad, heads, times = state["page"]
+
+    def read(runs: Sequence[tuple[int, int]]) -> list[str]:
+        return [text[a:b] for a, b in runs]
+
+    page = ProjectPage(
+        canon, index, url=page_url, spans=starts, read=read, groups=groups, bad=bad, earliest=times
+    )
+    page._heads = heads
+    return page
+
+
 def parse_json_page(body: bytes, *, project: str, index: str, page_url: str) -> ProjectPage:
-    """A PEP 691 JSON project page. Raises IndexError_ only when the page itself is unusable."""
+    """A PEP 691 JSON project page. Raises IndexError_ only when the page itself is unusable.
+
+    The usual page (ASCII JSON) is kept by spans over its text (see `ProjectPage`); any other
+    is decoded whole and kept as its raw entries."""
+    canon = str(canonicalize_name(project))
+    by_spans = _json_page_by_spans(body, canon=canon, index=index, page_url=page_url)
+    if by_spans is not None:
+        return by_spans
     try:
         doc = json.loads(body)
     except (ValueError, UnicodeDecodeError) as e:
@@ -728,29 +1101,8 @@ def parse_json_page(body: bytes, *, project: str, index: str, page_url: str) -> 
         ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
         raise IndexError_(f"the page for {project!r} on index {index!r} has no 'files' list")
-    meta = doc.get("meta")
-    api = str(meta.get("api-version", "1.0")) if isinstance(meta, dict) else "1.0"
-    if api.split(".")[0] != "1":
-        raise IndexError_(
-            f"index {index!r} speaks simple API version {api}, which kernodeck does not know",
-            hint="only version 1.x of the simple repository API (PEP 691) is supported",
-        )
-    canon = str(canonicalize_name(project))
-    raw: list[RawEntry] = [
-        (
-            entry.get("filename"),
-            entry.get("url"),
-            entry.get("hashes", {}),
-            entry.get("requires-python"),
-            entry.get("yanked"),
-            entry.get("upload-time"),
-            entry.get("size"),
-            entry.get("core-metadata", entry.get("dist-info-metadata")),
-        )
-        if isinstance(entry, dict)
-        else None
-        for entry in doc["files"]
-    ]
+    _check_api(doc.get("meta"), index)
+    raw: list[RawEntry] = [_raw_entry(entry) for entry in doc["files"]]
     # validated lazily, one version at a time, as the resolver asks (see ProjectPage)
     return ProjectPage(name=canon, index=index, url=page_url, raw=raw)
 
