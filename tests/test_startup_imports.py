@@ -168,3 +168,33 @@ def test_importing_the_manifest_models_does_not_read_their_source() -> None:
         "assert Manifest.model_fields['python'].description == 'The interpreter.'\n"
     )
     assert _loaded(code, ()) == []
+
+
+def test_a_lock_that_resolves_from_a_fresh_cache_loads_no_http_client(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path
+) -> None:
+    """An input changed (a one-off constraint: no replay), every page in the cache is fresh (read
+    after exclude-newer): the resolver runs, the index hears nothing and httpx is never imported
+    (nor the CA bundle read)."""
+    old = "2024-01-01T00:00:00Z"
+    index_factory.add_wheel("app", "1.0", requires=["dep>=1"], upload_time=old)
+    index_factory.add_wheel("dep", "1.0", upload_time=old)
+    manifest = write_manifest(
+        tmp_path / "proj",
+        requirements=["app"],
+        default_url=served_index.url(),
+        platforms=[LINUX, WINDOWS],
+        exclude_newer="2025-01-01T00:00:00Z",
+    )
+    cache = tmp_path / "cache"
+    lock_manifest(manifest, cache_dir=cache)
+    served_index.reset()
+    code = (
+        "import kernodeck.lock as L\n"
+        f"r = L.lock_manifest({str(manifest)!r}, cache_dir={str(cache)!r}, upgrade_packages=['dep<9'])\n"
+        "assert [p.status for p in r.platforms] == ['unchanged', 'unchanged'], r\n"
+    )
+    watch = ("httpx", "kernodeck.resolve")
+    loaded = _loaded(code, watch)
+    assert loaded == ["kernodeck.resolve"]  # it resolved
+    assert served_index.requests == []

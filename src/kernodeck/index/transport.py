@@ -17,11 +17,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import url2pathname
-
-import httpx
 
 from kernodeck import __version__
 from kernodeck.errors import IndexError_
@@ -40,6 +38,9 @@ from kernodeck.index.models import (
     NotFound,
     ProjectPage,
 )
+
+if TYPE_CHECKING:  # httpx is imported when the first request is made (a warm lock makes none)
+    import httpx
 from kernodeck.index.sources import ResolvedUrl, expand, netrc_auth
 from kernodeck.urls import public_url, redact
 
@@ -263,10 +264,28 @@ class IndexHttp:
         self._local_hashes: dict[tuple[str, int, int], str] = {}
         self._used_pages: dict[str, tuple[tuple[int, int], CachedPage]] = {}
         self.replayable = True
+        self._transport = transport
+        self._read_timeout = read_timeout
+        self._h2 = _http2_wanted()
+        self._clients: tuple[httpx.Client, httpx.Client] | None = None
+
+    def _http_clients(self) -> tuple[httpx.Client, httpx.Client]:
+        """(the client, the HTTP/1.1 client for retries), made on the first request: a lock
+        answered from the cache never imports httpx nor reads the CA bundle."""
+        with self._lock:
+            if self._clients is None:
+                self._clients = self._make_clients()
+            return self._clients
+
+    def _make_clients(self) -> tuple[httpx.Client, httpx.Client]:
+        import httpx
+
         limits = httpx.Limits(
             max_connections=max(16, self.concurrency * 2), max_keepalive_connections=self.concurrency
         )
+        transport = self._transport
         own = transport is None
+        read_timeout = self._read_timeout
         # How this machine reaches the network, as the user's own pip would (CA bundle from
         # PIP_CERT / pip's `cert` / REQUESTS_CA_BUNDLE / SSL_CERT_FILE, client certificate, proxy
         # from pip's `proxy`, else HTTP(S)_PROXY / NO_PROXY): how to reach, never what to lock.
@@ -285,17 +304,20 @@ class IndexHttp:
                 trust_env=True,  # with no transport given, HTTP(S)_PROXY and NO_PROXY apply
             )
 
-        self._h2 = _http2_wanted()
-        self._http = client(transport, http2=self._h2)
+        http = client(transport, http2=self._h2)
         # fresh HTTP/1.1 connections for retries after a broken stream, and for hosts that reset
-        self._h1 = client(None, http2=False) if own else self._http
+        return http, (client(None, http2=False) if own else http)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def close(self) -> None:
-        self._http.close()
-        if self._h1 is not self._http:
-            self._h1.close()
+        with self._lock:
+            clients, self._clients = self._clients, None
+        if clients is not None:
+            http, h1 = clients
+            http.close()
+            if h1 is not http:
+                h1.close()
 
     def __enter__(self) -> Self:
         return self
@@ -327,6 +349,8 @@ class IndexHttp:
         return resolved
 
     def _auth_for(self, url: str) -> httpx.Auth | None:
+        import httpx
+
         host = urlsplit(url).netloc.lower()
         creds = self._auth.get(host) or netrc_auth(urlsplit(url).hostname or "")
         return httpx.BasicAuth(*creds) if creds else None
@@ -362,6 +386,8 @@ class IndexHttp:
                 f"offline: would need to download {what} from {redact(url)}",
                 hint="run once without --offline to fill the cache",
             )
+        import httpx
+
         shown = redact(url)
         seconds = self.deadline if deadline is None else deadline
         own_end = time.monotonic() + seconds
@@ -375,8 +401,9 @@ class IndexHttp:
                 if time.monotonic() + pause >= end:
                     break
                 time.sleep(pause)
+            main, h1 = self._http_clients()
             with self._lock:
-                http = self._h1 if host in self._h1_hosts else self._http
+                http = h1 if host in self._h1_hosts else main
             try:
                 r = self._read(http, request_url, headers, end, limit, public=url)
             except _Deadline:
@@ -408,7 +435,7 @@ class IndexHttp:
             except (httpx.HTTPError, OSError) as e:
                 last = e
             except Exception as e:
-                if not self._h2 or http is self._h1 or not _h2_race(e):
+                if not self._h2 or http is h1 or not _h2_race(e):
                     raise
                 last = e  # a race inside the shared HTTP/2 connection: again over HTTP/1.1
                 with self._lock:
@@ -439,6 +466,8 @@ class IndexHttp:
     ) -> _Reply:
         """One attempt: the whole body, or _Deadline / _TooBig / an httpx error. URLs in the
         reply are public: `public` itself unless a redirect led elsewhere."""
+        import httpx
+
         left = end - time.monotonic()
         if left <= 0:
             raise _Deadline()
