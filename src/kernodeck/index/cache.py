@@ -301,7 +301,7 @@ class ParsedPage:
     rejected: list[tuple[str, str]]
     fingerprint: tuple[int, int]  # of the .json it was parsed from
     raw: bool = False  # entries are a JSON page's unvalidated ones (`models.RawEntry`)
-    # a JSON page by spans: `models.ProjectPage.span_form()` (then `entries` is empty) and the
+    # a JSON page by spans: `models.ProjectPage.take_span_form()` (then `entries` is empty) and the
     # reader of its body from the .json
     spans: tuple[Any, Any, Any] | None = None
     body: PageBody | None = None
@@ -438,7 +438,7 @@ class IndexCache:
     ) -> tuple[int, int] | None:
         """Store the parsed form of `page` (already written with `put_page`); its fingerprint.
         `raw`: the entries are a JSON page's unvalidated ones (validated again when read).
-        `spans`: a JSON page by spans (`models.ProjectPage.span_form()`), read back by `body`."""
+        `spans`: a JSON page by spans (`models.ProjectPage.take_span_form()`), read back by `body`."""
         path = self.page_path(page.url)
         fp = self._fingerprint(page.url)
         if path is None or fp is None:
