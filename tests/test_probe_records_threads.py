@@ -95,3 +95,31 @@ def test_threads_take_cached_digests(tmp_path: Path, monkeypatch: pytest.MonkeyP
     stats, problems, _ = _run(dist, tmp_path / "c", 4)
     assert stats["hashed"] == 1 and stats["cache_hits"] == 152
     assert ("pkg/small_001.py", "hash") in {(p["path"], p["problem"]) for p in problems}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("enabled", [True, False])
+def test_collector_paused_while_files_are_checked_and_restored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    import gc
+
+    seen: list[bool] = []
+    check_file = script._check_file
+
+    def spy(full: str, size: str, cached: Any) -> Any:
+        seen.append(gc.isenabled())
+        return check_file(full, size, cached)
+
+    monkeypatch.setattr(script, "_check_file", spy)
+    dist = _dist(tmp_path / "site")
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        _, problems, _ = _run(dist, tmp_path / "c", 4)
+        after = gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert len(seen) == 156 and not any(seen)  # every file checked with the collector paused
+    assert after is enabled  # and the caller's setting is back
+    assert ("pkg/small_007.py", "hash") in {(p["path"], p["problem"]) for p in problems}
