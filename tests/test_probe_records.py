@@ -144,6 +144,27 @@ def test_rehash_reads_every_file_and_a_corrupt_cache_is_ignored(tmp_path: Path, 
     assert problems == [] and stats["hashed"] == 3
 
 
+@pytest.mark.parametrize("damaged", ["not hex at all", "zz" * 32, 12345, None])
+def test_a_damaged_cached_digest_is_hashed_again(tmp_path: Path, no_racy_window: None, damaged: Any) -> None:
+    """A cache entry whose stat key still holds but whose digest is no sha256 hex is neither
+    trusted nor reported as a mismatch: the file is read again."""
+    import json
+
+    dist = _install(tmp_path / "site", "demo", "1.0", FILES)
+    cache = tmp_path / "cache"
+    _check(dist, cache)
+    (detail,) = cache.glob("dist-*.json")
+    saved = json.loads(detail.read_text())
+    saved["files"]["demo/core.py"][4] = damaged
+    detail.write_text(json.dumps(saved))
+    (index,) = cache.glob("env-*.json")
+    index.unlink()  # not proven as a whole: the files are checked one by one
+    stats, problems = _check(dist, cache)
+    assert problems == [] and stats["hashed"] == 1 and stats["cache_hits"] == 2
+    repaired = json.loads(detail.read_text())["files"]["demo/core.py"][4]
+    assert repaired == hashlib.sha256(FILES["demo/core.py"]).hexdigest()
+
+
 def test_recent_files_are_not_trusted_from_the_cache(tmp_path: Path) -> None:
     """A file changed within the racy window could change again within one timestamp tick."""
     dist = _install(tmp_path / "site", "demo", "1.0", FILES)

@@ -107,9 +107,9 @@ def test_collector_paused_while_files_are_checked_and_restored(
     seen: list[bool] = []
     check_file = script._check_file
 
-    def spy(full: str, size: str, cached: Any) -> Any:
+    def spy(*job: Any) -> Any:
         seen.append(gc.isenabled())
-        return check_file(full, size, cached)
+        return check_file(*job)
 
     monkeypatch.setattr(script, "_check_file", spy)
     dist = _dist(tmp_path / "site")

@@ -391,10 +391,13 @@ def _hash_file(path: str, size: int) -> str:
     return h.hexdigest()
 
 
-def _check_file(full: str, size: str, cached: Any) -> tuple[str, Any, str | None]:
-    """One RECORD row's file: (outcome, stat key, sha256 hex). The outcome is "" (hashed now),
-    "hit" (the cached digest still holds: same size, mtime_ns, inode, ctime_ns) or a problem:
-    missing, not-a-file (never opened: a FIFO would block), size, unreadable."""
+def _check_file(expected: str, full: str, size: str, cached: Any) -> tuple[str, Any, str | None]:
+    """One RECORD row's file against its `expected` digest (urlsafe base64, as in RECORD):
+    (outcome, stat key, sha256 hex). The outcome is "" (hashed now, as expected), "hit" (the
+    cached digest still holds: same size, mtime_ns, inode, ctime_ns; as expected), "hash" or
+    "hit-hash" (the same, digest differs) or a problem: missing, not-a-file (never opened: a
+    FIFO would block), size, unreadable. The digest is compared here, on the worker threads,
+    not afterwards in the probe's one thread."""
     try:
         st = os.stat(full)
     except OSError:
@@ -405,11 +408,25 @@ def _check_file(full: str, size: str, cached: Any) -> tuple[str, Any, str | None
     if size.isdigit() and key[0] != int(size):
         return ("size", key, None)
     if isinstance(cached, list) and len(cached) == 5 and tuple(cached[:4]) == key:
-        return ("hit", key, cached[4])
+        same = _same(cached[4], expected)
+        if same is not None:  # (None: a damaged entry, hashed again below)
+            return ("hit" if same else "hit-hash", key, cached[4])
     try:
-        return ("", key, _hash_file(full, key[0]))
+        digest = _hash_file(full, key[0])
     except OSError:
         return ("unreadable", key, None)
+    return ("" if _same(digest, expected) else "hash", key, digest)
+
+
+def _same(digest: Any, expected: str) -> bool | None:
+    """Whether a sha256 hex digest is RECORD's urlsafe-base64 `expected` one; None when it is
+    not a sha256 hex digest at all (a damaged cache entry)."""
+    if not isinstance(digest, str) or len(digest) != 64:
+        return None
+    try:
+        return _b64(bytes.fromhex(digest)) == expected
+    except ValueError:
+        return None
 
 
 #: Files at least this large are handed to the threads one at a time (they come first); smaller
@@ -421,14 +438,14 @@ _RUN = 64
 def _run_checks(
     jobs: list[tuple[Any, ...]], threads: int, meanwhile: Any = None
 ) -> list[tuple[str, Any, str | None]]:
-    """_check_file for every job (..., full, size, cached as its last three fields), on `threads`
+    """_check_file for every job (..., expected, full, size, cached as its last four fields), on `threads`
     threads that take the next jobs from a shared position (hashlib releases the GIL while it
     hashes; os.stat and os.readv while they wait); `meanwhile()` runs in this thread while they
     work. Results in job order."""
     results: list[Any] = [None] * len(jobs)
     if threads <= 1 or len(jobs) < 2:
         for k, job in enumerate(jobs):
-            results[k] = _check_file(*job[-3:])
+            results[k] = _check_file(*job[-4:])
         if meanwhile is not None:
             meanwhile()
         return results
@@ -449,7 +466,7 @@ def _run_checks(
                 if start >= len(jobs):
                     return
                 for k in range(start, min(end, len(jobs))):
-                    results[k] = _check_file(*jobs[k][-3:])
+                    results[k] = _check_file(*jobs[k][-4:])
         except BaseException as e:  # re-raised below, in the probe's own thread
             errors.append(e)
 
@@ -691,7 +708,9 @@ def _check_records(
     racy = time.time_ns() - RACY_NS
     stat = os.stat
     # distributions checked file by file: (index, record key, entries, stat keys, cache's digests)
-    pending: list[tuple[int, list[int], list[tuple[str, str, str]], list[Any], dict[str, Any]]] = []
+    pending: list[
+        tuple[int, list[int], list[tuple[str, str, str]], list[str], list[Any], dict[str, Any]]
+    ] = []
     # (location, RECORD rows) of every distribution whose RECORD was read
     claimed: list[Claim] = []
     # one per file to check: (index, row, relative path, expected digest, full path, size, cached)
@@ -764,7 +783,7 @@ def _check_records(
         known = {} if rehash else cache.files(meta_dir, base)
         for j, (rel, expected, size) in enumerate(entries):
             jobs.append((i, j, rel, expected, fulls[j], size, known.get(rel)))
-        pending.append((i, record_key, entries, [None] * n, known))
+        pending.append((i, record_key, entries, fulls, [None] * n, known))
 
     # Large files first (by RECORD's size), so the threads do not end on one big file alone.
     jobs.sort(key=lambda job: -int(job[5]) if job[5].isdigit() else 0)
@@ -776,7 +795,7 @@ def _check_records(
         unlisted[:] = unlisted_files(claimed, cache, None if rehash else racy)
 
     results = _run_checks(jobs, threads, search_unlisted)
-    keys_of = {p[0]: p[3] for p in pending}
+    keys_of = {p[0]: p[4] for p in pending}
     digests: dict[int, dict[str, Any]] = {p[0]: {} for p in pending}
     for k, (i, j, rel, expected, _full, size, cached) in enumerate(jobs):
         outcome, key, digest = results[k]  # (zip(strict=) is Python >= 3.10)
@@ -786,7 +805,16 @@ def _check_records(
             stats["hashed"] += 1
             stats["bytes_hashed"] += key[0]
             digests[i][rel] = [*key, digest]
-        elif outcome == "hit":
+            continue
+        if outcome == "hit":
+            stats["cache_hits"] += 1
+            digests[i][rel] = cached
+            continue
+        if outcome == "hash":
+            stats["hashed"] += 1
+            stats["bytes_hashed"] += key[0]
+            digests[i][rel] = [*key, digest]
+        elif outcome == "hit-hash":
             stats["cache_hits"] += 1
             digests[i][rel] = cached
         elif outcome == "missing":
@@ -809,25 +837,21 @@ def _check_records(
                 {"path": rel, "problem": "unreadable", "expected": None, "observed": None}
             )
             continue
-        _compare(d, rel, expected, digest)  # type: ignore[arg-type]
-    for i, record_key, entries, keys, known in pending:
+        _compare(d, rel, expected, digest)  # type: ignore[arg-type]  # differs: say how
+    for i, record_key, entries, fulls, keys, known in pending:
         d = dists[i]
         meta_dir = d["metadata_dir"]
-        base = d["location"]
-        prefix = base + os.sep
         # A file changed in the last moments may change again unseen within one timestamp tick.
         keep = {rel: e for rel, e in digests[i].items() if e[3] < racy}
         if keep != known:
             cache.details[meta_dir] = {"base": d["location"], "files": keep}
-        if not d["record_problems"] and record_key[3] < racy and len(keep) == len(entries):
-            fulls = [
-                prefix + rel
-                if ".." not in rel and ":" not in rel and not rel.startswith(_ROOTS)
-                else os.path.normpath(os.path.join(base, rel))
-                for rel, _, _ in entries
-            ]
-            if not any("\0" in f for f in fulls):
-                cache.new_index[meta_dir] = [record_key, _summary(record_key, keys), "\0".join(fulls)]
+        if (
+            not d["record_problems"]
+            and record_key[3] < racy
+            and len(keep) == len(entries)
+            and not any("\0" in f for f in fulls)
+        ):
+            cache.new_index[meta_dir] = [record_key, _summary(record_key, keys), "\0".join(fulls)]
     for d in dists:
         d["record_problems"].sort(key=lambda p: p["path"])
     found, more = unlisted
