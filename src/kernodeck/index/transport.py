@@ -12,7 +12,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -267,34 +267,43 @@ class IndexHttp:
         self._transport = transport
         self._read_timeout = read_timeout
         self._h2 = _http2_wanted()
-        self._clients: tuple[httpx.Client, httpx.Client] | None = None
+        self._main: httpx.Client | None = None
+        self._h1: httpx.Client | None = None
+        self._maker: Callable[[bool], httpx.Client] | None = None
 
-    def _http_clients(self) -> tuple[httpx.Client, httpx.Client]:
-        """(the client, the HTTP/1.1 client for retries), made on the first request: a lock
-        answered from the cache never imports httpx nor reads the CA bundle."""
+    def _client(self, *, retry: bool) -> httpx.Client:
+        """The client; with `retry`, the one with fresh HTTP/1.1 connections (for retries after a
+        broken stream, and for hosts that reset). Each is made on its first use: a lock answered
+        from the cache never imports httpx nor reads the CA bundle, and one without a broken
+        stream never makes the second. With a transport given (tests), there is one client."""
         with self._lock:
-            if self._clients is None:
-                self._clients = self._make_clients()
-            return self._clients
+            if self._maker is None:
+                self._maker = self._client_maker()
+            if retry and self._transport is None:
+                if self._h1 is None:
+                    self._h1 = self._maker(True)
+                return self._h1
+            if self._main is None:
+                self._main = self._maker(False)
+            return self._main
 
-    def _make_clients(self) -> tuple[httpx.Client, httpx.Client]:
+    def _client_maker(self) -> Callable[[bool], httpx.Client]:
         import httpx
 
         limits = httpx.Limits(
             max_connections=max(16, self.concurrency * 2), max_keepalive_connections=self.concurrency
         )
         transport = self._transport
-        own = transport is None
         read_timeout = self._read_timeout
         # How this machine reaches the network, as the user's own pip would (CA bundle from
         # PIP_CERT / pip's `cert` / REQUESTS_CA_BUNDLE / SSL_CERT_FILE, client certificate, proxy
         # from pip's `proxy`, else HTTP(S)_PROXY / NO_PROXY): how to reach, never what to lock.
-        verify, proxy = network_reach() if own else (True, None)
+        verify, proxy = network_reach() if transport is None else (True, None)
 
-        def client(t: httpx.BaseTransport | None, *, http2: bool) -> httpx.Client:
+        def make(retry: bool) -> httpx.Client:
             return httpx.Client(
-                transport=t,
-                http2=http2,
+                transport=None if retry else transport,
+                http2=False if retry else self._h2,
                 limits=limits,
                 verify=verify,
                 proxy=proxy,
@@ -304,20 +313,16 @@ class IndexHttp:
                 trust_env=True,  # with no transport given, HTTP(S)_PROXY and NO_PROXY apply
             )
 
-        http = client(transport, http2=self._h2)
-        # fresh HTTP/1.1 connections for retries after a broken stream, and for hosts that reset
-        return http, (client(None, http2=False) if own else http)
+        return make
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def close(self) -> None:
         with self._lock:
-            clients, self._clients = self._clients, None
-        if clients is not None:
-            http, h1 = clients
-            http.close()
-            if h1 is not http:
-                h1.close()
+            made, self._main, self._h1 = (self._main, self._h1), None, None
+        for http in made:
+            if http is not None:
+                http.close()
 
     def __enter__(self) -> Self:
         return self
@@ -401,9 +406,9 @@ class IndexHttp:
                 if time.monotonic() + pause >= end:
                     break
                 time.sleep(pause)
-            main, h1 = self._http_clients()
             with self._lock:
-                http = h1 if host in self._h1_hosts else main
+                retry = host in self._h1_hosts
+            http = self._client(retry=retry)
             try:
                 r = self._read(http, request_url, headers, end, limit, public=url)
             except _Deadline:
@@ -435,7 +440,7 @@ class IndexHttp:
             except (httpx.HTTPError, OSError) as e:
                 last = e
             except Exception as e:
-                if not self._h2 or http is h1 or not _h2_race(e):
+                if not self._h2 or retry or self._transport is not None or not _h2_race(e):
                     raise
                 last = e  # a race inside the shared HTTP/2 connection: again over HTTP/1.1
                 with self._lock:
