@@ -514,7 +514,7 @@ class Factory:
     def _likely_version(self, pf: ProjectFiles, requirement: BaseRequirement | None) -> Version | None:
         order = list(pf.all_versions)
         pref = self.preferred.get(pf.name)
-        if pref is not None and pref in pf._by_version:
+        if pref is not None and pf.known(pref):
             order.remove(pref)
             order.insert(0, pref)
         for v in order:
