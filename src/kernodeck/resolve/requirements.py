@@ -70,6 +70,15 @@ class BaseRequirement:
     def allows(self, version: Version) -> bool:
         return self.specifier.contains(version, prereleases=True)
 
+    @staticmethod
+    def _memo_allows(memo: dict[Version, bool], specifier: SpecifierSet, version: Version) -> bool:
+        """`specifier` on `version`, worked out once per requirement and version: the resolver asks
+        again for the same versions every round (every criterion's pin is re-checked)."""
+        hit = memo.get(version)
+        if hit is None:
+            hit = memo[version] = specifier.contains(version, prereleases=True)
+        return hit
+
     def is_satisfied_by(self, candidate: BaseCandidate) -> bool:
         return candidate.identifier == self.identifier and self.allows(candidate.version)
 
@@ -88,8 +97,6 @@ class SpecifierRequirement(BaseRequirement):
         self._name = canonicalize_name(req.name)
         self._extras = canonical_extras(req.extras)
         self._identifier = make_identifier(self._name, self._extras)
-        # version -> allowed: the resolver asks again for the same versions on every round
-        # (every criterion's pin is re-checked each round), so each answer is computed once
         self._allowed: dict[Version, bool] = {}
         self._exact: bool | None = None
 
@@ -98,10 +105,7 @@ class SpecifierRequirement(BaseRequirement):
         return self._identifier
 
     def allows(self, version: Version) -> bool:
-        hit = self._allowed.get(version)
-        if hit is None:
-            hit = self._allowed[version] = self.req.specifier.contains(version, prereleases=True)
-        return hit
+        return self._memo_allows(self._allowed, self.req.specifier, version)
 
     def is_satisfied_by(self, candidate: BaseCandidate) -> bool:
         return candidate.identifier == self._identifier and self.allows(candidate.version)
@@ -175,10 +179,7 @@ class RequiresPythonRequirement(BaseRequirement):
         self._allowed: dict[Version, bool] = {}  # asked about the one target Python, every round
 
     def allows(self, version: Version) -> bool:
-        hit = self._allowed.get(version)
-        if hit is None:
-            hit = self._allowed[version] = self._specifier.contains(version, prereleases=True)
-        return hit
+        return self._memo_allows(self._allowed, self._specifier, version)
 
     @property
     def identifier(self) -> str:
