@@ -27,11 +27,11 @@ allow-list). The lock names its index itself (`--index-url` in the requirements 
 
 pip's configuration is read the way pip reads it (`pip_config_files`): the global files, the user
 files (unless `PIP_CONFIG_FILE` names an existing file), the site file of the active environment,
-then `PIP_CONFIG_FILE` (`os.devnull` there turns every file off); later files win, and in each the
-`[install]` section wins over `[global]`.
+then `PIP_CONFIG_FILE` (`os.devnull` there turns every file off); later files win, and, as in
+pip's option parser, `[install]` in any file wins over `[global]` in any file.
 
 Every function takes the environment as a mapping, so the rules are testable without touching
-`os.environ`; only `read_pip_config` reads files.
+`os.environ`; only `pip_config_values` reads files.
 """
 
 from __future__ import annotations
@@ -242,6 +242,45 @@ def pip_config_files(
     return out
 
 
+def _pip_key(name: str) -> str:
+    """A setting's name as pip normalises it (file keys and PIP_* variables alike)."""
+    return name.strip().lower().replace("_", "-").removeprefix("--")
+
+
+def pip_config_values(
+    environ: Mapping[str, str],
+    *,
+    platform: str = sys.platform,
+    prefix: str | None = None,
+    global_files: Sequence[str] | None = None,
+) -> dict[str, dict[str, Setting]]:
+    """Every setting of pip's configuration files, as pip's `Configuration.load()` merges them:
+    section -> key -> the value of the last file that sets it (later files win; files in
+    `pip_config_files` order), keys normalised as pip does ("index_url" is "index-url"). The
+    PIP_* variables are section ":env:". `prefix` is the environment whose site file counts:
+    default the activated VIRTUAL_ENV, else this interpreter's. Unreadable files are skipped, like
+    pip's own missing files (pip would stop on a malformed one; Kernodeck must not)."""
+    site = prefix if prefix is not None else (environ.get("VIRTUAL_ENV") or sys.prefix)
+    found: dict[str, dict[str, Setting]] = {}
+    for _kind, path in pip_config_files(environ, platform=platform, prefix=site, global_files=global_files):
+        if not os.path.isfile(path):
+            continue
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+        for section in parser.sections():
+            for raw_key, value in parser.items(section):
+                key = _pip_key(raw_key)
+                found.setdefault(section, {})[key] = Setting(value, f"pip config {path} [{section}] {key}")
+    env = found.setdefault(":env:", {})
+    for name, value in environ.items():
+        if name.startswith("PIP_") and name[4:].lower() not in ("version", "help"):
+            env[_pip_key(name[4:])] = Setting(value, name)
+    return found
+
+
 def read_pip_config(
     environ: Mapping[str, str],
     *,
@@ -251,27 +290,13 @@ def read_pip_config(
     global_files: Sequence[str] | None = None,
 ) -> dict[str, Setting]:
     """The values of `keys` in pip's configuration files for `pip install` (the `[install]`
-    section over `[global]`, later files over earlier ones). `prefix` is the environment whose site
-    file counts: default the activated VIRTUAL_ENV, else this interpreter's. Unreadable files are
-    skipped, like pip's own missing files (pip would stop on a malformed one; an installer run
-    started by Kernodeck must not)."""
-    site = prefix if prefix is not None else (environ.get("VIRTUAL_ENV") or sys.prefix)
+    section over `[global]`, later files over earlier ones; see `pip_config_values`)."""
+    values = pip_config_values(environ, platform=platform, prefix=prefix, global_files=global_files)
     found: dict[str, Setting] = {}
-    for _kind, path in pip_config_files(environ, platform=platform, prefix=site, global_files=global_files):
-        if not os.path.isfile(path):
-            continue
-        parser = configparser.RawConfigParser()
-        try:
-            parser.read(path, encoding="utf-8")
-        except (configparser.Error, OSError, UnicodeDecodeError):
-            continue
-        for section in ("global", "install"):
-            if not parser.has_section(section):
-                continue
-            for raw_key, value in parser.items(section):
-                key = raw_key.strip().lstrip("-").replace("_", "-")
-                if key in keys and value.strip():
-                    found[key] = Setting(value.strip(), f"pip config {path} [{section}] {key}")
+    for section in ("global", "install"):
+        for key, setting in values.get(section, {}).items():
+            if key in keys and setting.value.strip():
+                found[key] = Setting(setting.value.strip(), setting.source)
     return found
 
 

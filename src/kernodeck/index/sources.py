@@ -168,18 +168,80 @@ def probe():
 """
 
 
+_INDEX_KEYS = ("index-url", "extra-index-url", "find-links")
+
+
 @functools.lru_cache(maxsize=1)
 def _pip_index_settings(python: str) -> dict[str, Any]:
     """pip's index settings and built-in default index, as `python`'s pip reads them. For this
-    interpreter, pip is read in-process (about a third of the cost of starting a second Python
-    with pip, on every lock); another interpreter is asked in a subprocess."""
+    interpreter they are read without importing pip (importing pip's configuration costs more
+    than the rest of a replayed lock): its files by `kernodeck.installer_env.pip_config_values`,
+    its default from pip's own index module alone. Another interpreter is asked in a subprocess
+    running `_PIP_PROBE`, which reads them with pip itself; tests check both agree."""
     if python == sys.executable:
-        namespace: dict[str, Any] = {}
-        exec(_PIP_PROBE, namespace)  # the same probe code as for another interpreter
-        data = namespace["probe"]()
-    else:
-        data = _pip_probe_subprocess(python)
+        return _pip_index_settings_here()
+    data = _pip_probe_subprocess(python)
     return dict(data) if isinstance(data, dict) else {}
+
+
+def _pip_index_settings_here() -> dict[str, Any]:
+    from kernodeck.installer_env import pip_config_values
+
+    values = pip_config_values(os.environ, prefix=sys.prefix)
+    out: dict[str, Any] = {}
+    for key in ("install.index-url", "global.index-url", ":env:.index-url"):
+        section, _, name = key.partition(".")
+        setting = values.get(section, {}).get(name)
+        if setting is not None and setting.value:
+            out["config"] = setting.value
+            break
+    found: dict[str, list[list[str]]] = {}
+    for name in _INDEX_KEYS:
+        for section in (":env:", "global", "install", "download"):
+            setting = values.get(section, {}).get(name)
+            if setting is not None and setting.value:
+                where = (
+                    "PIP_" + name.upper().replace("-", "_")
+                    if section == ":env:"
+                    else f"pip config {section}.{name}"
+                )
+                found.setdefault(name, []).append([where, setting.value])
+    out["settings"] = found
+    default = _pip_builtin_default()
+    if default:
+        out["default"] = default
+    else:
+        namespace: dict[str, Any] = {}
+        exec(_PIP_PROBE, namespace)  # pip's index module did not load alone: ask pip itself
+        probed = namespace["probe"]()
+        if "default" in probed:
+            out["default"] = probed["default"]
+        else:
+            out["default_error"] = probed.get("default_error", "pip is not importable")
+    return out
+
+
+def _pip_builtin_default() -> str | None:
+    """PyPI's simple URL from pip's `_internal/models/index.py`, run on its own: the module needs
+    only urllib, while importing it through pip loads pip's package first. None when this pip has
+    no such module or it does not define it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("pip")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "_internal", "models", "index.py")
+    namespace: dict[str, Any] = {"__name__": "kernodeck_pip_index", "__file__": path}
+    try:
+        with open(path, encoding="utf-8") as f:
+            exec(compile(f.read(), path, "exec"), namespace)
+        url = namespace["PyPI"].simple_url
+    except Exception:  # any pip layout this reading does not know: pip itself is asked
+        return None
+    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else None
 
 
 def _pip_probe_subprocess(python: str) -> Any:
