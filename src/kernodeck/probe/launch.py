@@ -94,7 +94,10 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _await_exit(proc: subprocess.Popen[bytes], deadline: float) -> bool:
-    """Wait until the process exits (True) or the deadline passes (False), without reaping it."""
+    """Wait until the process exits (True) or the deadline passes (False), without reaping it.
+    Where Linux gives a pidfd, woken by the exit itself; elsewhere by polling (1 ms, doubling up
+    to 50 ms: on average some 25 ms late, which a pidfd saves every probe)."""
+    _sleep_until_exit(proc, deadline)
     delay = 0.001
     # os.waitid is missing on macOS before Python 3.13: there the leader is reaped by poll(), and
     # its group id is then only very unlikely (not impossibly) reused before the group is killed
@@ -114,6 +117,27 @@ def _await_exit(proc: subprocess.Popen[bytes], deadline: float) -> bool:
             return False
         time.sleep(min(delay, deadline - now))
         delay = min(delay * 2, 0.05)
+
+
+def _sleep_until_exit(proc: subprocess.Popen[bytes], deadline: float) -> None:
+    """Sleep until the process exits or the deadline passes, on a pidfd (Linux 5.3+), which
+    becomes readable at the exit. Returns at once where there is none (the caller polls);
+    whether the process exited is then told by waitid, as without a pidfd."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return
+    import select
+
+    try:
+        fd = pidfd_open(proc.pid)
+    except OSError:  # no pidfd here (old kernel, seccomp), or the process is already reaped
+        return
+    try:
+        select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+    except (OSError, ValueError):
+        return
+    finally:
+        os.close(fd)
 
 
 def wait_group(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int, bool]:
