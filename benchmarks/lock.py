@@ -385,6 +385,12 @@ def bench_uv(work: Path, index_url: str, runs: int) -> list[Row]:
 
 def bench_pip_compile(work: Path, index_url: str, runs: int) -> list[Row]:
     pc = BIN / "pip-compile"
+    if not pc.exists():
+        print(
+            f"pip-compile is not installed in {BIN} (`make bench` installs pip-tools): skipped",
+            file=sys.stderr,
+        )
+        return []
     req_in = work / "pc-requirements.in"
     req_in.write_text("\n".join(REQUIREMENTS) + "\n")
     cold = Row("pip-compile --generate-hashes", "current platform only", "cold")
