@@ -57,6 +57,16 @@ def _dist(site: Path) -> dict[str, Any]:
     }
 
 
+#: What `_dist` plants: (path, problem) as the RECORD check reports it.
+EXPECTED_PROBLEMS = {
+    ("pkg/gone.py", "missing"),
+    ("pkg/fifo", "not-a-file"),
+    ("pkg/sized.py", "size"),
+    ("pkg/small_007.py", "hash"),
+    ("pkg/big.bin", "hash"),
+}
+
+
 def _run(dist: dict[str, Any], cache_dir: Path, threads: int) -> tuple[Any, Any, Any]:
     d = copy.deepcopy(dist)
     cache = script.RecordsCache(str(cache_dir), "env", read=True)
@@ -72,13 +82,7 @@ def test_threads_agree_with_one_thread(tmp_path: Path, monkeypatch: pytest.Monke
     four = _run(dist, tmp_path / "c4", 4)
     assert one == four
     stats, problems, details = four
-    assert {(p["path"], p["problem"]) for p in problems} == {
-        ("pkg/gone.py", "missing"),
-        ("pkg/fifo", "not-a-file"),
-        ("pkg/sized.py", "size"),
-        ("pkg/small_007.py", "hash"),
-        ("pkg/big.bin", "hash"),
-    }
+    assert {(p["path"], p["problem"]) for p in problems} == EXPECTED_PROBLEMS
     assert stats["files"] == 156 and stats["hashed"] == 153 and stats["cache_hits"] == 0
     (saved,) = details.values()
     assert "pkg/exact.bin" in saved["files"] and "pkg/gone.py" not in saved["files"]
