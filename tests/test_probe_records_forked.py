@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.probe import script
-from tests.test_probe_records_threads import EXPECTED_PROBLEMS, _dist
+from tests.fixtures.record_dist import EXPECTED_PROBLEMS, record_dist
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +64,7 @@ print(json.dumps({"forks": len(forks), "one": one, "two": two}))
 def test_forked_copies_agree_with_one_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    dist = _dist(tmp_path / "site")
+    dist = record_dist(tmp_path / "site")
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, json.dumps(dist), case, str(tmp_path)],
         capture_output=True,

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from kernodeck.probe import script
+from tests.fixtures.record_dist import write_record
 
 
 def _b64(data: bytes) -> str:
@@ -31,16 +32,7 @@ def _install(site: Path) -> dict[str, Any]:
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         (site / rel).write_bytes(data)
         lines.append(f"{rel},sha256={_b64(data)},{len(data)}")
-    lines.append(f"{meta.name}/RECORD,,")
-    (meta / "RECORD").write_text("\n".join(lines) + "\n")
-    return {
-        "name": "demo",
-        "version": "1.0",
-        "location": str(site),
-        "metadata_dir": str(meta),
-        "record": str(meta / "RECORD"),
-        "shadowed": False,
-    }
+    return write_record(site, meta, "demo", lines)
 
 
 def _check(dist: dict[str, Any], cache_dir: Path) -> dict[str, Any]:
