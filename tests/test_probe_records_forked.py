@@ -1,6 +1,6 @@
 """The probe's RECORD check in forked copies (Linux, a single-threaded probe, many files) gives
 the same verdicts, statistics and cache as one thread; a copy that fails has its files checked
-by the probe itself. Run in a fresh interpreter, as the probe runs: a test process has threads,
+by the probe itself; without a temporary folder, threads do the work. Run in a fresh interpreter, as the probe runs: a test process has threads,
 and the probe never forks from a process that has."""
 
 from __future__ import annotations
@@ -46,6 +46,14 @@ if sys.argv[2] == "failing-copy":
 
     script._check_file = in_copies_fails
 
+if sys.argv[2] == "no-temporary-folder":
+    import tempfile
+
+    def no_folder(*a, **k):
+        raise OSError("no writable temporary folder")
+
+    tempfile.TemporaryFile = no_folder
+
 def run(threads, where):
     d = copy.deepcopy(dist)
     cache = script.RecordsCache(where, "env", read=True)
@@ -60,7 +68,7 @@ print(json.dumps({"forks": len(forks), "one": one, "two": two}))
 
 
 @pytest.mark.skipif(not script._FORK, reason="forked copies are used on Linux only")
-@pytest.mark.parametrize("case", ["copies", "failing-copy"])
+@pytest.mark.parametrize("case", ["copies", "failing-copy", "no-temporary-folder"])
 def test_forked_copies_agree_with_one_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
@@ -74,7 +82,7 @@ def test_forked_copies_agree_with_one_thread(
     )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
-    assert got["forks"] == 2  # two copies were started
+    assert got["forks"] == (0 if case == "no-temporary-folder" else 2)  # else threads did it
     assert got["one"] == got["two"]
     stats, problems, _details = got["two"]
     assert stats["files"] == 156 and stats["hashed"] == 153

@@ -518,7 +518,10 @@ def _run_checks_forked(
     results: list[Any] = [None] * len(jobs)
     started: list[tuple[int, int, Any]] = []  # (j, pid, file)
     for j in range(copies):
-        out = tempfile.TemporaryFile()  # noqa: SIM115  # read and closed below, once the copy has exited
+        try:
+            out = tempfile.TemporaryFile()  # noqa: SIM115  # read and closed below, once the copy has exited
+        except OSError:  # no writable temporary folder: threads, or this process, do the rest
+            break
         try:
             pid = os.fork()
         except OSError:
@@ -1247,10 +1250,10 @@ def environment_id() -> str:
 
 
 def _hash_threads() -> int:
-    """One hashing thread per CPU this process may run on (2 to 8). More threads than CPUs
-    fight for the GIL between the reads and small hashes: the first verify of a 243-distribution
-    environment (59k files, 2.6 GB in the page cache) on 2 CPUs took 5.2 s with 4 threads, 4.0 s
-    with 2; from a cold disk 4 threads were about 10% faster, not more."""
+    """One hashing thread, or forked copy, per CPU this process may run on (2 to 8). More
+    threads than CPUs fight for the GIL between the reads and small hashes: the first verify of a
+    243-distribution environment (59k files, 2.6 GB in the page cache) on 2 CPUs took 5.2 s with
+    4 threads, 4.0 s with 2; from a cold disk 4 threads were about 10% faster, not more."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
