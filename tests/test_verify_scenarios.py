@@ -180,6 +180,7 @@ def test_edited_file_in_site_packages(tmp_path: Path) -> None:
     rec = step(report, "packages", "record:numpy")
     assert rec.status is Status.FAILED and rec.details["cause"] == "record-mismatch"
     assert "numpy/linalg/_linalg.py (content differs)" in rec.error
+    assert "1 installed file of numpy" in rec.error and " differs from its RECORD" in rec.error
     assert "--force-reinstall" in rec.hint
 
 

@@ -368,7 +368,9 @@ def _record_step(d: Distribution, ctx: Context, locked: bool) -> Step:
         cause = "record-unhashed"
     else:
         cause = "record-mismatch"
-    msg = f"{len(items)} installed file{'s' if len(items) != 1 else ''} of {d.name} {d.version} differ from its RECORD: {short(items, 3)}"
+    n = len(items)
+    files, differ = ("file", "differs") if n == 1 else ("files", "differ")
+    msg = f"{n} installed {files} of {d.name} {d.version} {differ} from its RECORD: {short(items, 3)}"
     if cause == "record-unreadable":
         why = next(str(p.observed) for p in d.record_problems if p.path == "RECORD")
         msg = f"the RECORD of {d.name} {d.version} cannot be read ({why}): its files cannot be checked"
