@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +47,36 @@ def test_a_callers_frozen_objects_stay_frozen() -> None:
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def test_verify_and_require_check_with_fewer_collections(tmp_path: Path) -> None:
+    """A training script has imported torch before `require()`: every full collection then walks
+    torch's objects too, so the check runs with the raised thresholds, and the script's own are
+    back afterwards (also when the check raises)."""
+    from kernodeck.api import require
+    from kernodeck.errors import CheckFailed
+    from kernodeck.probe.runner import FakeProbe
+    from tests.fixtures.verify_project import load, project
+
+    seen: list[tuple[int, int, int]] = []
+
+    class Recording(FakeProbe):
+        def collect(self, request: Any) -> Any:
+            seen.append(gc.get_threshold())
+            return super().collect(request)
+
+    facts = load("cpu_linux")
+    project(tmp_path, facts, "linux-x86_64-cpu")
+    gc.set_threshold(900, 9, 9)
+    try:
+        require(tmp_path / "repro.toml", probe=Recording(facts), cache_dir=tmp_path / "cache")
+        assert seen and set(seen) == {THRESHOLDS}
+        assert gc.get_threshold() == (900, 9, 9)
+        (tmp_path / "requirements-rebuild-linux-x86_64-cpu.txt").write_text(
+            "numpy==0.0.1 --hash=sha256:" + "0" * 64 + "\n"
+        )
+        with pytest.raises(CheckFailed):
+            require(tmp_path / "repro.toml", probe=Recording(facts), cache_dir=tmp_path / "cache")
+        assert gc.get_threshold() == (900, 9, 9)
+    finally:
+        gc.set_threshold(700, 10, 10)
