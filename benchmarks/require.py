@@ -6,7 +6,10 @@
 the installed torch CPU build is written in a temporary folder (one `linux-x86_64` platform with
 backend `cpu`, `torch==<installed>`, and a lock pinning torch and every distribution it needs, at
 the installed versions). Variants, run interleaved (one run of each per round, the order rotated
-every round), medians reported with ratios against `import torch`:
+every round), medians reported with ratios against `import torch`, and the time of require()
+itself, measured inside the script from after `import torch` (its ratio adds that median to
+`import torch`'s: steadier than the difference of two wall-time medians, since `import torch`
+alone varies by more than the difference being measured):
 
 - `import torch`: `python -c "import torch"`;
 - `require warm`: `import torch; kernodeck.require(manifest)` with a cache that already holds this
@@ -98,9 +101,17 @@ def project(work: Path, python: str) -> Path:
     return work / "repro.toml"
 
 
+#: What the script prints on stderr: the seconds from after `import torch` to after require().
+INSIDE = "kernodeck-bench-require-seconds="
+
+
 def script(manifest: Path, isolate: bool) -> str:
     kw = ", isolate_torch=True" if isolate else ""
-    return f"import torch\nimport kernodeck\nkernodeck.require({str(manifest)!r}{kw})\n"
+    return (
+        "import torch\nimport sys, time\nt = time.perf_counter()\nimport kernodeck\n"
+        f"kernodeck.require({str(manifest)!r}{kw})\n"
+        f"print({INSIDE!r} + repr(time.perf_counter() - t), file=sys.stderr)\n"
+    )
 
 
 def main() -> int:
@@ -147,6 +158,9 @@ def main() -> int:
             variants["baseline first"] = ([args.python, "-c", script(manifest, False)], None, bsrc)
 
     cpu: dict[str, list[float]] = {name: [] for name in variants}
+    # require() itself, timed inside the script: `import torch` alone varies by more than the
+    # difference being measured
+    inside: dict[str, list[float]] = {name: [] for name in variants}
 
     def children_cpu() -> float:
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -168,6 +182,10 @@ def main() -> int:
             shutil.rmtree(fresh, ignore_errors=True)
         if p.returncode != 0:
             raise SystemExit(f"{name} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+        if n >= 0:
+            inside[name] += [
+                float(line[len(INSIDE) :]) for line in p.stderr.splitlines() if line.startswith(INSIDE)
+            ]
         return took
 
     # warm the caches (and the page cache) once, untimed
@@ -183,14 +201,19 @@ def main() -> int:
     base_cpu = statistics.median(cpu["import torch"])
     print(f"# require() vs import torch: {args.runs} interleaved runs, medians ({args.python})")
     print()
-    print("| variant | wall s (min-max) | added wall s | wall ratio | CPU s | CPU ratio |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| variant | wall s (min-max) | added wall s | wall ratio | require() itself s | "
+        "(import torch + it) / import torch | CPU s | CPU ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for name in names:
         ts = times[name]
         med, c = statistics.median(ts), statistics.median(cpu[name])
+        own = statistics.median(inside[name]) if inside[name] else None
+        own_cells = f"{own:.3f} | {(base + own) / base:.2f}" if own is not None else " | "
         print(
             f"| {name} | {med:.2f} ({min(ts):.2f}-{max(ts):.2f}) | {med - base:+.2f} | {med / base:.2f} "
-            f"| {c:.2f} | {c / base_cpu:.2f} |"
+            f"| {own_cells} | {c:.2f} | {c / base_cpu:.2f} |"
         )
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
