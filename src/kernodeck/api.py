@@ -28,6 +28,7 @@ def _manifest_file(path: str | os.PathLike[str]) -> Path:
     return p / "repro.toml" if p.is_dir() else p
 
 
+@fewer_collections()  # see require(): after a script's `import torch` every full collection is slow
 def verify(
     path: str | os.PathLike[str] = "repro.toml",
     *,
@@ -53,38 +54,6 @@ def verify(
     down) for another interpreter or with `isolate_torch=True`. Raises UsageError / ManifestError
     for bad input.
     """
-    with fewer_collections():  # see require(): a script's torch makes every full collection slow
-        return _verify(
-            path,
-            python=python,
-            platform=platform,
-            only=only,
-            skip=skip,
-            strict=strict,
-            compute=compute,
-            rehash=rehash,
-            probe=probe,
-            cache_dir=cache_dir,
-            use_cache=use_cache,
-            isolate_torch=isolate_torch,
-        )
-
-
-def _verify(
-    path: str | os.PathLike[str],
-    *,
-    python: str | os.PathLike[str] | Interpreter | None,
-    platform: str | None,
-    only: Iterable[str],
-    skip: Iterable[str],
-    strict: bool,
-    compute: bool,
-    rehash: bool,
-    probe: Probe | None,
-    cache_dir: str | os.PathLike[str] | None,
-    use_cache: bool,
-    isolate_torch: bool,
-) -> Report:
     only, skip = tuple(only), tuple(skip)
     file = _manifest_file(path)
     cache = FingerprintCache.open(
