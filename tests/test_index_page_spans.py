@@ -195,6 +195,15 @@ def _page_file(tmp_path: Path, server: Server) -> tuple[IndexCache, str, Path]:
     return cache, url, path
 
 
+def _page_and_entry(c: IndexClient, tmp_path: Path, server: Server) -> tuple[ProjectPage, IndexCache, Any]:
+    """The page as the client parsed it, the cache, and the page's cache entry as stored."""
+    page = _page(c, server.url())
+    cache, url, _path = _page_file(tmp_path, server)
+    stored = cache.get_page(url)
+    assert stored is not None
+    return page, cache, stored
+
+
 def test_a_page_reads_its_entries_from_the_cached_page(
     index_factory: IndexFactory, served_index: Server, tmp_path: Path
 ) -> None:
@@ -231,10 +240,7 @@ def test_a_page_rewritten_with_the_same_body_is_still_read(
     """Another run revalidated the page meanwhile: a new head line and seal, the same body."""
     _populate(index_factory)
     with IndexClient(cache_dir=tmp_path / "cache") as c:
-        page = _page(c, served_index.url())
-        cache, url, _path = _page_file(tmp_path, served_index)
-        stored = cache.get_page(url)
-        assert stored is not None
+        page, cache, stored = _page_and_entry(c, tmp_path, served_index)
         cache.put_page(replace(stored, fetched_at=stored.fetched_at + 12345.678, etag='"again"'))
         with IndexClient(disk_cache=False) as plain:
             assert _answers_by_version(page) == _answers_by_version(_page(plain, served_index.url()))
@@ -245,10 +251,7 @@ def test_a_page_whose_body_changed_meanwhile_is_not_read(
 ) -> None:
     _populate(index_factory)
     with IndexClient(cache_dir=tmp_path / "cache") as c:
-        page = _page(c, served_index.url())
-        cache, url, _path = _page_file(tmp_path, served_index)
-        stored = cache.get_page(url)
-        assert stored is not None
+        page, cache, stored = _page_and_entry(c, tmp_path, served_index)
         changed = stored.body.replace(b"foo-1.0-py3-none-any.whl", b"foo-1.0-py2-none-any.whl")
         assert changed != stored.body and len(changed) == len(stored.body)
         cache.put_page(replace(stored, body=changed))
