@@ -75,3 +75,16 @@ def test_collector_paused_while_files_are_checked_and_restored(
     assert len(seen) == 156 and not any(seen)  # every file checked with the collector paused
     assert after is enabled  # and the caller's setting is back
     assert ("pkg/small_007.py", "hash") in {(p["path"], p["problem"]) for p in problems}
+
+
+@pytest.mark.parametrize(("big", "small"), [(0, 1), (3, 10), (73, 42_000), (3_000, 200_000)])
+def test_spans_cover_every_job_once_and_fit_one_pipe_page(big: int, small: int) -> None:
+    # jobs as _run_checks gets them: largest first, RECORD's size second to last
+    jobs = [("x", str(script._BIG + n), None) for n in range(big, 0, -1)]
+    jobs += [("x", str(n % 900), None) for n in range(small)]
+    spans = script._spans(jobs)
+    assert [k for start, end in spans for k in range(start, end)] == list(range(len(jobs)))
+    assert len(spans) * 4 <= 4096  # the span numbers are written to a pipe before any reader
+    if big <= script._SPANS // 2:
+        assert all(end - start == 1 for start, end in spans[:big])  # large files alone
+    assert all(end - start >= min(script._RUN, small) for start, end in spans[big:-1])

@@ -204,14 +204,19 @@ class RealProbe:
             "env_present": list(request.env_present),
         }
         try:
-            proc = launch.take(cmd) or launch.spawn(cmd)
+            proc = launch.take(cmd)
+            if proc is None:
+                launch.settle()  # a probe that still saves its cache: this one reads it
+                proc = launch.spawn(cmd)
         except OSError as e:
             raise UsageError(f"cannot run {self._python}: {e.strerror or e}") from None
-        done = launch.finish(proc, (json.dumps(rest) + "\n").encode("utf-8"), self.timeout)
+        # early: the probe saves its RECORD cache after it printed the facts (None: still saving)
+        data = (json.dumps(rest) + "\n").encode("utf-8")
+        done = launch.finish(proc, data, self.timeout, early=request.records)
         out, err = done.out, done.err
         if done.timed_out:
             raise ProbeFailed(f"the environment probe under {self._python} timed out after {self.timeout:g}s")
-        if proc.returncode != 0:
+        if done.returncode not in (0, None):
             stderr = err.decode("utf-8", "replace")
             if _too_old(stderr):
                 raise ProbeFailed(
@@ -220,7 +225,7 @@ class RealProbe:
                 )
             first = first_error(stderr, fallback=True)
             raise ProbeFailed(
-                f"the environment probe failed under {self._python}: {first or f'exit status {proc.returncode}'}",
+                f"the environment probe failed under {self._python}: {first or f'exit status {done.returncode}'}",
                 hint="the probe needs Python >= 3.8; check that the interpreter starts: PYTHON -c 'import sys'",
             )
         try:
@@ -234,7 +239,7 @@ class RealProbe:
         return facts
 
     def _start_torch(self, request: ProbeRequest) -> subprocess.Popen[bytes]:
-        cmd = [self._python, "-I", str(TORCH_SCRIPT), "--device", request.device]
+        cmd = [*launch.run_script(self._python, TORCH_SCRIPT), "--device", request.device]
         if not request.compute:
             cmd.append("--no-compute")
         return launch.spawn(cmd, self._env())

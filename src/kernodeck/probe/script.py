@@ -429,19 +429,37 @@ def _same(digest: Any, expected: str) -> bool | None:
         return None
 
 
-#: Files at least this large are handed to the threads one at a time (they come first); smaller
-#: ones in runs of _RUN, so that taking work costs little next to doing it.
+#: Files at least this large are checked one at a time (they come first); smaller ones in runs
+#: of at least _RUN, so that taking work costs little next to doing it.
 _BIG = 1 << 20
 _RUN = 64
+#: At most about this many spans of work: their numbers (4 bytes each) fit in one pipe page.
+_SPANS = 1000
+
+
+def _spans(jobs: list[tuple[Any, ...]]) -> list[tuple[int, int]]:
+    """The jobs (largest first) cut into the (start, end) spans that workers take one at a time:
+    large files alone, small ones in runs; fewer than _SPANS + 2 spans."""
+    nbig = sum(1 for job in jobs if job[-2].isdigit() and int(job[-2]) >= _BIG)
+    big = max(1, -(-nbig // (_SPANS // 2)))
+    run = max(_RUN, -(-(len(jobs) - nbig) // (_SPANS // 2)))
+    spans = [(k, min(k + big, nbig)) for k in range(0, nbig, big)]
+    spans += [(k, min(k + run, len(jobs))) for k in range(nbig, len(jobs), run)]
+    return spans
+
+
+def _check_span(jobs: list[tuple[Any, ...]], span: tuple[int, int]) -> list[tuple[str, Any, str | None]]:
+    return [_check_file(*jobs[k][-4:]) for k in range(*span)]
 
 
 def _run_checks(
     jobs: list[tuple[Any, ...]], threads: int, meanwhile: Any = None
 ) -> list[tuple[str, Any, str | None]]:
-    """_check_file for every job (..., expected, full, size, cached as its last four fields), on `threads`
-    threads that take the next jobs from a shared position (hashlib releases the GIL while it
-    hashes; os.stat and os.readv while they wait); `meanwhile()` runs in this thread while they
-    work. Results in job order."""
+    """_check_file for every job (..., expected, full, size, cached as its last four fields), by
+    `threads` workers that take the next span of jobs (_spans) when done with one: forked copies
+    of this process where possible, else threads (hashlib releases the GIL while it hashes;
+    os.stat and os.readv while they wait). `meanwhile()` runs in this thread while they work.
+    Results in job order."""
     results: list[Any] = [None] * len(jobs)
     if threads <= 1 or len(jobs) < 2:
         for k, job in enumerate(jobs):
@@ -449,13 +467,13 @@ def _run_checks(
         if meanwhile is not None:
             meanwhile()
         return results
+    spans = _spans(jobs)
     if _FORK and len(jobs) >= _FORK_MIN_FILES and _single_threaded():
-        forked = _run_checks_forked(jobs, threads, meanwhile)
+        forked = _run_checks_forked(jobs, spans, threads, meanwhile)
         if forked is not None:
             return forked
     import threading
 
-    nbig = sum(1 for job in jobs if job[-2].isdigit() and int(job[-2]) >= _BIG)
     lock = threading.Lock()
     position = [0]
     errors: list[BaseException] = []
@@ -464,13 +482,12 @@ def _run_checks(
         try:
             while True:
                 with lock:
-                    start = position[0]
-                    end = start + 1 if start < nbig else start + _RUN
-                    position[0] = end
-                if start >= len(jobs):
+                    n = position[0]
+                    position[0] = n + 1
+                if n >= len(spans):
                     return
-                for k in range(start, min(end, len(jobs))):
-                    results[k] = _check_file(*jobs[k][-4:])
+                start, end = spans[n]
+                results[start:end] = _check_span(jobs, spans[n])
         except BaseException as e:  # re-raised below, in the probe's own thread
             errors.append(e)
 
@@ -502,64 +519,96 @@ def _single_threaded() -> bool:
     return threading is None or threading.active_count() == 1
 
 
+def _take_spans(r: int) -> Any:
+    """The span numbers read one at a time from the queue pipe `r`, until it is empty (EOF)."""
+    from array import array
+
+    while True:
+        try:
+            got = os.read(r, 4)
+        except InterruptedError:  # pragma: no cover - retried by Python itself since 3.5
+            continue
+        if len(got) != 4:
+            return
+        yield array("I", got)[0]
+
+
 def _run_checks_forked(
-    jobs: list[tuple[Any, ...]], copies: int, meanwhile: Any
+    jobs: list[tuple[Any, ...]], spans: list[tuple[int, int]], copies: int, meanwhile: Any
 ) -> list[tuple[str, Any, str | None]] | None:
-    """_check_file for every job in `copies` forked copies of the probe, which share no GIL:
-    the first verify of a 243-distribution environment (59k files, 2.55 GB) hashed in about
-    0.8x the wall time of as many threads on 2 CPUs, with less system time (no GIL handoffs
-    between small files). Copy j takes jobs j, j + copies, ... (they come largest first) and
-    writes its results to an unlinked temporary file with marshal; `meanwhile()` runs here
-    while they work. None when no copy could be started (the caller uses threads); the jobs of
-    a copy that failed are checked here, in this process."""
+    """_check_file for every job in `copies` forked copies of the probe, which share no GIL: the
+    first verify of a 243-distribution environment (59k files, 2.55 GB) hashed in about 0.8x the
+    wall time of as many threads on 2 CPUs, with less system time (no GIL handoffs between small
+    files). The span numbers wait in a pipe, all written before the first fork (fewer than
+    _SPANS + 2, 4 bytes each: one pipe page); a copy reads the next one when done with one, and
+    this process joins them once `meanwhile()` is done, so that all end together. A copy writes
+    [(span, results), ...] to an unlinked temporary file with marshal. None when no copy could
+    be started (the caller uses threads); whatever a failed copy took is checked here."""
     import marshal
     import tempfile
+    from array import array
 
     results: list[Any] = [None] * len(jobs)
-    started: list[tuple[int, int, Any]] = []  # (j, pid, file)
-    for j in range(copies):
-        try:
-            out = tempfile.TemporaryFile()  # noqa: SIM115  # read and closed below, once the copy has exited
-        except OSError:  # no writable temporary folder: threads, or this process, do the rest
-            break
-        try:
-            pid = os.fork()
-        except OSError:
-            out.close()
-            break
-        if pid == 0:  # the copy: check its share, write, and leave without cleanup of the probe's
-            code = 1
-            try:
-                done = [_check_file(*job[-4:]) for job in jobs[j::copies]]
-                out.write(marshal.dumps(done))
-                out.flush()
-                code = 0
-            finally:
-                os._exit(code)
-        started.append((j, pid, out))
-    if not started:
+    try:
+        r, w = os.pipe()
+    except OSError:
         return None
     try:
-        if meanwhile is not None:
-            meanwhile()
+        os.write(w, array("I", range(len(spans))).tobytes())
+    except OSError:
+        os.close(r)
+        return None
     finally:
-        failed: list[int] = []
-        for j, pid, out in started:
-            _, status = os.waitpid(pid, 0)
-            mine: Any = None
-            if status == 0:
-                out.seek(0)
+        os.close(w)
+    started: list[tuple[int, Any]] = []  # (pid, file)
+    try:
+        for _ in range(copies):
+            try:
+                out = tempfile.TemporaryFile()  # noqa: SIM115  # read and closed below, once the copy has exited
+            except OSError:  # no writable temporary folder: threads, or this process, do the rest
+                break
+            try:
+                pid = os.fork()
+            except OSError:
+                out.close()
+                break
+            if pid == 0:  # the copy: check spans, write, and leave without cleanup of the probe's
+                code = 1
                 try:
-                    mine = marshal.loads(out.read())
-                except (EOFError, ValueError, TypeError):
-                    mine = None
-            out.close()
-            if isinstance(mine, list) and len(mine) == len(range(j, len(jobs), copies)):
-                results[j::copies] = mine
-            else:
-                failed.append(j)
-    for j in [*failed, *range(len(started), copies)]:  # failed or never started: here
-        for k in range(j, len(jobs), copies):
+                    done = [(n, _check_span(jobs, spans[n])) for n in _take_spans(r)]
+                    out.write(marshal.dumps(done))
+                    out.flush()
+                    code = 0
+                finally:
+                    os._exit(code)
+            started.append((pid, out))
+        if not started:
+            return None
+        try:
+            if meanwhile is not None:
+                meanwhile()
+            for n in _take_spans(r):
+                start, end = spans[n]
+                results[start:end] = _check_span(jobs, spans[n])
+        finally:
+            for pid, out in started:
+                _, status = os.waitpid(pid, 0)
+                mine: Any = None
+                if status == 0:
+                    out.seek(0)
+                    try:
+                        mine = marshal.loads(out.read())
+                    except (EOFError, ValueError, TypeError):
+                        mine = None
+                out.close()
+                for n, got in mine if isinstance(mine, list) else ():
+                    start, end = spans[n]
+                    if len(got) == end - start:
+                        results[start:end] = got
+    finally:
+        os.close(r)
+    for k, got in enumerate(results):  # taken by a copy that failed: here
+        if got is None:
             results[k] = _check_file(*jobs[k][-4:])
     return results
 
@@ -1280,10 +1329,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     dists = distributions()
+    cache: RecordsCache | None = None
     if args.records:
         cache = RecordsCache(args.records_cache, environment_id(), read=not args.rehash)
         records = check_records(dists, cache, args.rehash, args.threads, site_dirs())
-        cache.save()
     else:
         records = {"checked": False}
     facts: dict[str, Any] = {
@@ -1319,7 +1368,26 @@ def main(argv: list[str] | None = None) -> int:
     out.write("\n")
     out.flush()
     out.detach()
+    if cache is not None:
+        # The caller has what it needs once stdout ends (it does not wait for this process
+        # to exit): the cache is written while it goes on.
+        _end_stdout()
+        cache.save()
     return 0
+
+
+def _end_stdout() -> None:
+    """Close the pipe behind stdout (/dev/null takes its place), which ends the caller's read."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(null, 1)
+    except OSError:
+        pass
+    finally:
+        os.close(null)
 
 
 if __name__ == "__main__":
