@@ -117,9 +117,6 @@ def require(
     The cyclic collector runs less while Kernodeck imports its modules and checks: after
     `import torch` a full collection walks torch's objects too (90 ms each here), and the
     imports alone set off several; a warm require() took 0.33 s instead of 0.47 s."""
-    with fewer_collections():
-        from kernodeck.report import Status
-
     if fleet:
         from kernodeck.fleet.exchange import group_initialized
 
@@ -129,6 +126,8 @@ def require(
             return require_in_group(lambda: verify(path, **kw), timeout=fleet_timeout)  # type: ignore[arg-type]
     report = verify(path, **kw)  # type: ignore[arg-type]
     if not report.ok:
+        from kernodeck.report import Status  # (imported by verify, after the probe started)
+
         failed = [s for s in report.steps if s.status is Status.FAILED and s.required]
         checked = (
             [f"checked {report.interpreter.path} ({report.interpreter.reason})"]
