@@ -165,7 +165,9 @@ def test_require_checks_torch_in_this_process(manifest: Path, spawned: list[list
     finally:
         torch.set_float32_matmul_precision("highest")
     assert torch_runs(spawned) == []
-    assert [c for c in spawned if any(Path(p).name == "script.py" for p in c)], spawned  # the environment probe ran
+    assert [c for c in spawned if any(Path(p).name == "script.py" for p in c)], (
+        spawned
+    )  # the environment probe ran
     assert torch_step(report).details["mode"] == "in-process"
     assert report.inventory["torch"]["compute"]["status"] == "ok"
     assert report.inventory["torch"]["mode"] == "in-process"
