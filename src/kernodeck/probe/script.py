@@ -523,12 +523,13 @@ def _take_spans(r: int) -> Any:
     """The span numbers read one at a time from the queue pipe `r`, until it is empty (EOF)."""
     from array import array
 
+    size = array("I").itemsize  # as written (4 bytes where Linux runs)
     while True:
         try:
-            got = os.read(r, 4)
+            got = os.read(r, size)
         except InterruptedError:  # pragma: no cover - retried by Python itself since 3.5
             continue
-        if len(got) != 4:
+        if len(got) != size:
             return
         yield array("I", got)[0]
 
