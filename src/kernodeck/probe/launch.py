@@ -82,7 +82,10 @@ def script_command(
 def spawn(
     cmd: list[str], env: dict[str, str] | None = None, *, cwd: str | os.PathLike[str] | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start a probe in its own process group (session), so that a timeout ends all it started."""
+    """Start a probe in its own process group (session), so that a timeout ends all it started.
+    Probes that printed their output and still save their cache are waited for first (settle),
+    so that this one reads what they write."""
+    settle()
     return subprocess.Popen(
         cmd,
         cwd=cwd,
@@ -338,7 +341,6 @@ def prestart(cmd: list[str]) -> None:
     key = tuple(cmd)
     if key in _started:
         return
-    settle()
     try:
         _started[key] = spawn(cmd)
     except OSError:

@@ -204,10 +204,7 @@ class RealProbe:
             "env_present": list(request.env_present),
         }
         try:
-            proc = launch.take(cmd)
-            if proc is None:
-                launch.settle()  # a probe that still saves its cache: this one reads it
-                proc = launch.spawn(cmd)
+            proc = launch.take(cmd) or launch.spawn(cmd)
         except OSError as e:
             raise UsageError(f"cannot run {self._python}: {e.strerror or e}") from None
         # early: the probe saves its RECORD cache after it printed the facts (None: still saving)
