@@ -226,3 +226,40 @@ def test_the_graph_is_fetched_ahead_of_the_resolver(
         time.sleep(0.05)
     assert {"a", "b", "c", "d"} <= set(factory._projects)
     assert "never" not in factory._projects  # a marker false on this platform is not followed
+
+
+def test_followers_read_their_own_files_of_each_version_the_leader_reads_ahead(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, session_for: Any
+) -> None:
+    """While the leader only looks ahead (nothing resolved, nothing pinned), every version whose
+    metadata it prefetches has the follower's own file of that version read too: the Windows
+    wheel of `num` 1.4 deep in the graph, not the Linux one, and no other version of it."""
+    import time
+
+    from kernodeck.resolve import Follower
+    from kernodeck.resolve.factory import Factory
+
+    f = index_factory
+    f.add_wheel("top", "1.0", requires=["num>=1"])
+    for v in ("1.0", "1.4"):
+        for tags in (LINUX_ONLY, "cp311-cp311-win_amd64"):
+            f.add_wheel("num", v, tags=tags)
+    path = write_manifest(
+        tmp_path / "p", requirements=["top"], default_url=served_index.url(), platforms=[LINUX, WINDOWS]
+    )
+    lk = session_for(path)
+    follower = Follower(lk.session, lk.targets["windows"])
+    leader = Factory(lk.session, lk.targets["linux"])
+    leader.on_likely = follower.ahead
+    leader.root_requirements()  # looks ahead from the roots; nothing is resolved or pinned
+
+    def asked(wheel: str) -> bool:
+        return served_index.count(contains=wheel) > 0
+
+    win = "num-1.4-cp311-cp311-win_amd64.whl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not asked(win):
+        time.sleep(0.05)
+    assert asked(win)
+    assert asked("num-1.4-cp311-cp311-manylinux_2_17_x86_64.whl")
+    assert not asked("num-1.0-")

@@ -48,7 +48,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -76,6 +76,8 @@ from kernodeck.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from packaging.utils import NormalizedName
 
     from kernodeck.manifest.schema import Manifest, Packages
     from kernodeck.resolve import Resolution, Routing
@@ -428,9 +430,7 @@ def _resolve_and_render(
     differences: list[Difference] = []
     try:
 
-        def resolve(
-            name: str, extra: Constraints, on_candidate: Callable[[Candidate], None] | None = None
-        ) -> Resolution:
+        def resolve(name: str, extra: Constraints, leading: bool = False) -> Resolution:
             target = targets[name]
             return resolve_target(
                 session,
@@ -440,7 +440,8 @@ def _resolve_and_render(
                 on_pin=(lambda what: progress.pinned(name, what)) if progress else None,
                 on_metadata=(lambda: progress.metadata(name)) if progress else None,
                 extra_constraints=[Requirement(f"{n}{spec}") for n, spec in sorted(extra.items())],
-                on_candidate=on_candidate,
+                on_candidate=ahead_of_pin if leading else None,
+                on_likely=ahead if leading else None,
             )
 
         def follower(name: str) -> Follower:
@@ -460,9 +461,12 @@ def _resolve_and_render(
             # Their reads start as the leader pins each version.
             followers = {n: follower(n) for n in order[1:]}
 
-        def ahead(candidate: Candidate) -> None:
+        def ahead(project: NormalizedName, version: Version) -> None:
             for f in followers.values():
-                f.ahead(candidate.name, candidate.version)
+                f.ahead(project, version)
+
+        def ahead_of_pin(candidate: Candidate) -> None:
+            ahead(candidate.name, candidate.version)
 
         def run(name: str, leader: Resolution | None = None) -> None:
             try:
@@ -476,7 +480,7 @@ def _resolve_and_render(
                         follower=followers[name],
                     )
                 if res is None:
-                    res = resolve(name, {}, ahead if followers and name == order[0] else None)
+                    res = resolve(name, {}, bool(followers) and name == order[0])
             except KernodeckError as e:
                 with lock:
                     errors[name] = e

@@ -91,13 +91,16 @@ def resolve_target(
     on_metadata: Callable[[], None] | None = None,
     extra_constraints: Sequence[Requirement] = (),
     on_candidate: Callable[[Candidate], None] | None = None,
+    on_likely: Callable[[NormalizedName, Version], None] | None = None,
 ) -> Resolution:
     """Resolve the manifest for `target`; `extra_constraints` apply to this target only (joint
     resolution narrows one platform's versions with them). `on_candidate` hears of each version
-    pinned on the way (followers start their reads with it)."""
+    pinned on the way, `on_likely` of each version whose metadata is read ahead of the resolver
+    (followers start their reads with both)."""
     factory = Factory(
         session, target, preferred=preferred, on_metadata=on_metadata, extra_constraints=extra_constraints
     )
+    factory.on_likely = on_likely
     resolver: Resolver[BaseRequirement, BaseCandidate, str] = Resolver(
         Provider(factory), _Reporter(on_pin, on_candidate)
     )

@@ -409,6 +409,9 @@ class Factory:
         # prefetch the dependencies of each likely version too (a follower reads what its leader
         # pinned instead)
         self.deep_lookahead = True
+        # told of each version whose metadata is prefetched (followers read their own files of
+        # it while this factory's resolution is still under way)
+        self.on_likely: Callable[[NormalizedName, Version], None] | None = None
 
     # -- roots -----------------------------------------------------------------------------------
 
@@ -497,6 +500,8 @@ class Factory:
                         md = self.session.metadata_future(files[0])
                         if self.deep_lookahead:
                             md.add_done_callback(deeper)
+                        if self.on_likely is not None:
+                            self.on_likely(pf.name, best)
 
         def deeper(done: Future[CoreMetadata]) -> None:
             # The likely version's own dependencies, ahead of the resolver: a cold lock fetches
@@ -510,6 +515,25 @@ class Factory:
                     self.lookahead(canonicalize_name(r.name), SpecifierRequirement(r))  # marker unused
 
         fut.add_done_callback(prefetch)
+
+    def prefetch_version(self, name: NormalizedName, version: Version) -> None:
+        """Load a project in the background and prefetch the metadata of this platform's first
+        file of `version` (public version: a local label may differ here), if it has one."""
+
+        def prefetch(done: Future[ProjectFiles]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            pf = done.result()
+            for v in pf.all_versions:
+                if v.public == version.public and pf.usable(v, False):
+                    files = pf.files(v, False)
+                    if files:
+                        with contextlib.suppress(RuntimeError):  # pools shut down
+                            self.session.metadata_future(files[0])
+                    return
+
+        with contextlib.suppress(RuntimeError):
+            self._project_future(name).add_done_callback(prefetch)
 
     def _likely_version(self, pf: ProjectFiles, requirement: BaseRequirement | None) -> Version | None:
         order = list(pf.all_versions)

@@ -74,7 +74,7 @@ class Follower:
         if own is not None and own.public != version.public:
             return
         self.factory.preferred[name] = version
-        self.factory.lookahead(name, None)
+        self.factory.prefetch_version(name, version)
 
     def walk(
         self, leader: Resolution
