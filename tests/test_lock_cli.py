@@ -173,3 +173,24 @@ def test_two_processes_share_one_cache(project: Path, tmp_path: Path) -> None:
         assert a == b
     leftovers = [p for p in (tmp_path / "shared-cache").rglob("*.tmp")]
     assert leftovers == []
+
+
+def test_a_lock_process_reads_the_index_without_importing_httpx_s_own_cli(project: Path) -> None:
+    """httpx imports its command line (rich's syntax highlighting, pygments) when they are
+    installed, as they are here; the `kernodeck` process never runs it, so a lock that reads the
+    index over HTTP imports httpx without it (and still writes the lock)."""
+    script = (
+        "import sys\n"
+        "from kernodeck.cli import main\n"
+        f"rc = main(['lock', {str(project)!r}, '-q'])\n"
+        "print(rc, 'httpx' in sys.modules, 'pygments' in sys.modules, callable(sys.modules['httpx'].main))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=dict(os.environ)
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "True", "False", "True"]
+    assert pins((project.parent / requirements_filename("linux")).read_text()) == {"app": "1.0", "dep": "1.0"}
+    import importlib.util
+
+    assert importlib.util.find_spec("pygments") is not None  # installed: the check above means something

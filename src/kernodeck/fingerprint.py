@@ -227,18 +227,18 @@ class FingerprintCache:
     def save(self) -> None:
         if self.path is None or not self._dirty:
             return
-        from filelock import FileLock, Timeout
+        from kernodeck.filelocks import held
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(self.path) + ".lock", timeout=10):
+            with held(str(self.path) + ".lock", timeout=10):
                 current = _read_entries(self.path)
                 current.update(self._dirty)
                 from kernodeck.fsio import atomic_write_text
 
                 atomic_write_text(self.path, json.dumps(current, separators=(",", ":")))
                 self._entries = current
-        except (OSError, Timeout):
+        except OSError:
             return  # a cache that cannot be written costs time, never correctness
         self._dirty = {}
 

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from kernodeck.errors import IndexError_
+from kernodeck.filelocks import held
 from kernodeck.fsio import atomic_write_bytes
 from kernodeck.urls import redact
 
@@ -538,15 +539,5 @@ class IndexCache:
                 return
             path = self.root / "locks" / f"{k[:3]}.lock"  # 4096 buckets, not one file per name
             path.parent.mkdir(parents=True, exist_ok=True)
-            import filelock
-
-            flock = filelock.FileLock(str(path), timeout=timeout)
-            try:
-                flock.acquire()
-            except filelock.Timeout:
+            with held(path, timeout):
                 yield
-                return
-            try:
-                yield
-            finally:
-                flock.release()
