@@ -55,12 +55,7 @@ def test_kernodeck_require_imports_no_pydantic_and_nothing_heavy() -> None:
 
 @pytest.mark.parametrize("args", [["--help"], ["lock", "--help"], ["verify", "--help"]])
 def test_command_help_imports_only_click(args: list[str]) -> None:
-    code = (
-        "import sys, runpy\n"
-        f"sys.argv = ['kernodeck', *{args!r}]\n"
-        "try:\n    runpy.run_module('kernodeck', run_name='__main__')\n"
-        "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
-    )
+    code = f"from kernodeck.cli import main\nassert main({args!r}) == 0\n"
     watch = (*HEAVY, "pydantic", "tomlkit", "kernodeck.lock", "kernodeck.manifest")
     assert _loaded(code, watch) == []
 
@@ -83,12 +78,7 @@ def test_require_and_verify_load_neither_heavy_modules_nor_tomlkit(tmp_path: Pat
     watch = (*HEAVY, "tomlkit")
     code = f"import kernodeck\nprint(kernodeck.require({str(manifest)!r}, only=['data']).summary())"
     assert _loaded(code, watch, cwd=tmp_path) == []
-    cli = (
-        "import sys, runpy\n"
-        f"sys.argv = ['kernodeck', 'verify', '--only', 'data', {str(manifest)!r}]\n"
-        "try:\n    runpy.run_module('kernodeck', run_name='__main__')\n"
-        "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
-    )
+    cli = f"from kernodeck.cli import main\nassert main(['verify', '--only', 'data', {str(manifest)!r}]) == 0\n"
     assert _loaded(cli, watch, cwd=tmp_path) == []
 
 

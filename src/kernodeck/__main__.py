@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import sys
+from kernodeck.cli import run
 
-from kernodeck.cli import main
-
-sys.exit(main())
+run()
