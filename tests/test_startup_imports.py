@@ -78,7 +78,9 @@ def test_require_and_verify_load_neither_heavy_modules_nor_tomlkit(tmp_path: Pat
     watch = (*HEAVY, "tomlkit")
     code = f"import kernodeck\nprint(kernodeck.require({str(manifest)!r}, only=['data']).summary())"
     assert _loaded(code, watch, cwd=tmp_path) == []
-    cli = f"from kernodeck.cli import main\nassert main(['verify', '--only', 'data', {str(manifest)!r}]) == 0\n"
+    cli = (
+        f"from kernodeck.cli import main\nassert main(['verify', '--only', 'data', {str(manifest)!r}]) == 0\n"
+    )
     assert _loaded(cli, watch, cwd=tmp_path) == []
 
 
