@@ -30,15 +30,18 @@ def test_threads_pools_atexit_and_buffered_output_all_happen_before_the_exit(tmp
         "    time.sleep(0.3)\n"
         "    print('thread done')\n"
         "threading.Thread(target=late).start()\n"
+        "def job():\n"
+        "    time.sleep(0.2)\n"
+        "    open('pool-job', 'w').write('done')\n"
         "pool = ThreadPoolExecutor(2)\n"  # never shut down: its workers must not hold the exit
-        "pool.submit(print, 'pool job')\n"
+        "pool.submit(job)\n"  # still running when leave() is called: it finishes first
         "sys.stdout.write('x' * 200000 + '\\n')\n"  # buffered, never flushed by the script
         "leave(3)\n"
     )
     proc = _run(code, tmp_path)
     assert proc.returncode == 3, proc.stderr
     lines = proc.stdout.splitlines()
-    assert "pool job" in lines
+    assert (tmp_path / "pool-job").read_text() == "done"
     assert lines.index("thread done") < lines.index("atexit ran")  # joined first, as at exit
     assert "x" * 200000 in lines
     assert not (tmp_path / (tmp_path / "folder").read_text()).exists()
