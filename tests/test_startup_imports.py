@@ -53,6 +53,17 @@ def test_kernodeck_require_imports_no_pydantic_and_nothing_heavy() -> None:
     assert _loaded("import kernodeck; kernodeck.require", watch) == []
 
 
+def test_a_lock_from_the_cache_imports_no_tls_http_client_html_or_tar_modules() -> None:
+    """Everything a lock that needs no network imports (the command, the resolver, the index
+    client): ssl, urllib.request (http.client, ssl, email), html.parser and tarfile come with the
+    first request, the first HTML page and the first sdist."""
+    code = (
+        "import kernodeck.cli, kernodeck.commands.lock, kernodeck.lock, kernodeck.resolve\n"
+        "import kernodeck.index.client, kernodeck.index.collector, kernodeck.index.fetcher\n"
+    )
+    assert _loaded(code, ("ssl", "urllib.request", "http.client", "html.parser", "tarfile")) == []
+
+
 @pytest.mark.parametrize("args", [["--help"], ["lock", "--help"], ["verify", "--help"]])
 def test_command_help_imports_only_click(args: list[str]) -> None:
     code = f"from kernodeck.cli import main\nassert main({args!r}) == 0\n"

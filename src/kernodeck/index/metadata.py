@@ -12,7 +12,6 @@ import contextlib
 import io
 import os
 import struct
-import tarfile
 import tempfile
 import zipfile
 import zlib
@@ -318,6 +317,8 @@ def _safe_extract(archive: Path, dest: Path) -> Path:
                     raise MetadataError(f"{archive.name} holds a path outside the archive: {name!r}")
             zf.extractall(dest)
     else:
+        import tarfile  # sdists only: a lock of wheels never needs it
+
         with tarfile.open(archive) as tf:
             if hasattr(tarfile, "data_filter"):
                 tf.extractall(dest, filter="data")

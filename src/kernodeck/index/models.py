@@ -15,7 +15,6 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from html.parser import HTMLParser
 from typing import Any, Literal
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
@@ -1107,17 +1106,25 @@ def parse_json_page(body: bytes, *, project: str, index: str, page_url: str) -> 
     return ProjectPage(name=canon, index=index, url=page_url, raw=raw)
 
 
-class _Anchors(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.anchors: list[dict[str, str | None]] = []
-        self.base: str | None = None
+@functools.cache
+def _anchors_class() -> Any:
+    """The parser of an HTML page's anchors and first `<base href>`; html.parser is imported with
+    the first HTML page (a JSON index never needs it)."""
+    from html.parser import HTMLParser
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self.anchors.append(dict(attrs))
-        elif tag == "base" and self.base is None:
-            self.base = dict(attrs).get("href")
+    class Anchors(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.anchors: list[dict[str, str | None]] = []
+            self.base: str | None = None
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "a":
+                self.anchors.append(dict(attrs))
+            elif tag == "base" and self.base is None:
+                self.base = dict(attrs).get("href")
+
+    return Anchors
 
 
 def _html_core_metadata(value: str | None) -> Any:
@@ -1136,7 +1143,7 @@ def _html_core_metadata(value: str | None) -> Any:
 
 def parse_html_page(body: bytes, *, project: str | None, index: str, page_url: str) -> ProjectPage:
     """A PEP 503 HTML page. With `project=None` (a find-links page) keep files of every project."""
-    parser = _Anchors()
+    parser = _anchors_class()()
     parser.feed(body.decode("utf-8", errors="replace"))
     base = urljoin(page_url, parser.base) if parser.base else page_url
     entries: list[Entry] = []
