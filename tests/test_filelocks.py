@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from kernodeck.filelocks import held
+from kernodeck.fingerprint import CACHE_FILE, FingerprintCache
 from kernodeck.index.cache import IndexCache
 
 _HOLD = """
@@ -99,3 +100,22 @@ def test_the_index_cache_lock_waits_for_another_process(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+def test_the_fingerprint_cache_is_not_written_while_another_process_holds_its_lock(tmp_path: Path) -> None:
+    """Its read-merge-write would drop the other process's entries: past the timeout the save is
+    skipped (and done on a later save, once the lock is free)."""
+    (tmp_path / "f").write_bytes(b"x" * 1000)
+    cache = FingerprintCache.open(tmp_path / "cache")
+    digest = cache.file_sha256(tmp_path / "f")
+    (tmp_path / "cache").mkdir(exist_ok=True)
+    proc = _holder(tmp_path / "cache" / (CACHE_FILE + ".lock"), 60)
+    try:
+        cache.save(timeout=0.2)
+        assert not (tmp_path / "cache" / CACHE_FILE).exists()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    cache.save(timeout=5)
+    again = FingerprintCache.open(tmp_path / "cache")
+    assert again.file_sha256(tmp_path / "f") == digest and again.stats.hits == 1

@@ -224,14 +224,19 @@ class FingerprintCache:
             if isinstance(e, list) and len(e) == 5:
                 self._dirty[p] = e
 
-    def save(self) -> None:
+    def save(self, timeout: float = 10) -> None:
+        """Merge this run's entries into the cache file, under its lock; when another process
+        holds the lock for more than `timeout` seconds, they are not kept (nothing is lost but
+        time)."""
         if self.path is None or not self._dirty:
             return
         from kernodeck.filelocks import held
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with held(str(self.path) + ".lock", timeout=10):
+            with held(str(self.path) + ".lock", timeout=timeout) as got:
+                if not got:
+                    return  # another process holds it for longer: this run's entries are not kept
                 current = _read_entries(self.path)
                 current.update(self._dirty)
                 from kernodeck.fsio import atomic_write_text

@@ -458,7 +458,7 @@ def _resolve_and_render(
         if same != "no" and len(order) > 1:
             # One platform is resolved; the others take its versions where they can (one walk of
             # their dependency graph each) and are resolved on their own only where they cannot.
-            # Their reads start as the leader pins each version.
+            # Their reads start as the leader reads each version ahead, or pins it.
             followers = {n: follower(n) for n in order[1:]}
 
         def ahead(project: NormalizedName, version: Version) -> None:
