@@ -120,11 +120,6 @@ _register()
 def main(argv: list[str] | None = None) -> int:
     """The command line, in this process; returns the exit code (`run` is the `kernodeck`
     command itself)."""
-    # httpx imports its own command line (rich, pygments) whenever they are installed; this
-    # process never runs it, and a lock that reads an index saves 25-40 ms of imports without it
-    # (httpx then defines a `main` that only says its CLI is missing).
-    if "httpx" not in sys.modules:
-        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None: "not importable"
     try:
         cli.main(args=argv, prog_name="kernodeck", standalone_mode=True)
     except SystemExit as e:
@@ -140,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The `kernodeck` command (console script, `python -m kernodeck`): `main`, then `leave`."""
+    # httpx imports its own command line (rich, pygments) whenever they are installed; this
+    # process never runs it, and a lock that reads an index saves 25-40 ms of imports without it
+    # (httpx then defines a `main` that only says its CLI is missing).
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None: "not importable"
     leave(main())
 
 

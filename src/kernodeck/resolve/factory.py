@@ -493,15 +493,12 @@ class Factory:
                 return
             pf = done.result()
             best = self._likely_version(pf, requirement)
-            if best is not None:
-                files = pf.files(best, False)
-                if files:
-                    with contextlib.suppress(RuntimeError):  # pools shut down: nothing to prefetch
-                        md = self.session.metadata_future(files[0])
-                        if self.deep_lookahead:
-                            md.add_done_callback(deeper)
-                        if self.on_likely is not None:
-                            self.on_likely(pf.name, best)
+            md = self._read_ahead(pf, best) if best is not None else None
+            if md is not None and best is not None:
+                if self.deep_lookahead:
+                    md.add_done_callback(deeper)
+                if self.on_likely is not None:
+                    self.on_likely(pf.name, best)
 
         def deeper(done: Future[CoreMetadata]) -> None:
             # The likely version's own dependencies, ahead of the resolver: a cold lock fetches
@@ -526,14 +523,22 @@ class Factory:
             pf = done.result()
             for v in pf.all_versions:
                 if v.public == version.public and pf.usable(v, False):
-                    files = pf.files(v, False)
-                    if files:
-                        with contextlib.suppress(RuntimeError):  # pools shut down
-                            self.session.metadata_future(files[0])
+                    self._read_ahead(pf, v)
                     return
 
         with contextlib.suppress(RuntimeError):
             self._project_future(name).add_done_callback(prefetch)
+
+    def _read_ahead(self, pf: ProjectFiles, version: Version) -> Future[CoreMetadata] | None:
+        """Start reading the metadata of this platform's first file of `version`; None when it
+        has none here, or the pools are shut down (nothing more to prefetch)."""
+        files = pf.files(version, False)
+        if not files:
+            return None
+        try:
+            return self.session.metadata_future(files[0])
+        except RuntimeError:
+            return None
 
     def _likely_version(self, pf: ProjectFiles, requirement: BaseRequirement | None) -> Version | None:
         order = list(pf.all_versions)
