@@ -11,7 +11,14 @@ import zipfile
 
 import pytest
 
-from kernodeck.index.metadata import TAIL_BYTES, RangeFetch, read_wheel_metadata_by_ranges
+from kernodeck.index.metadata import (
+    TAIL_BYTES,
+    MetadataTooLarge,
+    RangeFetch,
+    _metadata_by_directory,
+    _RangeFile,
+    read_wheel_metadata_by_ranges,
+)
 from kernodeck.index.models import MetadataError
 
 METADATA = b"Metadata-Version: 2.1\nName: big\nVersion: 1.0\nRequires-Dist: numpy>=1\n\n" + b"x" * 30_000
@@ -70,3 +77,61 @@ def test_a_broken_end_record_is_refused() -> None:
     _asked, fetch = _reader(bytes(data))
     with pytest.raises(MetadataError):
         read_wheel_metadata_by_ranges(fetch, "big-1.0-py3-none-any.whl")
+
+
+def _zip(
+    members: list[tuple[str, bytes]], *, compression: int = zipfile.ZIP_DEFLATED, comment: bytes = b""
+) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compression) as z:
+        for name, data in members:
+            z.writestr(name, data)
+        z.comment = comment
+    return buf.getvalue()
+
+
+def _by_zipfile(data: bytes, member: str) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        return z.read(member)
+
+
+@pytest.mark.parametrize(
+    ("compression", "comment", "walked"),
+    [
+        (zipfile.ZIP_DEFLATED, b"", True),
+        (zipfile.ZIP_STORED, b"", True),
+        (zipfile.ZIP_DEFLATED, b"an archive comment", False),  # left to zipfile
+        (zipfile.ZIP_BZIP2, b"", False),  # a method the walk does not inflate: left to zipfile
+    ],
+)
+def test_the_directory_walk_reads_what_zipfile_reads(compression: int, comment: bytes, walked: bool) -> None:
+    members = [(f"pkg/m{i}.py", b"x = 1\n") for i in range(500)]
+    members += [("other-2.0.dist-info/METADATA", b"Name: other\n"), ("big-1.0.dist-info/METADATA", METADATA)]
+    data = _zip(members, compression=compression, comment=comment)
+    _asked, fetch = _reader(data)
+    rf = _RangeFile(fetch)
+    rf.cover_central_directory()
+    direct = _metadata_by_directory(rf, "big-1.0-py3-none-any.whl", None)
+    assert (direct is not None) is walked
+    got, _requests, _read = read_wheel_metadata_by_ranges(fetch, "big-1.0-py3-none-any.whl")
+    assert got == _by_zipfile(data, "big-1.0.dist-info/METADATA") == METADATA
+    assert direct in (None, got)
+
+
+@pytest.mark.parametrize("where", ["member", "local name"])
+def test_the_directory_walk_refuses_a_tampered_member(where: str) -> None:
+    data = bytearray(_wheel(3_000))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as z:
+        info = z.getinfo("big-1.0.dist-info/METADATA")
+    # inside the deflated bytes, or the name in the local header
+    at = info.header_offset + 30 + (len(info.filename) + 10 if where == "member" else 0)
+    data[at] ^= 0xFF
+    _asked, fetch = _reader(bytes(data))
+    with pytest.raises(MetadataError, match="not a readable wheel"):
+        read_wheel_metadata_by_ranges(fetch, "big-1.0-py3-none-any.whl")
+
+
+def test_the_directory_walk_keeps_the_metadata_size_cap() -> None:
+    _asked, fetch = _reader(_wheel(10))
+    with pytest.raises(MetadataTooLarge, match="over the limit of 1000"):
+        read_wheel_metadata_by_ranges(fetch, "big-1.0-py3-none-any.whl", max_size=1000)

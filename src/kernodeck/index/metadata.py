@@ -38,6 +38,11 @@ _LOCAL_HEADER_SLACK = 30 + 1024
 _MEMBER_LEAD = 64 * 1024
 _MAX_DIRECTORY_LEAD = 1024 * 1024
 _EOCD = struct.Struct("<4s4H2LH")  # end of central directory record
+_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")  # central directory file header
+_LOCAL = struct.Struct("<4s2B4HL2L2H")  # local file header
+_ZIP64 = 0xFFFFFFFF
+_UTF8_NAME = 0x800
+_ENCRYPTED = 0x1
 
 
 class MetadataTooLarge(MetadataError):
@@ -162,12 +167,18 @@ class _RangeFile(io.RawIOBase):
 
 
 def _metadata_member(zf: zipfile.ZipFile, filename: str) -> zipfile.ZipInfo:
+    infos = zf.infolist()
+    return infos[_metadata_choice([i.filename for i in infos], filename)]
+
+
+def _metadata_choice(names: list[str], filename: str) -> int:
+    """Which of a wheel's member `names` is its METADATA: the one top-level .dist-info/METADATA,
+    or of several, the one whose directory names the wheel's project."""
     project = canonicalize_name(filename.split("-", 1)[0])
-    candidates = [
-        i for i in zf.infolist() if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/METADATA")
-    ]
+    suffix = ".dist-info/METADATA"
+    candidates = [n for n, name in enumerate(names) if name.count("/") == 1 and name.endswith(suffix)]
     matching = [
-        i for i in candidates if canonicalize_name(i.filename.split("/")[0].rsplit("-", 1)[0]) == project
+        n for n in candidates if canonicalize_name(names[n][: -len(suffix)].rsplit("-", 1)[0]) == project
     ]
     chosen = matching or candidates
     if len(chosen) != 1:
@@ -176,6 +187,76 @@ def _metadata_member(zf: zipfile.ZipFile, filename: str) -> zipfile.ZipInfo:
             hint="the wheel is malformed; report it to its publisher",
         )
     return chosen[0]
+
+
+def _metadata_by_directory(rf: _RangeFile, filename: str, max_size: int | None) -> bytes | None:
+    """The METADATA member read by walking the central directory's records for it alone, where
+    zipfile would build an entry for each of a wheel's thousands of files; None when the archive
+    is one this walk leaves to zipfile (zip64, a comment, data before the archive, an encrypted or
+    not deflated member, a directory not yet read). Raises zipfile.BadZipFile as zipfile would."""
+    tail_start, tail = rf._chunks[0]
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or at + _EOCD.size != len(tail) or tail_start + len(tail) != rf.size:
+        return None  # no end record, or one followed by a comment
+    _sig, disk, cd_disk, _here, entries, cd_size, cd_offset, _comment = _EOCD.unpack_from(tail, at)
+    eocd = tail_start + at
+    if disk or cd_disk or _ZIP64 in (cd_size, cd_offset) or entries == 0xFFFF or cd_offset + cd_size != eocd:
+        return None
+    directory = rf._cached(cd_offset, eocd)
+    if directory is None:
+        return None
+    names: list[str] = []
+    records: list[tuple[int, ...]] = []
+    pos = 0
+    unpack = _CENTRAL.unpack_from
+    while pos < cd_size:
+        record = unpack(directory, pos)
+        if record[0] != b"PK\x01\x02":
+            raise zipfile.BadZipFile("Bad magic number for central directory")
+        name_end = pos + _CENTRAL.size + record[12]
+        raw = directory[pos + _CENTRAL.size : name_end]
+        if raw.endswith(b".dist-info/METADATA"):
+            names.append(raw.decode("utf-8" if record[5] & _UTF8_NAME else "cp437"))
+            records.append(record)
+        pos = name_end + record[13] + record[14]
+    if pos != cd_size or len(names) == 0:
+        return None  # an odd directory: zipfile says what is wrong
+    chosen = _metadata_choice(names, filename)
+    name, record = names[chosen], records[chosen]
+    flags, method, crc, compressed, size, offset = (
+        record[5],
+        record[6],
+        record[9],
+        record[10],
+        record[11],
+        record[18],
+    )
+    if (
+        flags & _ENCRYPTED
+        or method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+        or _ZIP64 in (compressed, size, offset)
+    ):
+        return None
+    if max_size is not None and size > max_size:
+        raise MetadataTooLarge(
+            f"the METADATA of {filename} is {size} bytes, over the limit of {max_size}",
+            hint="raise KERNODECK_MAX_METADATA_BYTES if this metadata really is that big",
+        )
+    rf.prefetch(offset, offset + _LOCAL_HEADER_SLACK + len(name) + compressed)
+    rf.seek(offset)
+    local = _LOCAL.unpack(rf.read(_LOCAL.size))
+    if local[0] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("Bad magic number for file header")
+    if rf.read(local[10]) != name.encode("utf-8" if flags & _UTF8_NAME else "cp437"):
+        raise zipfile.BadZipFile(f"File name in directory {name!r} and header differ.")
+    rf.seek(local[11], os.SEEK_CUR)
+    data = rf.read(compressed)
+    if method == zipfile.ZIP_DEFLATED:
+        inflate = zlib.decompressobj(-15)
+        data = inflate.decompress(data, size + 1) + inflate.flush()
+    if len(data) != size or zlib.crc32(data) != crc:
+        raise zipfile.BadZipFile(f"Bad CRC-32 for file {name!r}")
+    return data
 
 
 def _check_size(info: zipfile.ZipInfo, filename: str, max_size: int | None) -> None:
@@ -205,6 +286,9 @@ def read_wheel_metadata_by_ranges(
     rf = _RangeFile(fetch)
     rf.cover_central_directory()
     try:
+        found = _metadata_by_directory(rf, filename, max_size)
+        if found is not None:
+            return found, rf.requests, rf.bytes_read
         with zipfile.ZipFile(rf) as zf:
             info = _metadata_member(zf, filename)
             _check_size(info, filename, max_size)
