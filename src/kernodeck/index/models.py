@@ -373,6 +373,7 @@ class ProjectPage:
         "_groups",
         "_groups_lock",
         "_heads",
+        "_newest",
         "_ok",
         "_raw",
         "_read",
@@ -419,6 +420,7 @@ class ProjectPage:
         self._all: tuple[IndexFile, ...] | None = None
         self._groups: dict[Version, tuple[int, ...]] | None = dict(groups) if groups is not None else None
         self._groups_lock = threading.Lock()  # the platforms of a lock ask for one page at once
+        self._newest: tuple[Version, ...] | None = None
         # of a page by spans just parsed: each version's first valid file as (version text,
         # filename), until `take_span_form` takes them
         self._heads: dict[Version, tuple[str, str]] | None = None
@@ -628,6 +630,12 @@ class ProjectPage:
             if self._groups is None:
                 self._groups = self._group()
             return self._groups
+
+    def newest_first(self) -> tuple[Version, ...]:
+        """The versions of `versions()`, newest first: sorted once, whichever platform asks first."""
+        if self._newest is None:
+            self._newest = tuple(sorted(self.versions(), reverse=True))  # a race sorts twice: harmless
+        return self._newest
 
     def _group(self) -> dict[Version, tuple[int, ...]]:
         if self._raw is not None:

@@ -289,7 +289,7 @@ class ProjectFiles:
         self._page = page
         # version -> positions on the page; files are built only for the versions judged
         self._by_version: Mapping[Version, tuple[int, ...]] = page.versions() if page is not None else {}
-        self.all_versions: list[Version] = sorted(self._by_version, reverse=True)
+        self.all_versions: tuple[Version, ...] = page.newest_first() if page is not None else ()
         self._verdicts: dict[Version, _Verdicts] = {}
         self._only_pre: bool | None = None
 
