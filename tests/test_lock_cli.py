@@ -176,23 +176,24 @@ def test_two_processes_share_one_cache(project: Path, tmp_path: Path) -> None:
 
 
 def test_a_lock_process_reads_the_index_without_importing_httpx_s_own_cli(project: Path) -> None:
-    """httpx imports its command line (rich's syntax highlighting, pygments) when they are
-    installed, as they are here; the `kernodeck` process never runs it, so a lock that reads the
-    index over HTTP imports httpx without it (and still writes the lock)."""
+    """httpx imports its command line (rich's syntax highlighting, pygments) and httpcore its
+    async backends (anyio) and HTTP/2 stack (h2) when they are installed, as they are here; the
+    `kernodeck` process runs none of them, so a lock that reads the index over HTTP imports httpx
+    without them (and still writes the lock)."""
     script = (
         "import atexit, sys\n"
         "from kernodeck.cli import run\n"
-        "atexit.register(lambda: print('httpx' in sys.modules, 'pygments' in sys.modules,"
-        " callable(sys.modules['httpx'].main)))\n"
+        "atexit.register(lambda: print('httpx' in sys.modules, callable(sys.modules['httpx'].main),"
+        " *(sys.modules.get(m) is not None for m in ('pygments', 'anyio', 'h2'))))\n"
         f"sys.argv = ['kernodeck', 'lock', {str(project)!r}, '-q']\n"
         "run()\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=dict(os.environ)
-    )
+    env = {k: v for k, v in os.environ.items() if k != "KERNODECK_HTTP2"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "False", "True"]
+    assert out.stdout.split() == ["True", "True", "False", "False", "False"]
     assert pins((project.parent / requirements_filename("linux")).read_text()) == {"app": "1.0", "dep": "1.0"}
     import importlib.util
 
-    assert importlib.util.find_spec("pygments") is not None  # installed: the check above means something
+    # installed: the check above means something
+    assert all(importlib.util.find_spec(m) is not None for m in ("pygments", "anyio", "h2"))

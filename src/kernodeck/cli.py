@@ -135,11 +135,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The `kernodeck` command (console script, `python -m kernodeck`): `main`, then `leave`."""
-    # httpx imports its own command line (rich, pygments) whenever they are installed; this
-    # process never runs it, and a lock that reads an index saves 25-40 ms of imports without it
-    # (httpx then defines a `main` that only says its CLI is missing).
-    if "httpx" not in sys.modules:
-        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None: "not importable"
+    # httpx imports its own command line (rich, pygments) and httpcore its async backends and
+    # HTTP/2 stack whenever they are installed; this process runs none of them (see httpmods).
+    from kernodeck.httpmods import keep_unused_out
+
+    keep_unused_out()
     leave(main())
 
 

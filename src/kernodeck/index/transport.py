@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # httpx (and ssl) are imported when the first request is made
     import ssl
 
     import httpx
+from kernodeck.httpmods import http2_asked
 from kernodeck.index.sources import ResolvedUrl, expand, netrc_auth
 from kernodeck.urls import public_url, redact
 
@@ -165,8 +166,7 @@ def _http2_wanted(environ: Mapping[str, str] | None = None) -> bool:
     (hpack's "deque mutated during iteration", unknown stream ids, RECV_HEADERS in state CLOSED)
     aborted about half of the cold 50-dependency locks measured under load, and 0 of 24 over
     HTTP/1.1, which uses a pool of connections as pip does."""
-    env = os.environ if environ is None else environ
-    return env.get("KERNODECK_HTTP2", "").strip().lower() in ("1", "true", "yes", "on") and _h2_available()
+    return http2_asked(environ) and _h2_available()
 
 
 def _h2_race(error: BaseException) -> bool:

@@ -1,0 +1,35 @@
+"""Which parts of the HTTP stack the `kernodeck` process imports: HTTP/2 only when asked for
+(`KERNODECK_HTTP2`), and never what a synchronous command-line client does not run.
+
+A module set to None in `sys.modules` is "not importable": httpx and httpcore import these inside
+`try: ... except ImportError` and go on without them. Only the `kernodeck` process itself does this
+(`kernodeck.cli.run`), never a program that imports kernodeck."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+HTTP2_VARIABLE = "KERNODECK_HTTP2"
+
+#: httpx's own command line (rich's syntax highlighting, pygments) and httpcore's async backends:
+#: every request of this process is synchronous, made by kernodeck.
+_NEVER_RUN = ("httpx._main", "anyio", "trio")
+#: httpcore's HTTP/2 connection (h2, hpack): imported only when HTTP/2 is asked for.
+_HTTP2 = ("httpcore._sync.http2", "httpcore._async.http2")
+
+
+def http2_asked(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether `KERNODECK_HTTP2` asks for HTTP/2 (`1`, `true`, `yes`, `on`)."""
+    env = os.environ if environ is None else environ
+    return env.get(HTTP2_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def keep_unused_out(environ: Mapping[str, str] | None = None) -> None:
+    """Mark the modules this process never runs as not importable, before httpx is imported
+    (25-60 ms of imports in a command that reads an index)."""
+    if "httpx" in sys.modules or "httpcore" in sys.modules:
+        return
+    for name in _NEVER_RUN if http2_asked(environ) else _NEVER_RUN + _HTTP2:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "not importable"
