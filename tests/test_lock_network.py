@@ -97,3 +97,29 @@ def test_the_machines_https_proxy_is_used(
         assert proxy.url not in _pins(proj)  # how the network is reached is never written
     finally:
         proxy.close()
+
+
+def test_a_handshake_the_proxy_drops_is_tried_again(
+    https_project: tuple[Path, Server, TestCA], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A TLS-inspecting proxy that answers one handshake with an alert ("decode error") does not
+    fail the lock: the connection is made again after a pause."""
+    proj, _srv, ca = https_project
+    with ConnectProxy(refuse_handshakes=1) as proxy:
+        monkeypatch.setenv("PIP_CERT", str(ca.ca_pem))
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        lock_manifest(proj, cache_dir=tmp_path / "cache")
+        assert proxy.refused == 1 and len(proxy.connects) >= 2
+    assert "alpha==1.0" in _pins(proj) and "beta==2.0" in _pins(proj)
+
+
+def test_a_certificate_that_does_not_verify_is_not_tried_again(
+    https_project: tuple[Path, Server, TestCA], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    proj, _srv, _ca = https_project
+    with ConnectProxy() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        with pytest.raises(KernodeckError) as err:
+            lock_manifest(proj, cache_dir=tmp_path / "cache")
+        assert "certificate" in " ".join([str(err.value), *err.value.context]).lower()
+        assert len(proxy.connects) == 1  # one handshake: retrying would not make it verify

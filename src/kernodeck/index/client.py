@@ -24,6 +24,8 @@ suit a target), `fetcher.MetadataFetcher` (core metadata and files), both over
   (`KERNODECK_MAX_PAGE_BYTES`, `KERNODECK_MAX_METADATA_BYTES`) refused with a clear error.
 - Broken streams (HTTP/2 stream resets, connections closed mid-body) are retried with backoff on
   a fresh HTTP/1.1 connection; a host that reset once is asked over HTTP/1.1 from then on.
+  Connections that cannot be made are tried again the same way, except for a certificate that
+  does not verify.
 - Links on an http(s) page must be http(s) (a page cannot make the client read a local file), and
   an https page cannot send the client to plain http.
 - Credentials: `${VAR}` placeholders in an index URL are expanded in memory only. Pages and files

@@ -169,6 +169,16 @@ def _http2_wanted(environ: Mapping[str, str] | None = None) -> bool:
     return http2_asked(environ) and _h2_available()
 
 
+def _untrusted(error: BaseException) -> bool:
+    """Whether a connection failed because the server's certificate did not verify."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if type(seen).__name__ == "SSLCertVerificationError" or "CERTIFICATE_VERIFY_FAILED" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _h2_race(error: BaseException) -> bool:
     """An error of the HTTP/2 stack's shared connection state (not of the index)."""
     module = type(error).__module__.split(".")[0]
@@ -439,8 +449,11 @@ class IndexHttp:
                     hint=limit_hint or "the index serves something far larger than expected; it is refused",
                 ) from None
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
-                last = e  # the transport already retried the connection
-                break
+                last = e
+                if _untrusted(e):
+                    break  # the certificate will not verify the next time either
+                # else again after a pause: a proxy or a load balancer that drops one handshake
+                # (a TLS-inspecting proxy here once answered a handshake with "decode error")
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
                 last = e  # a reset or broken stream: again on a fresh HTTP/1.1 connection
                 with self._lock:
