@@ -237,11 +237,7 @@ def _metadata_by_directory(rf: _RangeFile, filename: str, max_size: int | None) 
         or _ZIP64 in (compressed, size, offset)
     ):
         return None
-    if max_size is not None and size > max_size:
-        raise MetadataTooLarge(
-            f"the METADATA of {filename} is {size} bytes, over the limit of {max_size}",
-            hint="raise KERNODECK_MAX_METADATA_BYTES if this metadata really is that big",
-        )
+    _check_size(size, filename, max_size)
     rf.prefetch(offset, offset + _LOCAL_HEADER_SLACK + len(name) + compressed)
     rf.seek(offset)
     local = _LOCAL.unpack(rf.read(_LOCAL.size))
@@ -259,10 +255,10 @@ def _metadata_by_directory(rf: _RangeFile, filename: str, max_size: int | None) 
     return data
 
 
-def _check_size(info: zipfile.ZipInfo, filename: str, max_size: int | None) -> None:
-    if max_size is not None and info.file_size > max_size:
+def _check_size(size: int, filename: str, max_size: int | None) -> None:
+    if max_size is not None and size > max_size:
         raise MetadataTooLarge(
-            f"the METADATA of {filename} is {info.file_size} bytes, over the limit of {max_size}",
+            f"the METADATA of {filename} is {size} bytes, over the limit of {max_size}",
             hint="raise KERNODECK_MAX_METADATA_BYTES if this metadata really is that big",
         )
 
@@ -273,7 +269,7 @@ def read_wheel_metadata(data: bytes | Path, filename: str, *, max_size: int | No
     try:
         with zipfile.ZipFile(src) as zf:
             info = _metadata_member(zf, filename)
-            _check_size(info, filename, max_size)
+            _check_size(info.file_size, filename, max_size)
             return zf.read(info)
     except _ZIP_ERRORS as e:
         raise MetadataError(f"{filename} is not a readable wheel: {type(e).__name__}: {e}") from None
@@ -291,7 +287,7 @@ def read_wheel_metadata_by_ranges(
             return found, rf.requests, rf.bytes_read
         with zipfile.ZipFile(rf) as zf:
             info = _metadata_member(zf, filename)
-            _check_size(info, filename, max_size)
+            _check_size(info.file_size, filename, max_size)
             rf.prefetch(
                 info.header_offset,
                 info.header_offset + _LOCAL_HEADER_SLACK + len(info.filename) + info.compress_size,
