@@ -170,13 +170,14 @@ def _http2_wanted(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def _untrusted(error: BaseException) -> bool:
-    """Whether a connection failed because the server's certificate did not verify."""
+    """Whether a connection failed because the server's certificate did not verify (httpx keeps
+    ssl's error as the cause)."""
+    import ssl
+
     seen: BaseException | None = error
-    while seen is not None:
-        if type(seen).__name__ == "SSLCertVerificationError" or "CERTIFICATE_VERIFY_FAILED" in str(seen):
-            return True
+    while seen is not None and not isinstance(seen, ssl.SSLCertVerificationError):
         seen = seen.__cause__ or seen.__context__
-    return False
+    return seen is not None
 
 
 def _h2_race(error: BaseException) -> bool:
