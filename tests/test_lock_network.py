@@ -4,6 +4,7 @@ how the network is reached, never what is written."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,3 +124,107 @@ def test_a_certificate_that_does_not_verify_is_not_tried_again(
             lock_manifest(proj, cache_dir=tmp_path / "cache")
         assert "certificate" in " ".join([str(err.value), *err.value.context]).lower()
         assert len(proxy.connects) == 1  # one handshake: retrying would not make it verify
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _said(err: KernodeckError) -> str:
+    return " ".join([str(err), *err.context, err.hint or ""])
+
+
+def test_a_proxy_that_does_not_answer_is_named_with_its_variable(
+    https_project: tuple[Path, Server, TestCA], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The user must learn that the proxy, not the index, did not answer, and which setting named
+    it: the password in its URL is never shown."""
+    proj, _srv, ca = https_project
+    port = _closed_port()
+    monkeypatch.setenv("PIP_CERT", str(ca.ca_pem))
+    monkeypatch.setenv("https_proxy", f"http://alice:s3cret-pw@127.0.0.1:{port}")
+    monkeypatch.setenv("KERNODECK_HTTP_TIMEOUT", "1")
+    with pytest.raises(KernodeckError) as err:
+        lock_manifest(proj, cache_dir=tmp_path / "cache")
+    said = _said(err.value)
+    assert f"cannot connect to the proxy http://***@127.0.0.1:{port} (set by https_proxy)" in str(err.value)
+    assert "unset https_proxy" in (err.value.hint or "")
+    assert "s3cret-pw" not in said and "alice" not in said
+    assert not (proj / requirements_filename("here")).exists()
+
+
+def test_no_proxy_sends_the_index_direct_and_the_error_names_no_proxy(
+    https_project: tuple[Path, Server, TestCA], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    proj, _srv, ca = https_project
+    monkeypatch.setenv("PIP_CERT", str(ca.ca_pem))
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    lock_manifest(proj, cache_dir=tmp_path / "cache")  # the proxy is down, and never asked
+    assert "alpha==1.0" in _pins(proj)
+
+
+def test_pips_proxy_setting_is_named_when_it_does_not_answer(
+    https_project: tuple[Path, Server, TestCA], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    proj, _srv, ca = https_project
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\ncert = {ca.ca_pem}\nproxy = http://127.0.0.1:{_closed_port()}\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    monkeypatch.setenv("KERNODECK_HTTP_TIMEOUT", "1")
+    with pytest.raises(KernodeckError) as err:
+        lock_manifest(proj, cache_dir=tmp_path / "cache")
+    assert f"(set by pip config {conf} [global] proxy)" in str(err.value)
+
+
+def test_a_proxy_that_asks_for_credentials_is_asked_once_and_named(
+    https_project: tuple[Path, Server, TestCA], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    proj, _srv, ca = https_project
+    with ConnectProxy(credentials="alice:s3cret-pw") as proxy:
+        monkeypatch.setenv("PIP_CERT", str(ca.ca_pem))
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        with pytest.raises(KernodeckError) as err:
+            lock_manifest(proj, cache_dir=tmp_path / "cache")
+        assert proxy.asked_for_credentials == 1  # asking again without credentials changes nothing
+    assert f"the proxy {proxy.url} (set by HTTPS_PROXY) asks for credentials (407)" in str(err.value)
+    assert "HTTPS_PROXY (http://USER:PASSWORD@host:port)" in (err.value.hint or "")
+
+
+def test_proxy_credentials_in_its_url_are_sent_and_never_written(
+    https_project: tuple[Path, Server, TestCA], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    proj, _srv, ca = https_project
+    with ConnectProxy(credentials="alice:s3cret-pw") as proxy:
+        monkeypatch.setenv("PIP_CERT", str(ca.ca_pem))
+        monkeypatch.setenv("HTTPS_PROXY", f"http://alice:s3cret-pw@127.0.0.1:{proxy.port}")
+        lock_manifest(proj, cache_dir=tmp_path / "cache")
+        assert proxy.connects and proxy.asked_for_credentials == 0
+    assert "alpha==1.0" in _pins(proj)
+    written = [p for p in [*proj.rglob("*"), *(tmp_path / "cache").rglob("*")] if p.is_file()]
+    assert written and not any(b"s3cret-pw" in p.read_bytes() for p in written)
+
+
+def test_a_plain_http_index_behind_a_proxy_asking_for_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over plain HTTP the proxy's 407 is an answer, not a failed tunnel: the same message."""
+    for name in (*CA_VARIABLES, *PROXY_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
+    factory = IndexFactory(tmp_path / "index")
+    factory.add_wheel("alpha", "1.0")
+    with factory.serve() as srv, ConnectProxy(credentials="alice:pw") as proxy:
+        proj = tmp_path / "proj"
+        proj.mkdir()
+        (proj / "repro.toml").write_text(
+            'schema-version = 1\n[reference]\nname = "p"\nid = "1"\n[python]\nversion = "3.11"\n'
+            f'[packages]\nrequirements = ["alpha"]\n[[packages.index]]\nname = "corp"\nurl = "{srv.url()}"\n'
+            'default = true\n[[platform]]\nname = "here"\nos = "linux"\narch = "x86_64"\n'
+        )
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        with pytest.raises(KernodeckError) as err:
+            lock_manifest(proj, cache_dir=tmp_path / "cache")
+        assert proxy.asked_for_credentials >= 1
+    assert f"the proxy {proxy.url} (set by HTTP_PROXY) asks for credentials (407)" in str(err.value)

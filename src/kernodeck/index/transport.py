@@ -41,6 +41,9 @@ if TYPE_CHECKING:  # httpx (and ssl) are imported when the first request is made
     import ssl
 
     import httpx
+
+    from kernodeck.index.proxies import ProxyInUse
+    from kernodeck.installer_env import Setting
 from kernodeck.httpmods import http2_asked
 from kernodeck.index.sources import ResolvedUrl, expand, netrc_auth
 from kernodeck.urls import public_url, redact
@@ -129,10 +132,10 @@ class ClientStats:
         return asdict(self)
 
 
-def network_reach(environ: Mapping[str, str] | None = None) -> tuple[ssl.SSLContext | bool, str | None]:
+def network_reach(environ: Mapping[str, str] | None = None) -> tuple[ssl.SSLContext | bool, Setting | None]:
     """(TLS verification, proxy) for the index client, from the same settings the installer runs
     keep (kernodeck.installer_env): the user's CA bundle and client certificate, and pip's proxy
-    setting (None: the HTTP(S)_PROXY / NO_PROXY variables apply)."""
+    setting with its source (None: the HTTP(S)_PROXY / NO_PROXY variables apply)."""
     import ssl
 
     from kernodeck.installer_env import network_settings
@@ -148,7 +151,13 @@ def network_reach(environ: Mapping[str, str] | None = None) -> tuple[ssl.SSLCont
         if net.client_cert is not None:
             ctx.load_cert_chain(net.client_cert.value)
         verify = ctx
-    return verify, (net.proxy.value if net.proxy is not None else None)
+    return verify, net.proxy
+
+
+_PROXY_AUTH_HINT = (
+    "write the proxy's user and password into {source} (http://USER:PASSWORD@host:port); "
+    "Kernodeck never prints or writes them"
+)
 
 
 def _h2_available() -> bool:
@@ -178,6 +187,48 @@ def _untrusted(error: BaseException) -> bool:
     while seen is not None and not isinstance(seen, ssl.SSLCertVerificationError):
         seen = seen.__cause__ or seen.__context__
     return seen is not None
+
+
+def _unreachable(what: str, shown: str, last: BaseException | None, proxy: ProxyInUse | None) -> IndexError_:
+    """The error for a read that failed on the network: which of the index, the proxy or the
+    certificate, and the setting to look at."""
+    import httpx
+
+    detail = redact(f"{type(last).__name__}: {last}") if last is not None else "server error"
+    offline = "`--offline` locks from the cache only"
+    if last is not None and _untrusted(last):
+        return IndexError_(
+            f"cannot read {what} from {shown}: its certificate did not verify"
+            + (f" ({proxy.said()})" if proxy else ""),
+            context=[detail],
+            hint="behind a TLS-inspecting proxy, point PIP_CERT or SSL_CERT_FILE at the proxy's CA bundle",
+        )
+    if proxy is not None and isinstance(last, httpx.ProxyError) and "407" in str(last):
+        return IndexError_(
+            f"the proxy {proxy.url} (set by {proxy.source}) asks for credentials (407) to read {what} from {shown}",
+            context=[detail],
+            hint=_PROXY_AUTH_HINT.format(source=proxy.source),
+        )
+    if proxy is not None and isinstance(last, httpx.ProxyError):
+        return IndexError_(
+            f"the proxy {proxy.url} (set by {proxy.source}) did not open a connection to the index "
+            f"for {what} from {shown}",
+            context=[detail],
+            hint=f"the proxy cannot reach the index or does not allow it; check the index url, or add "
+            f"the index host to NO_PROXY if it is reached directly; {offline}",
+        )
+    if proxy is not None and isinstance(last, (httpx.ConnectError, httpx.ConnectTimeout)):
+        return IndexError_(
+            f"cannot connect to the proxy {proxy.url} (set by {proxy.source}) to read {what} from {shown}",
+            context=[detail],
+            hint=f"check that the proxy is up at that address, or unset {proxy.source} if this network "
+            f"reaches the index directly; {offline}",
+        )
+    return IndexError_(
+        f"cannot read {what} from {shown}" + (f" {proxy.said()}" if proxy else ""),
+        context=[detail],
+        hint=f"check the network and the index URL; {offline}",
+    )
 
 
 def _h2_race(error: BaseException) -> bool:
@@ -290,6 +341,7 @@ class IndexHttp:
         self._main: httpx.Client | None = None
         self._h1: httpx.Client | None = None
         self._maker: Callable[[bool], httpx.Client] | None = None
+        self._proxy: Setting | None = None  # pip's `proxy` setting, once the client is made
 
     def _client(self, *, retry: bool) -> httpx.Client:
         """The client; with `retry`, the one with fresh HTTP/1.1 connections (for retries after a
@@ -319,6 +371,7 @@ class IndexHttp:
         # PIP_CERT / pip's `cert` / REQUESTS_CA_BUNDLE / SSL_CERT_FILE, client certificate, proxy
         # from pip's `proxy`, else HTTP(S)_PROXY / NO_PROXY): how to reach, never what to lock.
         verify, proxy = network_reach() if transport is None else (True, None)
+        self._proxy = proxy
 
         def make(retry: bool) -> httpx.Client:
             return httpx.Client(
@@ -326,7 +379,7 @@ class IndexHttp:
                 http2=False if retry else self._h2,
                 limits=limits,
                 verify=verify,
-                proxy=proxy,
+                proxy=proxy.value if proxy is not None else None,
                 timeout=httpx.Timeout(read_timeout, connect=min(15.0, read_timeout)),
                 follow_redirects=True,
                 headers={"User-Agent": f"kernodeck/{__version__}"},
@@ -455,6 +508,10 @@ class IndexHttp:
                     break  # the certificate will not verify the next time either
                 # else again after a pause: a proxy or a load balancer that drops one handshake
                 # (a TLS-inspecting proxy here once answered a handshake with "decode error")
+            except httpx.ProxyError as e:
+                last = e
+                if "407" in str(e):
+                    break  # the proxy wants credentials: asking again without them changes nothing
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
                 last = e  # a reset or broken stream: again on a fresh HTTP/1.1 connection
                 with self._lock:
@@ -475,12 +532,17 @@ class IndexHttp:
                 last = None
         if last is None and time.monotonic() >= end:
             last = TimeoutError(f"no answer within {seconds:g} s")
-        detail = redact(f"{type(last).__name__}: {last}") if last is not None else "server error"
-        raise IndexError_(
-            f"cannot read {what} from {shown}",
-            context=[detail],
-            hint="check the network and the index URL; `--offline` locks from the cache only",
-        )
+        proxy = self._proxy_for(request_url) if isinstance(last, httpx.TransportError) else None
+        raise _unreachable(what, shown, last, proxy)
+
+    def _proxy_for(self, url: str) -> ProxyInUse | None:
+        """The proxy the client sends requests to `url` through (None: direct, or a transport
+        given by a test)."""
+        if self._transport is not None:
+            return None
+        from kernodeck.index.proxies import proxy_for
+
+        return proxy_for(url, self._proxy, os.environ)
 
     def _read(
         self,
@@ -535,6 +597,12 @@ class IndexHttp:
         self, r: _Reply, what: str, source: str, variables: tuple[str, ...] = ()
     ) -> IndexError_:
         url = redact(r.request_url)
+        proxy = self._proxy_for(r.request_url) if r.status_code == 407 else None
+        if proxy is not None:
+            return IndexError_(
+                f"the proxy {proxy.url} (set by {proxy.source}) asks for credentials (407) to read {what} at {url}",
+                hint=_PROXY_AUTH_HINT.format(source=proxy.source),
+            )
         if r.status_code in (401, 403):
             hint = (
                 f"check the credentials in {', '.join(variables)}"
