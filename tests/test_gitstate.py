@@ -39,6 +39,9 @@ def repo(tmp_path: Path) -> Path:
         ("app/repro.toml", True),
         ("app/requirements-rebuild-linux-x86_64-cu126.txt", True),
         ("pylock.macos-arm64.toml", True),
+        ("installed-after.txt", True),  # rebuild's inventory, written beside the manifest
+        ("app/installed-after.txt", True),
+        ("app/installed-after.txt.orig", False),
         ("requirements.txt", False),
         ("app/train.py", False),
         ("app/repro.toml.bak", False),
@@ -52,12 +55,14 @@ def test_manifest_commits_after_the_pinned_revision(repo: Path) -> None:
     pinned = _git(repo, "rev-parse", "HEAD")
     (repo / "app" / "repro.toml").write_text(f"# revision {pinned}\n")
     (repo / "app" / "requirements-rebuild-linux.txt").write_text("x==1\n")
+    (repo / "app" / "installed-after.txt").write_text("x==1\n")  # `kernodeck rebuild` wrote it
     state = git_state(repo / "app")
     assert isinstance(state, GitState) and not state.dirty and state.own_changed == ("app/repro.toml",)
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "capture + lock")
     head = _git(repo, "rev-parse", "HEAD")
     assert later_commits_touch_only_kernodeck_files(repo, pinned, head) == [
+        "app/installed-after.txt",
         "app/repro.toml",
         "app/requirements-rebuild-linux.txt",
     ]

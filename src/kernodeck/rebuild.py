@@ -45,7 +45,7 @@ from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
 from kernodeck.installer_errors import InstallerCause, first_error, installer_cause
-from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.platforms import (
@@ -61,7 +61,7 @@ from kernodeck.urls import redact
 
 LAYER = "rebuild"
 BUNDLE_SUMS = bundlesums.NAME
-INVENTORY_FILE = "installed-after.txt"
+INVENTORY_FILE = INVENTORY_NAME
 INVENTORY_HEADER = (
     "# Observed inventory: `pip freeze --all` of the rebuilt environment after `kernodeck rebuild`{context}.\n"
     "# This is what was installed, NOT a lock: rebuild from {requirements} instead.\n"

@@ -1,5 +1,6 @@
-"""The names of the files `kernodeck lock` writes, and how to recognise them: the one owner of
-`requirements-rebuild-<platform>.txt` and `pylock.<platform>.toml`."""
+"""The names of the files Kernodeck keeps beside the code, and how to recognise them: the one owner
+of `repro.toml`, `requirements-rebuild-<platform>.txt`, `pylock.<platform>.toml` and rebuild's
+`installed-after.txt`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ REQUIREMENTS_PREFIX = "requirements-rebuild-"
 REQUIREMENTS_SUFFIX = ".txt"
 PYLOCK_PREFIX = "pylock."
 PYLOCK_SUFFIX = ".toml"
+#: `pip freeze --all` of a rebuilt environment, written by `kernodeck rebuild`: an observation.
+INVENTORY_NAME = "installed-after.txt"
 
 
 def requirements_filename(platform: str) -> str:
@@ -38,6 +41,7 @@ def is_lock_file(name: str) -> bool:
 
 
 def is_kernodeck_file(name: str) -> bool:
-    """The manifest or a lock file: the files Kernodeck keeps beside the code (not code)."""
+    """The manifest, a lock file or rebuild's inventory: the files Kernodeck keeps beside the code
+    (not code: commits that change only these leave the pinned revision's code as it was)."""
     base = PurePosixPath(name.replace("\\", "/")).name
-    return base == MANIFEST_NAME or is_lock_file(base)
+    return base in (MANIFEST_NAME, INVENTORY_NAME) or is_lock_file(base)

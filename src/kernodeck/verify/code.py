@@ -17,6 +17,7 @@ from typing import Any
 
 from kernodeck import bundlesums
 from kernodeck.gitstate import GitState, git_state, later_commits_touch_only_kernodeck_files, run_git
+from kernodeck.lockfile.names import INVENTORY_NAME
 from kernodeck.manifest.schema import Code, Manifest
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Status, Step
@@ -42,7 +43,7 @@ _GENERATED = frozenset(
 _GENERATED_NAMES = ("requirements-rebuild-", "pylock.")
 #: The folder where a bundle carries Kernodeck itself (kernodeck.bundle.TOOL_DIR).
 _TOOL_DIR = "_kernodeck/"
-_GENERATED_BASENAMES = frozenset({"installed-after.txt", BUNDLE_SUMS})
+_GENERATED_BASENAMES = frozenset({INVENTORY_NAME, BUNDLE_SUMS})
 
 
 def _git(ctx: Context, *args: str) -> subprocess.CompletedProcess[str] | None:
