@@ -367,3 +367,97 @@ def test_a_few_missing_packages_stay_one_step_each(world: World) -> None:
     pin = next(s for s in data["steps"] if s["name"] == "pin:beta")
     assert pin["details"]["cause"] == "missing"
     assert not [s for s in data["steps"] if s["details"].get("cause") == "wrong-environment"]
+
+
+# --- the project's .venv, not activated (a Kernodeck installed apart: pipx, uv tool) -------------
+
+
+@pytest.fixture(scope="module")
+def venv_project(world: World, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the project with the locked packages in its own `.venv`, which nobody activated."""
+    project = tmp_path_factory.mktemp("venv-project") / "project"
+    project.mkdir()
+    for f in world.project.iterdir():
+        if f.is_file() and (f.name == "repro.toml" or f.name.startswith("requirements-rebuild-")):
+            (project / f.name).write_bytes(f.read_bytes())
+    venv = _venv(project / ".venv")
+    wheels = world.project.parent / "wheels"
+    _pip(str(env_python(venv)), "install", "--no-index", "--find-links", str(wheels), *PACKAGES)
+    (project / "src" / "deep").mkdir(parents=True)
+    return project
+
+
+def test_the_project_venv_comes_after_the_activated_ones(world: World, venv_project: Path) -> None:
+    dot = str(env_python(venv_project / ".venv"))
+    found = choose(None, environ={}, project=venv_project)
+    assert (found.path, found.source) == (dot, Source.PROJECT_VENV)
+    assert found.reason == f"{REASONS[Source.PROJECT_VENV]}: {venv_project / '.venv'}"
+    # the nearest parent that has one, as uv looks for it
+    assert choose(None, environ={}, project=venv_project / "src" / "deep").path == dot
+    # an activated environment and --python still win; without a project folder nothing is looked for
+    assert (
+        choose(None, environ={"VIRTUAL_ENV": str(world.empty)}, project=venv_project).source
+        is Source.VIRTUAL_ENV
+    )
+    assert choose(None, environ={"CONDA_PREFIX": str(world.conda)}, project=venv_project).source is (
+        Source.CONDA_PREFIX
+    )
+    assert choose(world.python(world.good), environ={}, project=venv_project).source is Source.OPTION
+    assert choose(None, environ={}).source is Source.RUNNING
+    # an activated venv that is gone is passed over, and said
+    gone = choose(None, environ={"VIRTUAL_ENV": str(venv_project / "gone")}, project=venv_project)
+    assert gone.source is Source.PROJECT_VENV and "gone has no interpreter" in gone.reason
+
+
+def test_a_dot_venv_folder_that_is_not_a_venv_is_not_taken(tmp_path: Path) -> None:
+    fake = tmp_path / ".venv" / "bin"
+    fake.mkdir(parents=True)
+    (fake / "python").symlink_to(sys.executable)  # an interpreter, but no pyvenv.cfg beside it
+    assert choose(None, environ={}, project=tmp_path).source is Source.RUNNING
+
+
+def test_commands_run_apart_from_the_venv_check_the_project_venv(world: World, venv_project: Path) -> None:
+    dot = str(env_python(venv_project / ".venv"))
+    first = f"python: {dot} ({REASONS[Source.PROJECT_VENV]}: {venv_project / '.venv'})"
+
+    def run(*args: str, cwd: Path = venv_project) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kernodeck", *args],
+            cwd=cwd,
+            env=_env(world),  # nothing activated; Kernodeck runs in an interpreter of its own
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+
+    p = run("verify", "--no-compute", "--json", "report.json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _first_line(p.stdout) == first
+    data = json.loads((venv_project / "report.json").read_text())
+    assert data["interpreter"]["source"] == "project-venv" and data["notices"] == []
+    assert next(s for s in data["steps"] if s["name"] == "imports: run")["status"] == "passed"
+    # a manifest named from elsewhere: its folder's .venv, not the current folder's
+    p = run("verify", "--no-compute", str(venv_project / "repro.toml"), cwd=world.project.parent)
+    assert p.returncode == 0 and _first_line(p.stdout) == first, p.stdout + p.stderr
+    p = run("check")
+    assert p.returncode == 0 and _first_line(p.stdout) == first, p.stdout + p.stderr
+    p = run("doctor", "--no-compute")
+    assert p.returncode == 0 and _first_line(p.stdout) == first, p.stdout + p.stderr
+    p = run("capture", "--dry-run")
+    assert p.returncode == 0 and _first_line(p.stdout) == first, p.stdout + p.stderr
+
+
+def test_require_checks_the_interpreter_the_script_runs_in_not_the_project_venv(
+    world: World, venv_project: Path
+) -> None:
+    p = subprocess.run(
+        [sys.executable, "-c", REQUIRE],
+        cwd=venv_project,
+        env=_env(world),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert p.returncode == 0, p.stderr
+    assert f"checked {sys.executable} ({REASONS[Source.RUNNING]})" in p.stdout
+    assert "this is probably not the project's environment" in p.stdout

@@ -347,7 +347,7 @@ def capture(
     original = dumps_document(doc)
     manifest = loads_manifest(original, str(path))
     folder = path.parent
-    chosen = choose(python)
+    chosen = choose(python, project=folder)
     interpreter = chosen.path
     notes: list[str] = []
     prefixes: tuple[str, ...] = ()

@@ -361,8 +361,11 @@ def live_report(
 ) -> Report:
     """A verify report of the live environment against a manifest."""
     from kernodeck import api  # imported late: verify pulls in the probes
+    from kernodeck.interpreters import choose
 
-    report: Report = api.verify(Path(manifest), python=python, platform=platform, compute=compute)
+    path = Path(manifest)
+    target = python if python is not None else choose(project=path if path.is_dir() else path.parent)
+    report: Report = api.verify(path, python=target, platform=platform, compute=compute)
     return report
 
 

@@ -7,10 +7,14 @@ why it was chosen, in this order:
 1. `--python PATH` (or the `python=` argument of the API) when given;
 2. an activated virtual environment (`VIRTUAL_ENV`: its bin/python, Scripts\\python.exe on Windows);
 3. an activated conda environment (`CONDA_PREFIX`: its bin/python, python.exe on Windows);
-4. the interpreter running Kernodeck.
+4. when the command names a project folder (the manifest's; the current folder for doctor): a
+   virtual environment `.venv` in that folder or the nearest parent that has one, as uv finds it
+   (a folder with `pyvenv.cfg` and an interpreter);
+5. the interpreter running Kernodeck.
 
 So a Kernodeck installed in a venv of its own (pipx, `uv tool`) checks the project venv the user
-activated, not itself. An activated environment whose interpreter is gone is passed over (it says
+activated, or the project's `.venv` when none is, not itself. `kernodeck.require()` names no
+project folder: a script checks the interpreter it runs in. An activated environment whose interpreter is gone is passed over (it says
 so in the reason of the next choice). A `--python` that is not there or not executable is a
 UsageError (exit 2).
 
@@ -37,6 +41,7 @@ class Source(str, Enum):
     OPTION = "option"
     VIRTUAL_ENV = "virtual-env"
     CONDA_PREFIX = "conda-prefix"
+    PROJECT_VENV = "project-venv"
     RUNNING = "running"
     GIVEN = "given"
 
@@ -45,6 +50,7 @@ REASONS = {
     Source.OPTION: "--python",
     Source.VIRTUAL_ENV: "activated venv (VIRTUAL_ENV)",
     Source.CONDA_PREFIX: "activated conda environment (CONDA_PREFIX)",
+    Source.PROJECT_VENV: "the project's .venv, not activated",
     Source.RUNNING: "the interpreter running Kernodeck",
 }
 
@@ -127,7 +133,7 @@ def is_running(interp: Interpreter) -> bool:
     and the same environment prefix: a venv's python is often a link to its base's)."""
     if interp.source is Source.RUNNING:
         return True
-    if interp.source is not Source.VIRTUAL_ENV and interp.source is not Source.CONDA_PREFIX:
+    if interp.source not in (Source.VIRTUAL_ENV, Source.CONDA_PREFIX, Source.PROJECT_VENV):
         return False
     try:
         if not os.path.samefile(interp.path, sys.executable):
@@ -139,14 +145,29 @@ def is_running(interp: Interpreter) -> bool:
     return any(os.path.realpath(p) == prefix for p in (exe.parent, exe.parent.parent))
 
 
+def project_venv(folder: str | os.PathLike[str]) -> Path | None:
+    """The interpreter of the `.venv` in `folder` or its nearest parent that has one (a folder
+    with `pyvenv.cfg` and a usable interpreter, as uv discovers it); None when there is none."""
+    start = Path(folder).absolute()
+    for d in (start, *start.parents):
+        venv = d / ".venv"
+        if (venv / "pyvenv.cfg").is_file():
+            exe = env_python(venv)
+            if _usable(exe):
+                return exe
+    return None
+
+
 def choose(
     python: str | os.PathLike[str] | Interpreter | None = None,
     *,
     environ: Mapping[str, str] | None = None,
     option: str = "--python",
+    project: str | os.PathLike[str] | None = None,
 ) -> Interpreter:
     """The interpreter to look at: `python` if given, else the activated venv, else the activated
-    conda environment, else the running interpreter. UsageError for a bad `python`."""
+    conda environment, else (with `project`, a folder) the project's `.venv`, else the running
+    interpreter. UsageError for a bad `python`."""
     if isinstance(python, Interpreter):
         return python
     if python is not None:
@@ -167,6 +188,12 @@ def choose(
                 reason += f"; {', '.join(passed_over)}"
             return Interpreter(str(exe.absolute()), source, reason)
         passed_over.append(f"{var}={prefix} has no interpreter")
+    found = project_venv(project) if project is not None else None
+    if found is not None:
+        reason = f"{REASONS[Source.PROJECT_VENV]}: {found.parent.parent}"
+        if passed_over:
+            reason += f"; {', '.join(passed_over)}"
+        return Interpreter(str(found), Source.PROJECT_VENV, reason)
     reason = REASONS[Source.RUNNING]
     if passed_over:
         reason += f"; {', '.join(passed_over)}"

@@ -78,7 +78,7 @@ def check(
     path = manifest_file(manifest_path)
     manifest = load_manifest(path)
     root = path.parent.resolve()
-    chosen = choose(python)
+    chosen = choose(python, project=root)
     target = chosen.path
     check_names = [n for n in names if not (n == RESUME and all(c.name != RESUME for c in manifest.check))]
     with_resume = (not names and manifest.resume is not None) or len(check_names) < len(names)

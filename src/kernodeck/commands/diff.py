@@ -14,7 +14,7 @@ from kernodeck.render.output import OutputOptions
 @click.argument("b")
 @json_option("Also write the differences as JSON to FILE ('-' or a bare --json: stdout).")
 @click.option(
-    "--python", "python", default=None, help="Interpreter to verify for `live` (default: this one)."
+    "--python", "python", default=None, help="Interpreter to verify for `live` (default: as for verify)."
 )
 @click.option("--no-compute", is_flag=True, help="For `live`: skip the device computation.")
 @report_options(files=False)

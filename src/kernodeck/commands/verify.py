@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from kernodeck.commands.options import isolate_torch_option, report_options
+from kernodeck.commands.options import isolate_torch_option, manifest_file, report_options
 from kernodeck.render.output import OutputOptions
+
+if TYPE_CHECKING:
+    from kernodeck.interpreters import Interpreter
+
+
+def _target(python: str | None, project: Path) -> str | Interpreter:
+    """`--python` as given, else the interpreter chosen for the project folder (an activated
+    environment, else the project's `.venv`, else this one): see kernodeck.interpreters."""
+    if python is not None:
+        return python
+    from kernodeck.interpreters import choose
+
+    return choose(project=project)
 
 
 @click.command()
@@ -18,7 +32,7 @@ from kernodeck.render.output import OutputOptions
     "python",
     default=None,
     metavar="PATH",
-    help="Interpreter of the environment to check (default: the activated venv, else the activated conda environment, else this one).",
+    help="Interpreter of the environment to check (default: the activated venv, else the activated conda environment, else the project's .venv, else this one).",
 )
 @click.option(
     "--platform",
@@ -122,7 +136,7 @@ def verify(
         )
     report = run(
         manifest,
-        python=python,
+        python=_target(python, manifest_file(manifest).parent),
         platform=platform,
         only=only,
         skip=skip,
@@ -160,7 +174,7 @@ def doctor(python: str | None, json_out: str | None, no_compute: bool, output: O
     from kernodeck.render import emit
     from kernodeck.report import write_json_report
 
-    report = run(python=python, compute=not no_compute)
+    report = run(python=_target(python, Path.cwd()), compute=not no_compute)
     if json_out is not None:
         write_json_report(report, json_out)
     emit(report, output, sys.stderr if json_out == "-" else sys.stdout)
