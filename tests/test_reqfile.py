@@ -167,6 +167,36 @@ def test_editable_project_with_dynamic_dependencies_is_an_error(tmp_path: Path) 
     f = _write(proj / "requirements.txt", "-e .\n")
     msg = _error(f, project_root=proj)
     assert "dynamic" in msg and "pyproject.toml" in msg
+    assert "requirements.txt:1" in msg  # located at the line that asked for the project
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        (
+            {"setup.py": "from setuptools import setup\nsetup(name='x')\n"},
+            "are in setup.py, which Kernodeck does not run",
+        ),
+        (
+            {"setup.py": "from setuptools import setup\nsetup()\n", "setup.cfg": "[metadata]\nname = x\n"},
+            "are in setup.py / setup.cfg, which Kernodeck does not run",
+        ),
+        ({"pyproject.toml": '[tool.poetry]\nname = "x"\n'}, "no [project] table"),
+        ({}, "pyproject.toml does not exist"),
+    ],
+)
+def test_editable_project_whose_dependencies_cannot_be_read_is_located_at_its_line(
+    tmp_path: Path, files: dict[str, str], said: str
+) -> None:
+    proj = tmp_path / "proj"
+    for name, text in files.items():
+        _write(proj / name, text)
+    f = _write(proj / "requirements" / "train.txt", "tqdm\n-e .[train]\n")
+    msg = _error(f, project_root=proj)
+    first = msg.splitlines()[0]
+    assert first.startswith("requirements/train.txt:2") or "train.txt:2" in first, msg
+    assert "-e .[train]: " in msg and said in msg
+    assert "[project] dependencies in pyproject.toml" in msg  # what to do instead
 
 
 def test_local_label_becomes_a_backend_hint(tmp_path: Path) -> None:

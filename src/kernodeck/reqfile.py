@@ -467,9 +467,31 @@ class _Reader:
         names = [e.strip() for e in extras.strip("[]").split(",") if e.strip()]
         self.project_included = True
         pyproject = self.project_root / "pyproject.toml"
-        for req in project_dependencies(pyproject, names, display=self.show(pyproject)):
+        try:
+            reqs = project_dependencies(pyproject, names, display=self.show(pyproject))
+        except ManifestError as e:
+            raise self._unreadable_project(what, origin, pyproject, e) from None
+        for req in reqs:
             self.requirement(req, origin, constraint=False)
         self.files[self.show(pyproject)] = file_sha256(pyproject)
+
+    def _unreadable_project(
+        self, what: str, origin: Origin, pyproject: Path, e: ManifestError
+    ) -> ManifestError:
+        """`-e .` whose dependencies cannot be read without building the project: located at the
+        line, saying where the dependencies are instead."""
+        legacy = [n for n in ("setup.py", "setup.cfg") if (self.project_root / n).is_file()]
+        if not pyproject.is_file() and legacy:
+            why = f"the project's dependencies are in {' / '.join(legacy)}, which Kernodeck does not run"
+        else:
+            first = e.issues[0] if e.issues else None
+            why = f"{first.render().splitlines()[0]}" if first is not None else e.message
+        return self.fail(
+            origin,
+            f"{what}: {why}",
+            hint="declare them under [project] dependencies in pyproject.toml, or list them in a "
+            f"requirements file instead of {what}",
+        )
 
     def requirement(self, text: str, origin: Origin, *, constraint: bool) -> None:
         if _VCS.match(text) or _SCHEME.match(text):
