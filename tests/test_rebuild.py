@@ -284,6 +284,25 @@ def test_usage_errors(tmp_path: Path, served: tuple[IndexFactory, Server]) -> No
     assert res.exit_code == 2 and "not empty" in res.output
 
 
+def test_a_lock_merged_with_conflicts_is_refused_before_anything_is_created(
+    tmp_path: Path, served: tuple[IndexFactory, Server]
+) -> None:
+    factory, server = served
+    proj = _project(tmp_path, server, factory)
+    lock = next(proj.glob("requirements-rebuild-*.txt"))
+    lines = lock.read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if "==" in line)
+    lines[first:first] = ["<<<<<<< HEAD\n", "=======\n", ">>>>>>> theirs\n"]
+    lock.write_text("".join(lines))
+    dest = tmp_path / "v"
+    res = CliRunner().invoke(cli, ["rebuild", str(proj), "--dest", str(dest)])
+    assert res.exit_code == 2, res.output
+    assert (
+        f"{lock.name}:{first + 1}: git merge conflict marker" in res.output and "kernodeck lock" in res.output
+    )
+    assert "Traceback" not in res.output and not dest.exists()
+
+
 def test_a_bundle_outside_git_carries_its_code_revision(tmp_path: Path) -> None:
     import shutil
     import subprocess

@@ -65,7 +65,7 @@ from kernodeck.gctune import fewer_collections
 from kernodeck.index.cache import IndexCache, default_cache_dir
 from kernodeck.lockconvert import Format, Rendered, diff, platform_lock, render, stale_reasons
 from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
-from kernodeck.lockfile.read import pins_of_text, read_pins
+from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
 from kernodeck.lockinputs import default_index_for, lock_inputs_sha256
 from kernodeck.lockmirrors import mirrored, parse_mirrors, replace_all, unmirror
 from kernodeck.manifest.adopt import first_lock_source
@@ -608,15 +608,21 @@ def _finish(
         diffs = []
         missing = False
         reasons: list[str] = []
+        notes: list[str] = []
         for fpath, content in files:
             old = _read(fpath)
+            merged = conflict_note(old, fpath.name) if old is not None and not check else None
+            if merged is not None:
+                notes.append(merged)
             if old != content:
                 missing = missing or old is None
                 diffs.append(diff(old, content, fpath.name))
                 if not check:
                     pending.append((fpath, content))
                 elif old is not None:
-                    reasons.extend(stale_reasons(old, content, manifest, targets[name], fpath.suffix))
+                    reasons.extend(
+                        stale_reasons(old, content, manifest, targets[name], fpath.suffix, fpath.name)
+                    )
         if torn:
             reasons.append(
                 "an earlier `kernodeck lock` was interrupted while it replaced the files: they may be a mix"
@@ -639,7 +645,7 @@ def _finish(
                 text=text,
                 diff="".join(diffs) if check else "",
                 reasons=tuple(dict.fromkeys(reasons)),
-                warnings=tuple(r.warnings),
+                warnings=(*r.warnings, *notes),
             )
         )
     if not check and (pending or interrupted_set(out_dir)):

@@ -177,7 +177,9 @@ def diff(old: str | None, new: str, name: str) -> str:
     )
 
 
-def stale_reasons(old: str, new: str, manifest: Manifest, target: Target, suffix: str) -> list[str]:
+def stale_reasons(
+    old: str, new: str, manifest: Manifest, target: Target, suffix: str, filename: str = "requirements.txt"
+) -> list[str]:
     """Why a file on disk differs from the lock computed now, in words."""
     out: list[str] = []
     if has_old_header(old):
@@ -191,7 +193,7 @@ def stale_reasons(old: str, new: str, manifest: Manifest, target: Target, suffix
             "exclude-newer, the platforms, or the backend table)"
         )
     if suffix == ".txt":
-        out.extend(unsatisfied_pins(old, manifest, target))
+        out.extend(unsatisfied_pins(old, manifest, target, filename))
     if not out:
         out.append("the pins or hashes differ from a fresh lock (edited by hand, or the index changed)")
     return out

@@ -124,13 +124,15 @@ def current_lock_inputs(manifest_file: Path, platform: str) -> str | None:
         return None
 
 
-def unsatisfied_pins(text: str, manifest: Manifest, target: Target) -> list[str]:
+def unsatisfied_pins(
+    text: str, manifest: Manifest, target: Target, filename: str = "requirements.txt"
+) -> list[str]:
     """Why the pins of a requirements file no longer satisfy the manifest's requirements and
     constraints for `target` (empty when they do, or when the file cannot be read as pins)."""
     from kernodeck.lockfile.read import LockfileError, parse_lockfile
 
     try:
-        lock = parse_lockfile(text)
+        lock = parse_lockfile(text, filename)
     except LockfileError as e:
         return [e.message]
     pins = lock.by_name()

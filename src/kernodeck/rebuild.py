@@ -46,6 +46,7 @@ from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
 from kernodeck.installer_errors import InstallerCause, first_error, installer_cause
 from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.lockfile.read import conflict_regions
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.platforms import (
@@ -411,6 +412,12 @@ def plan_rebuild(
         raise UsageError(
             f"no {reqs.name} next to {manifest_path}",
             hint=f"run `kernodeck lock --platform {plat.name}`",
+        )
+    merged = conflict_regions(reqs.read_text(encoding="utf-8", errors="replace").splitlines())
+    if merged:
+        raise UsageError(
+            f"{reqs}:{merged[0][0]}: git merge conflict marker: the file was merged with conflicts",
+            hint="run `kernodeck lock` to lock again (it resolves the conflicting pins afresh), then rebuild",
         )
     dest_path = Path(dest)
     if dest_path.exists():

@@ -12,6 +12,10 @@ The header's key names and its freshness digest (`header_digest`, `has_old_heade
 
 `pins_of_text` / `read_pins` read the same files leniently, for `kernodeck lock` preferring the
 versions already pinned (minimal churn): a line that is not a pin is skipped, never an error.
+
+A file left with git's merge conflict markers (`<<<<<<<` ... `>>>>>>>`, two teammates locked at
+once) is an error at the first marker when read strictly; read leniently, the pins between the
+markers are left out (neither side is preferred: the lock resolves them afresh) and the rest kept.
 """
 
 from __future__ import annotations
@@ -32,6 +36,38 @@ from kernodeck.lockfile.names import requirements_path
 
 class LockfileError(KernodeckError):
     """A requirements file could not be read or holds a line that is not a pin or an option."""
+
+
+_CONFLICT_OPEN, _CONFLICT_CLOSE = "<" * 7, ">" * 7
+_CONFLICT_MARK = re.compile(r"(<{7}|={7}|>{7}|\|{7})(?: |$)")
+
+
+def conflict_regions(lines: list[str]) -> list[tuple[int, int]]:
+    """The 1-based (first, last) line numbers of each git merge conflict (`<<<<<<<` through
+    `>>>>>>>`, or the end of the file when it is not closed)."""
+    out: list[tuple[int, int]] = []
+    opened: int | None = None
+    for number, raw in enumerate(lines, start=1):
+        if opened is None and raw.startswith(_CONFLICT_OPEN) and _CONFLICT_MARK.match(raw):
+            opened = number
+        elif opened is not None and raw.startswith(_CONFLICT_CLOSE) and _CONFLICT_MARK.match(raw):
+            out.append((opened, number))
+            opened = None
+    if opened is not None:
+        out.append((opened, len(lines)))
+    return out
+
+
+def conflict_note(text: str, filename: str) -> str | None:
+    """What to say about a file left with merge conflict markers; None when it has none."""
+    regions = conflict_regions(text.splitlines())
+    if not regions:
+        return None
+    where = ", ".join(f"lines {a}-{b}" for a, b in regions)
+    return (
+        f"{filename} had git merge conflict markers ({where}): the pins between them were resolved "
+        "afresh, the others kept"
+    )
 
 
 @dataclass(frozen=True)
@@ -118,6 +154,19 @@ def parse_lockfile(text: str, path: str | Path = "requirements.txt", *, lenient:
     start = 0
     vias: dict[int, list[str]] = {}
     lines = text.splitlines()
+    regions = conflict_regions(lines)
+    if regions:
+        first = regions[0][0]
+        if not lenient:
+            raise LockfileError(
+                f"{path}:{first}: git merge conflict marker {lines[first - 1].strip()!r}: the file was "
+                "merged with conflicts",
+                hint="run `kernodeck lock` to lock again: it keeps the agreed pins and resolves the "
+                "conflicting ones afresh (do not pick one side by hand: the hashes must match the lock)",
+            )
+        lines = list(lines)
+        for a, b in regions:
+            lines[a - 1 : b] = [""] * (b - a + 1)
     for number, raw in enumerate(lines, start=1):
         stripped = raw.strip()
         if not buf and stripped.startswith("#"):
