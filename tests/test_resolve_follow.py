@@ -15,7 +15,6 @@ from packaging.version import Version
 
 from kernodeck.manifest import load_manifest
 from kernodeck.resolve import Resolution, ResolveSettings, Routing, Session, follow_target, resolve_target
-from kernodeck.resolve.candidates import same_public
 from kernodeck.targets import Target
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import LINUX, LINUX310, MACOS, WINDOWS, lock, pins, read_lock, write_manifest
@@ -264,11 +263,3 @@ def test_followers_read_their_own_files_of_each_version_the_leader_reads_ahead(
     assert asked(win)
     assert asked("num-1.4-cp311-cp311-manylinux_2_17_x86_64.whl")
     assert not asked("num-1.0-")
-
-
-def test_same_public_agrees_with_the_public_strings() -> None:
-    texts = ["2.6.0", "2.6.0+cpu", "2.6.0+cu126", "2.6", "1!2.6.0", "2.6.0rc1", "2.6.0rc1+cpu"]
-    texts += ["2.6.0.post1", "2.6.0.post1+rocm6.2", "2.6.0.dev3", "2.6.0a1.post2.dev3+x"]
-    for a in texts:
-        for b in texts:
-            assert same_public(Version(a), Version(b)) == (Version(a).public == Version(b).public), (a, b)

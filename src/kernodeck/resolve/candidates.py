@@ -30,18 +30,6 @@ def make_identifier(name: str, extras: frozenset[str] = frozenset()) -> str:
     return f"{name}[{','.join(sorted(extras))}]"
 
 
-def same_public(a: Version, b: Version) -> bool:
-    """Whether two versions are equal without their local labels (2.6.0+cu126 and 2.6.0+cpu),
-    as their `public` strings compare, without building those strings."""
-    return (
-        a.release == b.release
-        and a.epoch == b.epoch
-        and a.pre == b.pre
-        and a.post == b.post
-        and a.dev == b.dev
-    )
-
-
 def canonical_extras(extras: set[str] | frozenset[str]) -> frozenset[str]:
     return frozenset(canonicalize_name(e) for e in extras)
 

@@ -51,7 +51,6 @@ from kernodeck.resolve.candidates import (
     ExtrasCandidate,
     PythonCandidate,
     base_of,
-    same_public,
 )
 from kernodeck.resolve.requirements import (
     BaseRequirement,
@@ -369,23 +368,14 @@ class ProjectFiles:
         return not v.accepted and bool(v.yanked_ok)
 
 
-#: specifier version text -> whether it names a pre-release. The resolver asks for matches each
-#: time a criterion changes, with every requirement on the project: parse each text once.
-_NAMES_PRE: dict[str, bool] = {}
-
-
 def _names_prerelease(spec: SpecifierSet) -> bool:
     for s in spec:
-        text = s.version
-        pre = _NAMES_PRE.get(text)
-        if pre is None:
-            try:
-                pre = Version(text[:-2] if text.endswith(".*") else text).is_prerelease
-            except InvalidVersion:
-                pre = False
-            _NAMES_PRE[text] = pre
-        if pre:
-            return True
+        text = s.version[:-2] if s.version.endswith(".*") else s.version
+        try:
+            if Version(text).is_prerelease:
+                return True
+        except InvalidVersion:
+            continue
     return False
 
 
@@ -532,7 +522,7 @@ class Factory:
                 return
             pf = done.result()
             for v in pf.all_versions:
-                if same_public(v, version) and pf.usable(v, False):
+                if v.public == version.public and pf.usable(v, False):
                     self._read_ahead(pf, v)
                     return
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from kernodeck.resolve.candidates import BaseCandidate, base_of, same_public
+from kernodeck.resolve.candidates import BaseCandidate, base_of
 from kernodeck.resolve.factory import Factory, Session
 from kernodeck.resolve.requirements import BaseRequirement
 
@@ -71,7 +71,7 @@ class Follower:
     def ahead(self, name: NormalizedName, version: Version) -> None:
         """The leader pinned `name==version`: load this platform's files and metadata for it."""
         own = self.own.get(name)
-        if own is not None and not same_public(own, version):
+        if own is not None and own.public != version.public:
             return
         self.factory.preferred[name] = version
         self.factory.prefetch_version(name, version)
@@ -82,7 +82,7 @@ class Follower:
         """(candidate per identifier, what required each) with the leader's versions, or None
         when the full resolver must decide (see the module docstring)."""
         led: dict[NormalizedName, Version] = {p.name: p.version for p in leader.pins}
-        if any(n in led and not same_public(led[n], v) for n, v in self.own.items()):
+        if any(n in led and led[n].public != v.public for n, v in self.own.items()):
             return None  # this platform's own lock differs from the leader's: let the resolver weigh it
         factory = self.factory
         # the leader's final versions (it may have moved away from some it pinned on the way)
@@ -128,7 +128,7 @@ def _choose(
     for cand in matches:
         if want is None:
             return cand
-        if same_public(cand.version, want):
+        if cand.version.public == want.public:
             return cand
         if cand.version < want:
             return None  # candidates come newest first (after the preferred one): none left

@@ -36,7 +36,7 @@ Resolve = Callable[[str, Constraints], "Resolution"]
 
 def public(v: Version) -> Version:
     """The version without its local label (2.6.0+cu126 -> 2.6.0)."""
-    return v if v.local is None else Version(v.public)
+    return Version(v.public)
 
 
 @dataclass(frozen=True)
