@@ -75,3 +75,25 @@ def test_header_digest_of_both_formats_and_the_old_header() -> None:
     assert header_digest(new_toml) == H[2] and not has_old_header(new_toml)
     assert header_digest(old_txt) == H[0] and has_old_header(old_txt)
     assert header_digest("dep==1.0\n") is None and not has_old_header("dep==1.0\n")
+
+
+def test_file_inputs_and_what_changed() -> None:
+    from kernodeck.lockfile.header import changed_file_inputs, file_inputs, input_line
+
+    a, b, c = "a" * 64, "b" * 64, "c" * 64
+    text = "\n".join(
+        [
+            "# platform: linux (cpython 3.11)",
+            f"# {input_line('pyproject.toml', a)}",
+            f"# {input_line('requirements/train base.txt', b)}",
+            f"pkg==1.0  # {input_line('not-a-header', c)[:-1]}",
+        ]
+    )
+    recorded = file_inputs(text)
+    assert recorded == {"pyproject.toml": a, "requirements/train base.txt": b}
+    assert changed_file_inputs(recorded, dict(recorded)) == []
+    assert changed_file_inputs(recorded, {"pyproject.toml": c, "extra.txt": a}) == [
+        "extra.txt is read now ([packages] from) and was not when the file was written",
+        "pyproject.toml changed since the file was written",
+        "requirements/train base.txt is no longer read (or is gone) since the file was written",
+    ]

@@ -4,6 +4,7 @@ files at lock time; their bytes are lock inputs; validate reports a missing sour
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,18 @@ def test_editing_pyproject_makes_lock_check_fail_naming_it(
     out = capsys.readouterr()
     assert "-# input-sha256: pyproject.toml" in out.out and "+# input-sha256: pyproject.toml" in out.out
     assert "+redis==5.0" in out.out
+    said = out.out + out.err
+    assert "pyproject.toml changed since the file was written" in said  # the file, not "the lock inputs"
+    assert "the lock inputs changed" not in said
+    # verify says the same in its lock-current step (the packages layer, any environment)
+    assert main(["verify", str(path), "--only", "packages", "--json", str(tmp_path / "v.json")]) in (0, 1)
+    steps = json.loads((tmp_path / "v.json").read_text())["steps"]
+    stale = next(s for s in steps if s["name"] == "lock-current")
+    assert (
+        stale["error"]
+        == f"pyproject.toml changed since the file was written ({requirements_filename('linux')})"
+    )
+    capsys.readouterr()
     assert main(["lock", str(path), "-q"]) == 0
     assert pins((proj / requirements_filename("linux")).read_text()) == {
         "app": "1.0",

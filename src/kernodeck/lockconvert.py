@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from kernodeck.lockfile.header import OLD_HEADER_KEY, has_old_header, header_digest
+from kernodeck.lockfile.header import (
+    OLD_HEADER_KEY,
+    changed_file_inputs,
+    file_inputs,
+    has_old_header,
+    header_digest,
+)
 from kernodeck.lockfile.write import (
     IndexLine,
     LockedFile,
@@ -187,7 +193,9 @@ def stale_reasons(
             f"written with the old header ({OLD_HEADER_KEY}); re-run `kernodeck lock`: the header format changed"
         ]
     a, b = header_digest(old), header_digest(new)
-    if a is None or b is None or a != b:
+    files = changed_file_inputs(file_inputs(old), dict(file_inputs(new))) if a != b else []
+    out.extend(files)
+    if (a is None or b is None or a != b) and not files:
         out.append(
             "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
             "exclude-newer, the platforms, or the backend table)"

@@ -64,3 +64,31 @@ def header_digest(text: str) -> str | None:
 def has_old_header(text: str) -> bool:
     """Whether a lock file was written with the old header (manifest-sha256, no lock inputs)."""
     return HEADER_KEY not in text and OLD_HEADER_KEY in text
+
+
+# `# input-sha256: <name> <hex>` lines (the name may hold spaces; the digest ends the line).
+_INPUT_LINE = re.compile(
+    rf"^[ \t]*#[ \t]*{re.escape(INPUT_KEY)}:[ \t]*(\S.*?)[ \t]+([0-9a-f]{{64}})[ \t]*$", re.M
+)
+
+
+def file_inputs(text: str) -> dict[str, str]:
+    """The files a lock file's header says its requirements were read from, name -> sha256."""
+    return {m.group(1): m.group(2) for m in _INPUT_LINE.finditer(text)}
+
+
+def changed_file_inputs(recorded: dict[str, str], current: dict[str, str | None]) -> list[str]:
+    """In words, which recorded file inputs differ from `current` (name -> sha256, None: gone),
+    and which files are read now that were not; empty when they agree."""
+    out: list[str] = []
+    for name in sorted(recorded.keys() | current.keys()):
+        was, now = recorded.get(name), current.get(name)
+        if was == now:
+            continue
+        if was is None:
+            out.append(f"{name} is read now ([packages] from) and was not when the file was written")
+        elif now is None:
+            out.append(f"{name} is no longer read (or is gone) since the file was written")
+        else:
+            out.append(f"{name} changed since the file was written")
+    return out

@@ -283,11 +283,14 @@ def _stale(lock: LockFile, ctx: Context) -> list[Step]:
             return []
     if not recorded or actual is None or actual == recorded:
         return []
+    files = _changed_inputs(lock, ctx) if lock.lock_inputs_sha256 else []
     return [
         Step.warning(
             LAYER,
             "lock-current",
-            f"{ctx.manifest_file.name} {what} since {lock.path.name} was written",
+            f"{'; '.join(files)} ({lock.path.name})"
+            if files
+            else f"{ctx.manifest_file.name} {what} since {lock.path.name} was written",
             expected=recorded,
             observed=actual,
             hint=f"kernodeck lock --platform {ctx.platform.name if ctx.platform else 'NAME'}",
@@ -295,6 +298,24 @@ def _stale(lock: LockFile, ctx: Context) -> list[Step]:
             details={"cause": "stale-lock"},
         )
     ]
+
+
+def _changed_inputs(lock: LockFile, ctx: Context) -> list[str]:
+    """Which of the files the lock read its requirements from (`# input-sha256:` lines, named
+    from the manifest's folder) changed since: the lock inputs a teammate most often edits."""
+    from kernodeck.lockfile.header import changed_file_inputs, file_inputs
+
+    try:
+        recorded = file_inputs(lock.path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return []
+    current: dict[str, str | None] = {}
+    for name in recorded:
+        try:
+            current[name] = hashlib.sha256((ctx.manifest_file.parent / name).read_bytes()).hexdigest()
+        except OSError:
+            current[name] = None
+    return changed_file_inputs(recorded, current)
 
 
 def _records(facts: Facts, ctx: Context, locked: set[NormalizedName]) -> list[Step]:
