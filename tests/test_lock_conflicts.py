@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from kernodeck.conflicts import conflict_regions
 from kernodeck.lock import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.lockfile.read import (
     LockfileError,
     conflict_note,
-    conflict_regions,
     parse_lockfile,
     pins_of_text,
 )

@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kernodeck import bundlesums
+from kernodeck.conflicts import conflict_regions
 from kernodeck.errors import UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
 from kernodeck.installer_errors import InstallerCause, first_error, installer_cause
 from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
-from kernodeck.lockfile.read import conflict_regions
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.platforms import (

@@ -35,7 +35,6 @@ import hashlib
 import os
 import re
 import shlex
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -45,13 +44,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import parse_backend
+from kernodeck.conflicts import conflict_issue
 from kernodeck.errors import Issue, ManifestError
+from kernodeck.tomltext import parse_toml
 from kernodeck.urls import is_placeholder_userinfo, strip_userinfo
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -335,6 +331,9 @@ class _Reader:
         except UnicodeDecodeError as e:
             line = raw[: e.start].count(b"\n") + 1
             raise ManifestError([Issue(shown, "", "file is not valid UTF-8", line=line)]) from None
+        merged = conflict_issue(text, shown)
+        if merged is not None:
+            raise ManifestError([merged])
         self.files[shown] = hashlib.sha256(raw).hexdigest()
         self._stack.append(resolved)
         try:
@@ -628,10 +627,7 @@ def read_pyproject(pyproject: Path, shown: str) -> dict[str, object]:
         raise ManifestError([Issue(shown, "", "pyproject.toml does not exist")]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise ManifestError([Issue(shown, "", f"cannot read: {getattr(e, 'strerror', None) or e}")]) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ManifestError([Issue(shown, "", f"TOML syntax error: {e}")]) from None
+    return parse_toml(text, shown)
 
 
 def dependency_groups(pyproject: Path, groups: list[str], *, display: str | None = None) -> list[str]:

@@ -29,6 +29,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from kernodeck.conflicts import conflict_regions, regions_text
 from kernodeck.errors import KernodeckError
 from kernodeck.lockfile.header import HEADER_KEY, HEADER_KV, OLD_HEADER_KEY, PLATFORM_KEY
 from kernodeck.lockfile.names import requirements_path
@@ -38,32 +39,12 @@ class LockfileError(KernodeckError):
     """A requirements file could not be read or holds a line that is not a pin or an option."""
 
 
-_CONFLICT_OPEN, _CONFLICT_CLOSE = "<" * 7, ">" * 7
-_CONFLICT_MARK = re.compile(r"(<{7}|={7}|>{7}|\|{7})(?: |$)")
-
-
-def conflict_regions(lines: list[str]) -> list[tuple[int, int]]:
-    """The 1-based (first, last) line numbers of each git merge conflict (`<<<<<<<` through
-    `>>>>>>>`, or the end of the file when it is not closed)."""
-    out: list[tuple[int, int]] = []
-    opened: int | None = None
-    for number, raw in enumerate(lines, start=1):
-        if opened is None and raw.startswith(_CONFLICT_OPEN) and _CONFLICT_MARK.match(raw):
-            opened = number
-        elif opened is not None and raw.startswith(_CONFLICT_CLOSE) and _CONFLICT_MARK.match(raw):
-            out.append((opened, number))
-            opened = None
-    if opened is not None:
-        out.append((opened, len(lines)))
-    return out
-
-
 def conflict_note(text: str, filename: str) -> str | None:
     """What to say about a file left with merge conflict markers; None when it has none."""
     regions = conflict_regions(text.splitlines())
     if not regions:
         return None
-    where = ", ".join(f"lines {a}-{b}" for a, b in regions)
+    where = regions_text(regions)
     return (
         f"{filename} had git merge conflict markers ({where}): the pins between them were resolved "
         "afresh, the others kept"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
-import sys
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -18,19 +17,13 @@ from pydantic import BaseModel, ValidationError
 from kernodeck.errors import Issue, ManifestError, UsageError
 from kernodeck.fsio import NotRegularFile, read_regular
 from kernodeck.manifest.schema import Manifest, cross_field_problems
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from kernodeck.tomltext import MAX_DEPTH, parse_toml, too_deep
 
 Loc = tuple[str | int, ...]
 
-_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 #: A UTF-8 byte-order mark, which some editors write at the start of a file; TOML readers reject it.
 BOM = "\ufeff"
 _LONG_QUOTED = re.compile(r"'([^'\n]{100,})'")
-_EXCERPT_WIDTH = 120
 
 
 def load_manifest(path: str | Path = "repro.toml") -> Manifest:
@@ -58,62 +51,6 @@ def load_manifest(path: str | Path = "repro.toml") -> Manifest:
     return loads_manifest(text, str(p))
 
 
-def parse_toml(text: str, filename: str = "repro.toml") -> dict[str, Any]:
-    """Parse TOML text; a syntax error becomes a located ManifestError."""
-    try:
-        return tomllib.loads(text)
-    except RecursionError:
-        line = _too_deep(text)
-        raise ManifestError(
-            [
-                Issue(
-                    filename,
-                    "",
-                    f"TOML nested more than {MAX_DEPTH} levels deep (arrays or inline tables)",
-                    line=line,
-                )
-            ]
-        ) from None
-    except tomllib.TOMLDecodeError as e:
-        msg = str(e)
-        m = _TOML_POS.search(msg)
-        line = col = None
-        excerpt: list[str] = []
-        if m is None and _TOML_EOF in msg:
-            lines = text.splitlines() or [""]
-            line, col = len(lines), len(lines[-1]) + 1
-            src, caret = _window(lines[-1], col - 1)
-            excerpt = [f"  {line:>4} | {src}", "       | " + " " * caret + "^"]
-            msg = msg.replace(_TOML_EOF, "(at the end of the file)").strip()
-        if m:
-            line, col = int(m.group(1)), int(m.group(2))
-            lines = text.splitlines()
-            if 1 <= line <= len(lines):
-                src, caret = _window(lines[line - 1], col - 1)
-                excerpt = [f"  {line:>4} | {src}", "       | " + " " * caret + "^"]
-            msg = _TOML_POS.sub("", msg).strip()
-        raise ManifestError(
-            [Issue(filename, "", f"TOML syntax error: {msg}", line=line, col=col, excerpt=excerpt)]
-        ) from None
-
-
-#: How deep arrays and inline tables may nest before the parser's recursion is not trusted.
-MAX_DEPTH = 100
-_TOML_EOF = "(at end of document)"
-
-
-def _too_deep(text: str) -> int | None:
-    """The line where nesting first passes MAX_DEPTH (strings and comments aside), if found."""
-    depth = 0
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        code = re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', "", line).split("#", 1)[0]
-        for ch in code:
-            depth += 1 if ch in "[{" else -1 if ch in "]}" else 0
-            if depth > MAX_DEPTH:
-                return lineno
-    return None
-
-
 def loads_manifest(text: str, filename: str = "repro.toml") -> Manifest:
     """Validate manifest text; raises ManifestError carrying every problem found."""
     data = parse_toml(text, filename)
@@ -122,7 +59,7 @@ def loads_manifest(text: str, filename: str = "repro.toml") -> Manifest:
         manifest = Manifest.model_validate(data, by_alias=True, by_name=False)
     except RecursionError:
         msg = f"TOML nested more than {MAX_DEPTH} levels deep (arrays or inline tables)"
-        raise ManifestError([Issue(filename, "", msg, line=_too_deep(text))]) from None
+        raise ManifestError([Issue(filename, "", msg, line=too_deep(text))]) from None
     except ValidationError as e:
         issues = [_issue_from_error(err, filename, locator, data) for err in e.errors(include_url=False)]
         raise ManifestError(_dedupe(issues)) from None
@@ -142,18 +79,6 @@ def format_loc(loc: Loc) -> str:
             key = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else f'"{part}"'
             out += ("." if out else "") + key
     return out
-
-
-def _window(src: str, col: int) -> tuple[str, int]:
-    """A long source line cut to the part around `col` (0-based), and the caret's new column."""
-    col = max(col, 0)
-    if len(src) <= _EXCERPT_WIDTH:
-        return src, col
-    start = max(0, min(col - _EXCERPT_WIDTH // 2, len(src) - _EXCERPT_WIDTH))
-    end = start + _EXCERPT_WIDTH
-    head = "..." if start > 0 else ""
-    tail = "..." if end < len(src) else ""
-    return head + src[start:end] + tail, col - start + len(head)
 
 
 def _shorten_quoted(message: str) -> str:
