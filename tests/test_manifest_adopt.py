@@ -156,13 +156,8 @@ def test_init_then_lock_follows_the_project_sources(
     assert "base.txt" in capsys.readouterr().out
 
 
-def test_first_lock_keeps_the_pins_of_a_real_uv_lock(
-    tmp_path: Path,
-    index_factory: IndexFactory,
-    served_index: Server,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+def _uv_locked(tmp_path: Path, index_factory: IndexFactory, served_index: Server) -> Path:
+    """A project whose uv.lock (made by uv) pins app 1.0 and dep 1.0; then newer versions appear."""
     index_factory.add_wheel("app", "1.0", requires=["dep>=1"])
     index_factory.add_wheel("dep", "1.0")
     proj = tmp_path / "proj"
@@ -171,11 +166,22 @@ def test_first_lock_keeps_the_pins_of_a_real_uv_lock(
         '[project]\nname = "proj"\nversion = "1"\nrequires-python = ">=3.10"\ndependencies = ["app", "dep"]\n',
     )
     _uv_lock(proj, served_index.url(), tmp_path)
-    assert 'name = "app"\nversion = "1.0"' in (proj / "uv.lock").read_text()
-    # newer versions appear after uv locked; a fresh lock would take them
     index_factory.add_wheel("app", "1.1", requires=["dep>=1"])
     index_factory.add_wheel("dep", "2.0")
     _write(proj / "requirements.txt", f"--index-url {served_index.url()}\n-e .\n")
+    return proj
+
+
+def test_first_lock_keeps_the_pins_of_a_real_uv_lock(
+    tmp_path: Path,
+    index_factory: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    proj = _uv_locked(tmp_path, index_factory, served_index)
+    # newer versions appeared after uv locked; a fresh lock would take them
+    assert 'name = "app"\nversion = "1.0"' in (proj / "uv.lock").read_text()
     assert main(["init", str(proj)]) == 0
     text = (proj / "repro.toml").read_text()
     assert "uv.lock found: a platform's first `kernodeck lock` keeps its 2 pins" in text
@@ -269,3 +275,54 @@ def test_first_lock_keeps_the_pins_of_a_poetry_or_pylock_file(
         "app": "1.0",
         "dep": "1.0",
     }
+
+
+def test_a_uv_lock_merged_with_conflicts_keeps_its_agreed_pins_and_says_so(
+    tmp_path: Path,
+    index_factory: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    proj = _uv_locked(tmp_path, index_factory, served_index)
+    # two teammates: one bumped dep, the merge stopped at its version line
+    lock = (proj / "uv.lock").read_text()
+    assert 'name = "dep"\nversion = "1.0"\n' in lock
+    lock = lock.replace(
+        'name = "dep"\nversion = "1.0"\n',
+        'name = "dep"\n<<<<<<< HEAD\nversion = "1.0"\n=======\nversion = "1.5"\n>>>>>>> bump\n',
+    )
+    (proj / "uv.lock").write_text(lock)
+    first = lock.splitlines().index("<<<<<<< HEAD") + 1
+    where = f"lines {first}-{first + 4}"
+    assert main(["init", str(proj)]) == 0
+    assert (
+        f"uv.lock has git merge conflict markers ({where}): a first lock prefers the pins outside"
+        in (proj / "repro.toml").read_text()
+    )
+    capsys.readouterr()
+    assert main(["lock", str(proj / "repro.toml")]) == 0
+    got = capsys.readouterr()
+    out = got.out + got.err
+    assert f"note: uv.lock has git merge conflict markers ({where})" in out
+    assert "kept 1 of 1 pins from uv.lock" in out, out
+    platform = load_manifest(proj / "repro.toml").platform[0].name
+    # app keeps uv.lock's 1.0; dep, in conflict, is resolved afresh (neither side is preferred)
+    assert pins((proj / requirements_filename(platform)).read_text()) == {"app": "1.0", "dep": "2.0"}
+
+
+def test_a_project_lock_that_cannot_be_read_is_named_not_silently_skipped(tmp_path: Path) -> None:
+    from kernodeck.manifest.adopt import first_lock_source, project_lock
+
+    _write(tmp_path / "uv.lock", 'version = 1\n[[package]]\nname = "rich"\nversion = \n')
+    found = project_lock(tmp_path)
+    assert found is not None and found.pins == {} and found.file == "uv.lock"
+    assert found.note is not None and found.note.startswith("uv.lock is not valid TOML (")
+    assert found.note.endswith("a first lock does not prefer its pins")
+    assert first_lock_source(tmp_path) == ("uv.lock", {}, found.note)
+    # a readable lock after it is used, as before
+    _write(tmp_path / "poetry.lock", '[[package]]\nname = "click"\nversion = "8.1.7"\n')
+    found = project_lock(tmp_path)
+    assert found is not None and found.file == "poetry.lock" and found.note is None
+    assert {k: str(v) for k, v in found.pins.items()} == {"click": "8.1.7"}

@@ -280,8 +280,10 @@ def lock_manifest(
         pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
         first = None if upgrade or pinned else first_lock_source(path.parent)
         if first is not None:
-            firsts[n] = first
-            pinned = first[1]
+            source, pinned, note = first
+            firsts[n] = (source, pinned)
+            if note is not None and note not in notices:
+                notices.append(note)
         prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
 
     cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())

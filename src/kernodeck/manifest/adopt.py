@@ -30,6 +30,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from kernodeck.conflicts import conflict_regions, regions_text
 from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
 from kernodeck.lockfile.names import is_kernodeck_file
@@ -141,7 +142,9 @@ def discover(directory: Path) -> Discovery:
         except ManifestError as e:
             out.comments.append(f"not used: {_first_issue(e)}")
     existing = project_lock(root)
-    if existing is not None:
+    if existing is not None and existing.note is not None:
+        out.comments.append(existing.note)
+    if existing is not None and existing.pins:
         out.comments.append(
             f"{existing.file} found: a platform's first `kernodeck lock` keeps its {len(existing.pins)} pins "
             "where they still fit"
@@ -233,20 +236,42 @@ PROJECT_LOCKS = ("uv.lock", "pylock.toml", "poetry.lock")
 class ProjectLock:
     file: str  # "uv.lock"
     pins: dict[str, Version]  # canonical name -> the one version the lock pins
+    # what the user should know: the file was merged with conflicts (the pins between the markers
+    # are left out), or no lock could be read (then `pins` is empty)
+    note: str | None = None
 
 
 def project_lock(folder: Path) -> ProjectLock | None:
     """The pins of the project's existing lock (uv.lock, pylock.toml, poetry.lock), if any.
 
     A package pinned at more than one version (a lock forked by markers) is left out: there is
-    no single version to prefer. An unreadable lock is no preference (never an error)."""
+    no single version to prefer. A lock merged with git conflict markers gives the pins outside
+    the markers (those between them are resolved afresh, as with Kernodeck's own lock files),
+    with a note. An unreadable lock is no preference (never an error); when no lock could be
+    read, the first unreadable one comes back without pins, with a note saying why."""
+    unread: ProjectLock | None = None
     for name in PROJECT_LOCKS:
         path = folder / name
         if not path.is_file():
             continue
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        regions = conflict_regions(lines)
+        for a, b in regions:
+            lines[a - 1 : b] = [""] * (b - a + 1)
+        merged = f"{name} has git merge conflict markers ({regions_text(regions)})" if regions else None
+        try:
+            data = tomllib.loads("\n".join(lines))
+        except tomllib.TOMLDecodeError as e:
+            if unread is None:
+                why = (
+                    f"{merged} and is not valid TOML without them"
+                    if merged
+                    else f"{name} is not valid TOML ({e})"
+                )
+                unread = ProjectLock(name, {}, f"{why}: a first lock does not prefer its pins")
             continue
         entries = data.get("packages" if name == "pylock.toml" else "package")
         if not isinstance(entries, list):
@@ -267,20 +292,26 @@ def project_lock(folder: Path) -> ProjectLock | None:
                 continue
             with contextlib.suppress(InvalidVersion):
                 pins[pkg] = Version(next(iter(versions)))
-        return ProjectLock(name, dict(sorted(pins.items())))
-    return None
+        note = (
+            f"{merged}: a first lock prefers the pins outside them and resolves those between them afresh"
+            if merged
+            else None
+        )
+        return ProjectLock(name, dict(sorted(pins.items())), note)
+    return unread
 
 
-def first_lock_source(folder: Path) -> tuple[str, dict[str, Version]] | None:
-    """What a platform's first lock prefers, and the file it comes from: the installed versions
-    `init --from-env` recorded, else the pins of the project's existing lock, if any."""
+def first_lock_source(folder: Path) -> tuple[str, dict[str, Version], str | None] | None:
+    """What a platform's first lock prefers, the file it comes from and a note about that file
+    (see `ProjectLock.note`): the installed versions `init --from-env` recorded, else the pins of
+    the project's existing lock, if any."""
     from kernodeck.manifest.fromenv import ENV_PINS, read_env_pins
 
     env_pins = read_env_pins(folder)
     if env_pins is not None:
-        return ENV_PINS, env_pins
+        return ENV_PINS, env_pins, None
     found = project_lock(folder)
-    return (found.file, dict(found.pins)) if found is not None else None
+    return (found.file, dict(found.pins), found.note) if found is not None else None
 
 
 def first_lock_preferences(folder: Path) -> dict[str, Version]:
