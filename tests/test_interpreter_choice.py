@@ -21,7 +21,16 @@ import pytest
 
 import kernodeck
 from kernodeck.errors import UsageError
-from kernodeck.interpreters import REASONS, Interpreter, Source, choose, env_python, given, resolve
+from kernodeck.interpreters import (
+    REASONS,
+    Interpreter,
+    Source,
+    choose,
+    env_python,
+    given,
+    resolve,
+    tool_environment,
+)
 from kernodeck.verify.packages import is_wrong_environment
 from tests.fixtures.index_factory import build_wheel_bytes
 
@@ -461,3 +470,88 @@ def test_require_checks_the_interpreter_the_script_runs_in_not_the_project_venv(
     assert p.returncode == 0, p.stderr
     assert f"checked {sys.executable} ({REASONS[Source.RUNNING]})" in p.stdout
     assert "this is probably not the project's environment" in p.stdout
+
+
+# --- a Kernodeck installed as a tool (uv tool install, pipx) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("marker", "installer"), [("uv-receipt.toml", "uv tool"), ("pipx_metadata.json", "pipx")]
+)
+def test_a_tool_environment_is_never_taken_for_the_project(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    world: World,
+    venv_project: Path,
+    marker: str,
+    installer: str,
+) -> None:
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    assert tool_environment(tool) is None
+    (tool / marker).write_text("")
+    assert tool_environment(tool) == installer
+    monkeypatch.setattr(sys, "prefix", str(tool))  # Kernodeck runs from the tool's environment
+    project = tmp_path / "project"
+    project.mkdir()
+    with pytest.raises(UsageError) as e:
+        choose(None, environ={}, project=project)
+    assert e.value.message == (
+        "no project environment to look at: no activated venv (VIRTUAL_ENV) or conda environment "
+        f"(CONDA_PREFIX), and no .venv in {project} or a folder above it; Kernodeck runs from its own "
+        f"{installer} environment ({tool}), which is not the project's"
+    )
+    assert "--python PATH" in (e.value.hint or "")
+    gone = tmp_path / "gone"
+    with pytest.raises(UsageError) as e:
+        choose(None, environ={"VIRTUAL_ENV": str(gone)}, project=project)
+    assert f"(VIRTUAL_ENV={gone} has no interpreter)" in e.value.message
+    # what the user named or has still wins; without a project folder (require()) nothing changes
+    assert choose(None, environ={}, project=venv_project).source is Source.PROJECT_VENV
+    assert (
+        choose(None, environ={"VIRTUAL_ENV": str(world.good)}, project=project).source is Source.VIRTUAL_ENV
+    )
+    assert choose(world.python(world.good), environ={}, project=project).source is Source.OPTION
+    assert choose(None, environ={}).source is Source.RUNNING
+
+
+def test_verify_from_a_uv_tool_install_outside_any_venv_stops_and_says_why(
+    world: World, tmp_path: Path
+) -> None:
+    """A real environment of its own for Kernodeck, marked the way `uv tool install` marks it."""
+    import sysconfig
+
+    tool = _venv(tmp_path / "tools" / "kernodeck")
+    (tool / "uv-receipt.toml").write_text('[tool]\nrequirements = [{ name = "kernodeck" }]\n')
+    purelib = Path(
+        subprocess.run(
+            [str(env_python(tool)), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    (purelib / "kernodeck-deps.pth").write_text(f"{SRC}\n{sysconfig.get_paths()['purelib']}\n")
+    env = _env(world)  # nothing activated, and world.project has no .venv
+    env.pop("PYTHONPATH")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(env_python(tool)), "-m", "kernodeck", *args],
+            cwd=world.project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+
+    for command in (["verify", "--no-compute", "--json", "tool-report.json"], ["check"], ["doctor"]):
+        p = run(*command)
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert "Traceback" not in p.stderr
+        assert f"Kernodeck runs from its own uv tool environment ({tool})" in p.stderr
+        assert "pass --python PATH" in p.stderr
+    assert not (world.project / "tool-report.json").exists()
+    p = run("verify", "--no-compute", "--python", world.python(world.good))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _first_line(p.stdout) == f"python: {world.python(world.good)} (--python)"

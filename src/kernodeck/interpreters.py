@@ -10,10 +10,13 @@ why it was chosen, in this order:
 4. when the command names a project folder (the manifest's; the current folder for doctor): a
    virtual environment `.venv` in that folder or the nearest parent that has one, as uv finds it
    (a folder with `pyvenv.cfg` and an interpreter);
-5. the interpreter running Kernodeck.
+5. the interpreter running Kernodeck, unless the command names a project folder and Kernodeck
+   runs from a tool environment of its own (`uv tool install`, pipx: `tool_environment`): that
+   environment is never the project's, so the command stops with a UsageError that says where it
+   looked and how to name the project's interpreter.
 
 So a Kernodeck installed in a venv of its own (pipx, `uv tool`) checks the project venv the user
-activated, or the project's `.venv` when none is, not itself. `kernodeck.require()` names no
+activated, or the project's `.venv` when none is, never itself. `kernodeck.require()` names no
 project folder: a script checks the interpreter it runs in. An activated environment whose interpreter is gone is passed over (it says
 so in the reason of the next choice). A `--python` that is not there or not executable is a
 UsageError (exit 2).
@@ -158,6 +161,20 @@ def project_venv(folder: str | os.PathLike[str]) -> Path | None:
     return None
 
 
+#: The file each tool installer leaves at the root of a tool's own environment.
+_TOOL_MARKERS = (("uv-receipt.toml", "uv tool"), ("pipx_metadata.json", "pipx"))
+
+
+def tool_environment(prefix: str | os.PathLike[str] | None = None) -> str | None:
+    """The installer ("uv tool", "pipx") when `prefix` (default: the environment running
+    Kernodeck) is the environment it made for a tool; None otherwise."""
+    root = Path(sys.prefix if prefix is None else prefix)
+    for marker, installer in _TOOL_MARKERS:
+        if (root / marker).is_file():
+            return installer
+    return None
+
+
 def choose(
     python: str | os.PathLike[str] | Interpreter | None = None,
     *,
@@ -167,7 +184,8 @@ def choose(
 ) -> Interpreter:
     """The interpreter to look at: `python` if given, else the activated venv, else the activated
     conda environment, else (with `project`, a folder) the project's `.venv`, else the running
-    interpreter. UsageError for a bad `python`."""
+    interpreter. UsageError for a bad `python`, and (with `project`) when the running interpreter
+    is a tool environment's (see the module docstring)."""
     if isinstance(python, Interpreter):
         return python
     if python is not None:
@@ -194,6 +212,18 @@ def choose(
         if passed_over:
             reason += f"; {', '.join(passed_over)}"
         return Interpreter(str(found), Source.PROJECT_VENV, reason)
+    tool = tool_environment() if project is not None else None
+    if tool is not None and project is not None:
+        looked = "no activated venv (VIRTUAL_ENV) or conda environment (CONDA_PREFIX)"
+        if passed_over:
+            looked += f" ({', '.join(passed_over)})"
+        raise UsageError(
+            f"no project environment to look at: {looked}, and no .venv in "
+            f"{Path(project).absolute()} or a folder above it; Kernodeck runs from "
+            f"its own {tool} environment ({sys.prefix}), which is not the project's",
+            hint=f"activate the project's environment, create it as .venv, or pass {option} PATH "
+            "(the project's interpreter)",
+        )
     reason = REASONS[Source.RUNNING]
     if passed_over:
         reason += f"; {', '.join(passed_over)}"
