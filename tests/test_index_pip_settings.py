@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kernodeck.errors import IndexError_
 from kernodeck.index import sources
 from kernodeck.index.sources import _pip_index_settings, locker_pip_settings
 
@@ -118,3 +119,20 @@ def test_builtin_default_is_pips_own(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sources, "_pip_builtin_default", lambda: None)  # an unknown pip layout
     _pip_index_settings.cache_clear()
     assert _pip_index_settings(sys.executable)["default"] == PyPI.simple_url  # pip itself asked
+
+
+def test_kernodeck_brings_pip_so_a_tool_install_knows_the_default_index(tmp_path: Path) -> None:
+    """`uv tool install kernodeck` and pipx make an environment with only the dependencies: pip
+    must be one of them, or `kernodeck lock` cannot tell pip's built-in default there."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    needs = [Requirement(r) for r in importlib.metadata.requires("kernodeck") or []]
+    assert [r for r in needs if r.name == "pip" and r.marker is None]
+    # what happens without it: an interpreter with no pip gets a located hint, not a traceback
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    bare = str(tmp_path / "bare" / "bin" / "python")
+    with pytest.raises(IndexError_) as e:
+        sources.builtin_index_url(python=bare)
+    assert e.value.message == f"cannot tell pip's built-in default index: pip is not importable by {bare}"
