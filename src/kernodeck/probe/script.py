@@ -834,6 +834,8 @@ def _check_records(
     threads: int,
     sites: list[str] | tuple[str, ...],
 ) -> dict[str, Any]:
+    import contextlib
+
     stats = {"files": 0, "hashed": 0, "bytes_hashed": 0, "cache_hits": 0}
     racy = time.time_ns() - RACY_NS
     stat = os.stat
@@ -852,8 +854,6 @@ def _check_records(
             continue
         if d.get("shadowed"):
             # not checked (import never reaches it), but the files it lists are not strangers
-            import contextlib
-
             with contextlib.suppress(OSError):
                 sst = stat(d["record"])
                 claimed.append((d["location"], None, d["record"], _stat_key(sst)))
@@ -927,7 +927,7 @@ def _check_records(
     results = _run_checks(jobs, threads, search_unlisted)
     keys_of = {p[0]: p[4] for p in pending}
     digests: dict[int, dict[str, Any]] = {p[0]: {} for p in pending}
-    for k, (i, j, rel, expected, _full, size, cached) in enumerate(jobs):
+    for k, (i, j, rel, expected, full, size, cached) in enumerate(jobs):
         outcome, key, digest = results[k]  # (zip(strict=) is Python >= 3.10)
         d = dists[i]
         keys_of[i][j] = key
@@ -958,16 +958,21 @@ def _check_records(
             )
             continue
         elif outcome == "size":
-            d["record_problems"].append(
-                {"path": rel, "problem": "size", "expected": int(size), "observed": key[0]}
-            )
+            if not (rel.endswith(".pyc") and recompiled_pyc(full)):
+                d["record_problems"].append(
+                    {"path": rel, "problem": "size", "expected": int(size), "observed": key[0]}
+                )
+                continue
+            with contextlib.suppress(OSError):  # kept, so that a warm run proves it by its stat
+                digests[i][rel] = [*key, _hash_file(full, key[0])]
             continue
         else:
             d["record_problems"].append(
                 {"path": rel, "problem": "unreadable", "expected": None, "observed": None}
             )
             continue
-        _compare(d, rel, expected, digest)  # type: ignore[arg-type]  # differs: say how
+        if not (rel.endswith(".pyc") and recompiled_pyc(full)):
+            _compare(d, rel, expected, digest)  # type: ignore[arg-type]  # differs: say how
     for i, record_key, entries, fulls, keys, known in pending:
         d = dists[i]
         meta_dir = d["metadata_dir"]
@@ -1118,6 +1123,50 @@ def _walk_unlisted(
                 _walk_unlisted(base, entry.path, rel + "/", names, found, searched)
         elif rel not in names:
             found.append({"location": base, "path": rel, "kind": "package-file"})
+
+
+def recompiled_pyc(full: str) -> bool:
+    """Whether the bytecode file `full`, which differs from RECORD, is what this interpreter
+    compiles from the source beside it: an installer compiled the source over the bytecode the
+    wheel shipped (pip lists the file twice, with the wheel's hash and without one; uv
+    `--compile-bytecode` keeps only the wheel's; numpy 2.1's wheels ship one). Its header must be
+    for that source as it is now (so Python runs it) and its code must equal the source's,
+    compiled now (code objects compared, not bytes: marshal's output depends on reference
+    counts). Other code in a .pyc is never accepted; the source is checked by its own row."""
+    import importlib.util
+    import marshal
+
+    try:
+        source_path = importlib.util.source_from_cache(full)
+        with open(full, "rb") as f:
+            data = f.read()
+        with open(source_path, "rb") as f:
+            source = f.read()
+        st = os.stat(source_path)
+    except (OSError, ValueError, NotImplementedError):
+        return False
+    if len(data) < 16 or data[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    flags = int.from_bytes(data[4:8], "little")
+    if flags & ~0b11:
+        return False
+    if flags & 0b1:  # hash-based (PEP 552)
+        if data[8:16] != importlib.util.source_hash(source):
+            return False
+    elif (
+        int.from_bytes(data[8:12], "little") != int(st.st_mtime) & 0xFFFFFFFF
+        or int.from_bytes(data[12:16], "little") != st.st_size & 0xFFFFFFFF
+    ):
+        return False
+    level = os.path.basename(full).split(".")[-2]
+    optimize = int(level[4:]) if level.startswith("opt-") and level[4:].isdigit() else 0
+    try:
+        return bool(
+            marshal.loads(data[16:])
+            == compile(source, source_path, "exec", dont_inherit=True, optimize=optimize)
+        )
+    except Exception:  # bytecode or source that does not load: not the source's bytecode
+        return False
 
 
 def _compare(d: dict[str, Any], rel: str, expected: str, digest: str) -> None:
