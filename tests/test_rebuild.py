@@ -284,6 +284,36 @@ def test_usage_errors(tmp_path: Path, served: tuple[IndexFactory, Server]) -> No
     assert res.exit_code == 2 and "not empty" in res.output
 
 
+def test_installer_uv_without_uv_is_a_usage_error_before_anything_is_created(
+    tmp_path: Path, served: tuple[IndexFactory, Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernodeck installed where no uv sits beside its Python (a pipx or plain venv install) and
+    none on PATH: said at once, exit 2, not as a failed install step after the venv was made."""
+    factory, server = served
+    proj = _project(tmp_path, server, factory)
+    real_uv = Path(sys.executable).parent / "uv"  # the test environment's own
+    assert real_uv.is_file()
+    apart = tmp_path / "apart" / "bin"
+    apart.mkdir(parents=True)
+    (apart / "python").symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "executable", str(apart / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    dest = tmp_path / "v"
+    with pytest.raises(UsageError) as e:
+        plan_rebuild(proj, dest=dest, installer="uv")
+    assert e.value.message == f"--installer uv: no uv next to {apart / 'python'} or on PATH"
+    assert "--installer pip" in (e.value.hint or "")
+    res = CliRunner().invoke(cli, ["rebuild", str(proj), "--dest", str(dest), "--installer", "uv"])
+    assert res.exit_code == 2 and "no uv next to" in res.output and "Traceback" not in res.output
+    assert not dest.exists()
+    # uv on PATH is enough
+    on_path = tmp_path / "tools"
+    on_path.mkdir()
+    (on_path / "uv").symlink_to(real_uv)
+    monkeypatch.setenv("PATH", str(on_path))
+    assert plan_rebuild(proj, dest=dest, installer="uv").installer == "uv"
+
+
 def test_a_lock_merged_with_conflicts_is_refused_before_anything_is_created(
     tmp_path: Path, served: tuple[IndexFactory, Server]
 ) -> None:

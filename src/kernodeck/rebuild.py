@@ -398,10 +398,18 @@ def plan_rebuild(
     platform: str | None = None,
     installer: Installer = "pip",
     force: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> RebuildPlan:
-    """Check the inputs (usage errors, exit 2) before anything runs."""
+    """Check the inputs (usage errors, exit 2) before anything runs (`environ`: where uv is
+    looked for on PATH, default this process's environment)."""
     if installer not in ("pip", "uv"):
         raise UsageError(f"unknown installer {installer!r}", hint="use pip or uv")
+    if installer == "uv" and find_uv(os.environ if environ is None else environ) is None:
+        raise UsageError(
+            f"--installer uv: no uv next to {sys.executable} or on PATH",
+            hint="install uv (`pip install uv`, or uv's standalone installer) and put it on PATH, "
+            "or rebuild with --installer pip",
+        )
     manifest_path = locate_manifest(source)
     manifest = load_manifest(manifest_path)
     folder = manifest_path.parent
@@ -1157,7 +1165,9 @@ def rebuild(
 ) -> Report:
     """Plan (usage errors raise) and run (stage failures are Steps) a rebuild; its report
     (`run_rebuild` gives the typed result around it)."""
-    plan = plan_rebuild(source, dest=dest, python=python, platform=platform, installer=installer, force=force)
+    plan = plan_rebuild(
+        source, dest=dest, python=python, platform=platform, installer=installer, force=force, environ=environ
+    )
     return run_rebuild(
         plan,
         environ=environ,
