@@ -502,6 +502,15 @@ def test_a_tool_environment_is_never_taken_for_the_project(
         f"{installer} environment ({tool}), which is not the project's"
     )
     assert "--python PATH" in (e.value.hint or "")
+    # a venv by another name in the project folder (rebuild's .venv-rebuild) is named in the hint
+    other = _venv(project / ".venv-rebuild")
+    monkeypatch.chdir(project)
+    with pytest.raises(UsageError) as e:
+        choose(None, environ={}, project=project)
+    assert (e.value.hint or "").startswith(
+        f"pass --python {Path('.venv-rebuild') / 'bin' / 'python'}, the venv in {project}; or activate"
+    )
+    assert env_python(other).exists()
     gone = tmp_path / "gone"
     with pytest.raises(UsageError) as e:
         choose(None, environ={"VIRTUAL_ENV": str(gone)}, project=project)

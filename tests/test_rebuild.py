@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -186,6 +187,15 @@ def test_rebuild_runs_every_stage_then_verify(tmp_path: Path, served: tuple[Inde
         and "PIP_INDEX_URL" not in install.details["environment"]
     )
     assert report.inventory == {"packages": {"alpha": "1.0"}}
+    # the venv ignores itself: a `git add -A` in the project never commits it
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    untracked = subprocess.run(
+        ["git", "-C", str(tmp_path), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "repro.toml" in untracked and "venv/" not in untracked, untracked
 
     # an existing --dest is refused unless --force, which recreates it
     with pytest.raises(UsageError, match="not empty"):

@@ -175,6 +175,20 @@ def tool_environment(prefix: str | os.PathLike[str] | None = None) -> str | None
     return None
 
 
+def _venvs_in(folder: Path) -> list[Path]:
+    """The interpreters of the virtual environments directly in `folder` other than `.venv`
+    (`.venv-rebuild`, `venv`, `env`: names uv does not look for), by name."""
+    found: list[Path] = []
+    try:
+        children = sorted(folder.iterdir())
+    except OSError:
+        return found
+    for child in children:
+        if child.name != ".venv" and (child / "pyvenv.cfg").is_file() and _usable(env_python(child)):
+            found.append(env_python(child))
+    return found
+
+
 def choose(
     python: str | os.PathLike[str] | Interpreter | None = None,
     *,
@@ -217,12 +231,19 @@ def choose(
         looked = "no activated venv (VIRTUAL_ENV) or conda environment (CONDA_PREFIX)"
         if passed_over:
             looked += f" ({', '.join(passed_over)})"
+        here = Path(project).absolute()
+        hint = f"activate the project's environment, create it as .venv, or pass {option} PATH (the project's interpreter)"
+        others = _venvs_in(here)
+        if others:
+            try:
+                shown = os.path.relpath(others[0])
+            except ValueError:  # another drive (Windows)
+                shown = str(others[0])
+            hint = f"pass {option} {shown}, the venv in {here}; or " + hint
         raise UsageError(
-            f"no project environment to look at: {looked}, and no .venv in "
-            f"{Path(project).absolute()} or a folder above it; Kernodeck runs from "
-            f"its own {tool} environment ({sys.prefix}), which is not the project's",
-            hint=f"activate the project's environment, create it as .venv, or pass {option} PATH "
-            "(the project's interpreter)",
+            f"no project environment to look at: {looked}, and no .venv in {here} or a folder above it; "
+            f"Kernodeck runs from its own {tool} environment ({sys.prefix}), which is not the project's",
+            hint=hint,
         )
     reason = REASONS[Source.RUNNING]
     if passed_over:

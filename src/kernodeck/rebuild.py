@@ -810,6 +810,10 @@ def _stage_venv(r: _Rebuild) -> StageResult:
             seconds=round(run.seconds, 3),
         )
         return StageResult([step], failed=True)
+    ignore = plan.dest / ".gitignore"
+    if not ignore.exists():  # the venv ignores itself, as uv's and Python 3.13's venvs do
+        with contextlib.suppress(OSError):
+            ignore.write_text("# created by kernodeck rebuild\n*\n", encoding="utf-8")
     return StageResult(
         [Step.passed(LAYER, "venv", expected=expected, observed=observed, seconds=round(run.seconds, 3))]
     )
