@@ -344,7 +344,9 @@ def test_wrong_environment_is_said_once_with_one_folded_step(world: World, activ
     assert [m["name"] for m in folded[0]["details"]["missing"]] == list(PACKAGES)
     assert folded[0]["error"] == f"4 of 4 locked packages are not installed: {', '.join(PACKAGES)}"
     assert not [s for s in data["steps"] if s["name"].startswith("pin:")]
-    assert folded[0]["details"]["install"].startswith(f"{python} -m pip install --no-deps --require-hashes")
+    # the empty venv has no pip (made --without-pip, as uv makes venvs): the hint installs with uv
+    install = f"uv pip install --python {python}" if activated == "empty venv" else f"{python} -m pip install"
+    assert folded[0]["details"]["install"].startswith(f"{install} --no-deps --require-hashes"), folded[0]
     # the layers after packages are not run, each said in one line
     later = [
         s for s in data["steps"] if s["layer"] in ("contract", "system", "backend", "device", "application")

@@ -181,7 +181,12 @@ def test_edited_file_in_site_packages(tmp_path: Path) -> None:
     assert rec.status is Status.FAILED and rec.details["cause"] == "record-mismatch"
     assert "numpy/linalg/_linalg.py (content differs)" in rec.error
     assert "1 installed file of numpy" in rec.error and " differs from its RECORD" in rec.error
-    assert "--force-reinstall" in rec.hint
+    assert "-m pip install --force-reinstall --no-deps numpy==" in rec.hint
+    # the same environment made by uv, without pip: the fix installs with uv
+    facts["distributions"] = [d for d in facts["distributions"] if d["name"] != "pip"]
+    report = run(tmp_path, facts)
+    rec = step(report, "packages", "record:numpy")
+    assert rec.hint.startswith("uv pip install --python ") and " --reinstall --no-deps numpy==" in rec.hint
 
 
 def test_broken_dependency_contract(tmp_path: Path) -> None:

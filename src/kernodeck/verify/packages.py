@@ -67,8 +67,16 @@ def _version(text: str) -> Version | None:
         return None
 
 
-def _reinstall_hint(ctx: Context, lock_name: str) -> str:
-    return f"{ctx.python} -m pip install --no-deps --require-hashes -r {lock_name}"
+def install_prefix(facts: Facts, ctx: Context) -> str:
+    """How to install into the checked environment: its own pip, else uv (a venv uv made has no
+    pip, and `python -m pip` there says only "No module named pip")."""
+    if canonicalize_name("pip") in facts.dists():
+        return f"{ctx.python} -m pip install"
+    return f"uv pip install --python {ctx.python}"
+
+
+def _reinstall_hint(install: str, lock_name: str) -> str:
+    return f"{install} --no-deps --require-hashes -r {lock_name}"
 
 
 def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
@@ -85,6 +93,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
         return steps
     steps += _stale(lock, ctx)
     installed = facts.dists()
+    install = install_prefix(facts, ctx)
     env = dict(facts.markers)
     pins = [p for p in lock.pins if p.applies(env)]
     lock_name = lock.path.name
@@ -93,7 +102,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
     wrong_env = is_wrong_environment(len(missing), len(pins))
     if wrong_env:
         problems += len(missing)
-        steps.append(_wrong_environment_step(missing, len(pins), ctx, lock_name))
+        steps.append(_wrong_environment_step(missing, len(pins), install, lock_name))
     for pin in pins:
         d = installed.get(pin.key)
         want = f"{pin.name}=={pin.version}" if pin.version else f"{pin.name} @ {pin.url}"
@@ -108,7 +117,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                     f"{pin.name} is not installed (locked {pin.version or pin.url})",
                     expected=want,
                     observed=None,
-                    hint=_reinstall_hint(ctx, lock_name),
+                    hint=_reinstall_hint(install, lock_name),
                     details={"cause": "missing", "via": list(pin.via)},
                 )
             )
@@ -124,7 +133,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                         f"{pin.name} was installed from {url or 'an index'}, the lock names {pin.url}",
                         expected=want,
                         observed=url,
-                        hint=_reinstall_hint(ctx, lock_name),
+                        hint=_reinstall_hint(install, lock_name),
                         details={"cause": "wrong-source"},
                     )
                 )
@@ -145,7 +154,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                     f"{pin.name} {d.version} is installed where the lock pins {pin.version} (local label {hl}, expected {ll})",
                     expected=pin.version,
                     observed=d.version,
-                    hint=f"the wrong build variant is installed; {_reinstall_hint(ctx, lock_name)} (the lock's --extra-index-url names the right index)",
+                    hint=f"the wrong build variant is installed; {_reinstall_hint(install, lock_name)} (the lock's --extra-index-url names the right index)",
                     details={
                         "cause": "wrong-local-label",
                         "expected_local": locked.local,
@@ -161,7 +170,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                     f"{pin.name} {d.version} is installed where the lock pins {pin.version}",
                     expected=pin.version,
                     observed=d.version,
-                    hint=_reinstall_hint(ctx, lock_name),
+                    hint=_reinstall_hint(install, lock_name),
                     details={"cause": "wrong-version"},
                 )
             )
@@ -236,7 +245,7 @@ def wrong_environment(facts: Facts, ctx: Context) -> bool:
     return is_wrong_environment(sum(1 for p in pins if p.key not in installed), len(pins))
 
 
-def _wrong_environment_step(missing: list[Pin], pins: int, ctx: Context, lock_name: str) -> Step:
+def _wrong_environment_step(missing: list[Pin], pins: int, install: str, lock_name: str) -> Step:
     names = [p.name for p in missing]
     return Step.failed(
         LAYER,
@@ -247,7 +256,7 @@ def _wrong_environment_step(missing: list[Pin], pins: int, ctx: Context, lock_na
         hint="activate the project's venv or pass --python PATH",
         details={
             "cause": WRONG_ENVIRONMENT,
-            "install": _reinstall_hint(ctx, lock_name),
+            "install": _reinstall_hint(install, lock_name),
             "missing": [{"name": p.name, "locked": p.version or p.url, "via": list(p.via)} for p in missing],
         },
     )
@@ -332,7 +341,7 @@ def _records(facts: Facts, ctx: Context, locked: set[NormalizedName]) -> list[St
         if not d.record_problems:
             continue
         bad += 1
-        steps.append(_record_step(d, ctx, d.key in locked))
+        steps.append(_record_step(d, ctx, d.key in locked, install_prefix(facts, ctx)))
     if no_record:
         msg = f"no readable RECORD, installed files cannot be checked: {short(no_record)}"
         hint = "reinstall them with pip or uv (which write a RECORD), or uninstall them"
@@ -378,7 +387,7 @@ def _unlisted_step(facts: Facts, ctx: Context) -> Step:
     return Step.warning(LAYER, "records-unlisted", msg, required=False, **kw)
 
 
-def _record_step(d: Distribution, ctx: Context, locked: bool) -> Step:
+def _record_step(d: Distribution, ctx: Context, locked: bool, install: str) -> Step:
     items = [f"{p.path} ({_PROBLEM_WORDS.get(p.problem, p.problem)})" for p in d.record_problems]
     kinds = {p.problem for p in d.record_problems}
     if kinds == {"missing"}:
@@ -395,7 +404,8 @@ def _record_step(d: Distribution, ctx: Context, locked: bool) -> Step:
     if cause == "record-unreadable":
         why = next(str(p.observed) for p in d.record_problems if p.path == "RECORD")
         msg = f"the RECORD of {d.name} {d.version} cannot be read ({why}): its files cannot be checked"
-    hint = f"{ctx.python} -m pip install --force-reinstall --no-deps {d.name}=={d.version}"
+    again = "--force-reinstall" if install.endswith(" -m pip install") else "--reinstall"
+    hint = f"{install} {again} --no-deps {d.name}=={d.version}"
     kw = {
         "expected": "files as in RECORD",
         "observed": [p.model_dump() for p in d.record_problems[:20]],
