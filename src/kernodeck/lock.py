@@ -59,7 +59,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from kernodeck import lockreplay
-from kernodeck.errors import EXIT_USAGE, KernodeckError, ResolutionError, UsageError
+from kernodeck.errors import EXIT_USAGE, IndexError_, KernodeckError, ResolutionError, UsageError
 from kernodeck.fsio import interrupted_set, write_set
 from kernodeck.gctune import fewer_collections
 from kernodeck.index.cache import IndexCache, default_cache_dir
@@ -67,7 +67,7 @@ from kernodeck.lockconvert import Format, Rendered, diff, platform_lock, render,
 from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
 from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
 from kernodeck.lockinputs import default_index_for, lock_inputs_sha256
-from kernodeck.lockmirrors import mirrored, parse_mirrors, replace_all, unmirror
+from kernodeck.lockmirrors import mirror_hint, mirrored, parse_mirrors, replace_all, unmirror
 from kernodeck.manifest.adopt import first_lock_source
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.pinreport import PinReport, first_lock_reports
@@ -322,7 +322,10 @@ def lock_manifest(
             )
         if failures and len(failures) == len(names):
             # Nothing could be locked: the error itself, as for a single platform.
-            raise _combine_failures([failures[n] for n in names])
+            declared = next((ix.url for ix in manifest.packages.index if ix.default), None)
+            raise _combine_failures(
+                [failures[n] for n in names], None if mirror_map else declared or default_index
+            )
         if key is not None and pages is not None and not failures:
             # The next run prefers the pins this run writes: record the lock under that run's key
             # too, so the first re-lock after a lock replays (the resolution, with its own output
@@ -564,16 +567,15 @@ def _failure(name: str, error: KernodeckError, routing: Routing, target: Target)
     and the first cause."""
     from kernodeck.resolve.joint import first_cause
 
-    found = _URL.search(" ".join([error.message, *error.context]))
+    found = _URL.findall(" ".join([error.message, *error.context]))
     backend = routing.backend_source(target)
     known = [*routing.defaults, *routing.pinned.values(), *([backend] if backend is not None else [])]
     if found:
-        url = found.group(0)
-        # The index itself rather than the page or file that failed, when it is a known one.
-        bare = [strip_userinfo(s.url) for s in known]
-        prefixes = [u for u in bare if url.startswith(u.rstrip("/"))]
-        if prefixes:
-            url = max(prefixes, key=len)
+        # The index itself rather than the page or file that failed (or the proxy on the way),
+        # when one of the URLs is under a known index.
+        bare = [strip_userinfo(s.url).rstrip("/") for s in known]
+        under = [max(p, key=len) for u in found if (p := [b for b in bare if u.startswith(b)])]
+        url = under[0] if under else found[0]
     else:
         url = backend.url if backend is not None and "torch" in error.message else routing.defaults[0].url
     return PlatformFailure(name, strip_userinfo(redact(url)), first_cause(error, name), error)
@@ -666,12 +668,21 @@ def _finish(
     )
 
 
-def _combine_failures(fails: list[PlatformFailure]) -> KernodeckError:
+def _combine_failures(fails: list[PlatformFailure], default_index: str | None = None) -> KernodeckError:
+    """One error for a lock that could lock nothing; with `default_index` (no mirror in use), an
+    unreachable default index also says how to lock through the mirror the locker's pip reads."""
     first = fails[0].error
     context = [*first.context, f"index: {fails[0].index_url}"]
     context.extend(f"also: {f.message()}" for f in fails[1:])
     cls = ResolutionError if all(isinstance(f.error, ResolutionError) for f in fails) else type(first)
-    combined = cls(first.message, context=context, hint=first.hint)
+    hint = first.hint
+    if default_index is not None and isinstance(first, IndexError_):
+        from kernodeck.index.sources import locker_pip_settings
+
+        through = mirror_hint(fails[0].index_url, default_index, locker_pip_settings())
+        if through is not None:
+            hint = f"{hint}; or {through}" if hint else through
+    combined = cls(first.message, context=context, hint=hint)
     combined.exit_code = first.exit_code
     return combined
 

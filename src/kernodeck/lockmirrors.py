@@ -4,6 +4,7 @@
     routing, back = mirrored(routing, mirrors)      # the routing fetches from the mirrors
     unmirror(back)(url)                            # a URL under a mirror -> the declared index
     replace_all(text, back)                        # a note naming the declared indexes
+    mirror_hint(failed, default, settings)         # a lock that cannot reach the default index
 
 NAME is a declared index of repro.toml, `default` (the default index) or `pytorch` (the PyTorch
 index base). The files written name the index as declared (credentials removed).
@@ -20,14 +21,18 @@ from kernodeck.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource
+    from kernodeck.index.sources import PipSetting
     from kernodeck.manifest.schema import Manifest
     from kernodeck.resolve import Routing
 
 
 def parse_mirrors(manifest: Manifest, specs: Sequence[str]) -> dict[str, str]:
-    """`NAME=URL` items: NAME a declared index, `default` (the default index) or `pytorch` (the
-    PyTorch index base)."""
+    """`NAME=URL` items: NAME a declared index, `default` (the default index: pip's built-in one,
+    or the declared one with `default = true`, under its own name) or `pytorch` (the PyTorch
+    index base)."""
     known = {ix.name for ix in manifest.packages.index} | {"default", "pytorch"}
+    # `default` is the default index whatever it is called: a declared one has its own name
+    declared = next((ix.name for ix in manifest.packages.index if ix.default), "default")
     out: dict[str, str] = {}
     for spec in specs:
         name, sep, url = spec.partition("=")
@@ -45,7 +50,7 @@ def parse_mirrors(manifest: Manifest, specs: Sequence[str]) -> dict[str, str]:
             )
         if not url.startswith(("http://", "https://", "file://")):
             raise UsageError(f"mirror url {redact(url)!r} must start with https://, http:// or file://")
-        out[name] = url
+        out[declared if name == "default" else name] = url
     return out
 
 
@@ -91,3 +96,21 @@ def replace_all(text: str, back: Sequence[tuple[str, str]]) -> str:
     for m, d in sorted(back, key=lambda p: -len(p[0])):
         text = text.replace(m.rstrip("/"), strip_userinfo(d).rstrip("/"))
     return text
+
+
+def mirror_hint(failed_index: str, default_index: str, settings: Sequence[PipSetting]) -> str | None:
+    """When the default index could not be read and the locker's pip reads another index (a
+    company's mirror, as a rule, where the public index is out of reach): how to lock through
+    it. None otherwise."""
+    if failed_index.rstrip("/") != strip_userinfo(default_index).rstrip("/"):
+        return None
+    other = next((s for s in settings if s.name == "index-url"), None)
+    if other is None:
+        return None
+    default = strip_userinfo(default_index)
+    # from the environment, the variable itself: the shell gives the URL with its credentials
+    url = f'"${other.where}"' if other.where.startswith("PIP_") else other.value
+    return (
+        f"this machine's pip reads {other.value} ({other.where}): if that mirrors {default}, lock "
+        f"through it with `kernodeck lock --mirror default={url}` (the files still name {default})"
+    )
