@@ -4,6 +4,7 @@ still name the declared index). Real loopback indexes: one served, one port with
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -48,9 +49,15 @@ def test_an_unreachable_default_index_names_the_mirror_pip_reads(
     with factory.serve() as srv:
         monkeypatch.setenv("PIP_INDEX_URL", srv.url())
         _pip_index_settings.cache_clear()  # read once per process: this test changes them
-        res = CliRunner().invoke(cli, ["lock", str(proj / "repro.toml")])
+        report = tmp_path / "lock.json"
+        res = CliRunner().invoke(cli, ["lock", str(proj / "repro.toml"), "--json", str(report)])
         assert res.exit_code == 1, res.output
         assert "Traceback" not in res.output
+        # a script reading the JSON learns why nothing was locked
+        data = json.loads(report.read_text())
+        assert data["ok"] is False and data["error"]["exit_code"] == 1
+        assert data["error"]["message"].startswith(f"cannot read the page of 'alpha' from {declared}/alpha/")
+        assert '--mirror default="$PIP_INDEX_URL"' in data["error"]["hint"]
         assert f"index: {declared}" in res.output
         hint = next(line for line in res.output.splitlines() if line.startswith("hint:"))
         assert f"this machine's pip reads {srv.url()} (PIP_INDEX_URL): if that mirrors {declared}" in hint

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 import click
 
 from kernodeck.commands.options import json_option
-from kernodeck.errors import EXIT_FAILED
+from kernodeck.errors import EXIT_FAILED, KernodeckError
+from kernodeck.fsio import atomic_write_text
 
 if TYPE_CHECKING:
     from kernodeck.lock import LockProgress, LockResult
@@ -67,7 +68,10 @@ if TYPE_CHECKING:
 )
 @click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, hidden=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
-@json_option("Also write the result as JSON to FILE ('-': stdout): platforms, failures, differences.")
+@json_option(
+    "Also write the result as JSON to FILE ('-': stdout): platforms, failures, differences; when "
+    "nothing could be locked, ok false and the error."
+)
 @click.pass_context
 def lock(
     ctx: click.Context,
@@ -89,26 +93,27 @@ def lock(
     from kernodeck.lock import Format, lock_manifest
 
     progress = progress_for(quiet, sys.stderr)
-    result = lock_manifest(
-        manifest,
-        list(platforms) or None,
-        output_dir=output_dir,
-        check=check,
-        upgrade=upgrade,
-        upgrade_packages=upgrade_packages,
-        offline=offline,
-        fmt=cast(Format, fmt),
-        refresh=refresh,
-        cache_dir=cache_dir,
-        progress=progress,
-        mirrors=list(mirrors) or None,
-    )
+    try:
+        result = lock_manifest(
+            manifest,
+            list(platforms) or None,
+            output_dir=output_dir,
+            check=check,
+            upgrade=upgrade,
+            upgrade_packages=upgrade_packages,
+            offline=offline,
+            fmt=cast(Format, fmt),
+            refresh=refresh,
+            cache_dir=cache_dir,
+            progress=progress,
+            mirrors=list(mirrors) or None,
+        )
+    except KernodeckError as e:
+        if json_out is not None:  # a script reading the JSON learns why there is no result
+            _write_json(json_out, {"ok": False, "check": check, "error": _error_json(e)})
+        raise
     if json_out is not None:
-        text = json.dumps(_json(result), indent=2, sort_keys=True) + "\n"
-        if json_out == "-":
-            click.echo(text, nl=False)
-        else:
-            Path(json_out).write_text(text, encoding="utf-8")
+        _write_json(json_out, _json(result))
     if not quiet:
         for notice in result.notices:
             click.echo(f"note: {notice}", err=True)
@@ -173,6 +178,19 @@ def _report_differences(result: LockResult, quiet: bool) -> None:
     click.echo(f"{len(result.differences)} package(s) differ across platforms:", err=True)
     for d in result.differences:
         click.echo(f"  {d.describe()}", err=True)
+
+
+def _write_json(json_out: str, data: dict[str, Any]) -> None:
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    if json_out == "-":
+        click.echo(text, nl=False)
+    else:
+        atomic_write_text(Path(json_out), text)
+
+
+def _error_json(e: KernodeckError) -> dict[str, Any]:
+    """What stopped the lock, as the terminal says it (credentials are never in a message)."""
+    return {"message": e.message, "context": list(e.context), "hint": e.hint, "exit_code": e.exit_code}
 
 
 def _json(result: LockResult) -> dict[str, Any]:
