@@ -526,6 +526,22 @@ def test_a_tool_environment_is_never_taken_for_the_project(
     assert choose(None, environ={}).source is Source.RUNNING
 
 
+def test_a_uvx_environment_is_a_tool_environment_too(tmp_path: Path) -> None:
+    """`uvx kernodeck` runs from an environment in uv's cache, with no receipt: uv made it there."""
+    env = tmp_path / "uv-cache" / "archive-v0" / "gQn0NiGvNovG6vBY"
+    env.mkdir(parents=True)
+    (env / "pyvenv.cfg").write_text(
+        "home = /usr/bin\nimplementation = CPython\nuv = 0.13.9\nrelocatable = true\n"
+    )
+    assert tool_environment(env) == "uvx"
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.7\n")  # not made by uv
+    assert tool_environment(env) is None
+    project = tmp_path / "archive-v0-project" / ".venv"  # a project venv made by uv: not a tool's
+    project.mkdir(parents=True)
+    (project / "pyvenv.cfg").write_text("uv = 0.13.9\n")
+    assert tool_environment(project) is None
+
+
 def test_verify_from_a_uv_tool_install_outside_any_venv_stops_and_says_why(
     world: World, tmp_path: Path
 ) -> None:

@@ -11,7 +11,7 @@ why it was chosen, in this order:
    virtual environment `.venv` in that folder or the nearest parent that has one, as uv finds it
    (a folder with `pyvenv.cfg` and an interpreter);
 5. the interpreter running Kernodeck, unless the command names a project folder and Kernodeck
-   runs from a tool environment of its own (`uv tool install`, pipx: `tool_environment`): that
+   runs from a tool environment of its own (`uv tool install`, pipx, uvx: `tool_environment`): that
    environment is never the project's, so the command stops with a UsageError that says where it
    looked and how to name the project's interpreter.
 
@@ -166,12 +166,21 @@ _TOOL_MARKERS = (("uv-receipt.toml", "uv tool"), ("pipx_metadata.json", "pipx"))
 
 
 def tool_environment(prefix: str | os.PathLike[str] | None = None) -> str | None:
-    """The installer ("uv tool", "pipx") when `prefix` (default: the environment running
-    Kernodeck) is the environment it made for a tool; None otherwise."""
+    """The installer ("uv tool", "pipx", "uvx") when `prefix` (default: the environment running
+    Kernodeck) is the environment it made for a tool; None otherwise. `uvx` (`uv tool run`)
+    leaves no marker: its environments live in uv's cache (`.../archive-v0/<id>`), made by uv."""
     root = Path(sys.prefix if prefix is None else prefix)
     for marker, installer in _TOOL_MARKERS:
         if (root / marker).is_file():
             return installer
+    parent = root.parent.name
+    if parent.startswith("archive-v") and parent[len("archive-v") :].isdigit():
+        try:
+            cfg = (root / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        if any(line.split("=", 1)[0].strip() == "uv" for line in cfg.splitlines() if "=" in line):
+            return "uvx"
     return None
 
 
