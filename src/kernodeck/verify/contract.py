@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ LAYER = "contract"
 
 
 #: Bump when broken_requirements' logic or output changes: old verdicts are then not reused.
-VERDICT_VERSION = 1
+VERDICT_VERSION = 2
 
 
 def _verdict_key(facts: Facts) -> str:
@@ -70,6 +71,50 @@ def cached_broken_requirements(facts: Facts, cache_dir: Path | None) -> tuple[li
     return broken, checked
 
 
+def applicable_requirements(d: Distribution, extra: str, env: dict[str, str]) -> Iterator[Requirement | str]:
+    """The requirements of `d` (with `extra` requested; "" for none) that apply under the marker
+    environment `env`; a requirement that does not parse comes as its text. With an extra, only
+    the requirements that name one (the others come with extra "")."""
+    for raw in d.requires:
+        try:
+            req = Requirement(raw)
+        except InvalidRequirement:
+            if not extra:
+                yield raw
+            continue
+        if extra and (req.marker is None or "extra" not in str(req.marker)):
+            continue
+        if req.marker is not None:
+            try:
+                if not req.marker.evaluate({**env, "extra": extra}):
+                    continue
+            except (InvalidMarker, ValueError, KeyError):
+                continue
+        yield req
+
+
+def required_by(facts: Facts, roots: set[NormalizedName]) -> set[NormalizedName]:
+    """The installed distributions `roots` need, themselves included: their applicable
+    requirements followed through what is installed, requested extras too."""
+    dists = facts.dists()
+    env = dict(facts.markers)
+    todo = [(k, "") for k in sorted(roots) if k in dists]
+    done: set[tuple[NormalizedName, str]] = set()
+    while todo:
+        key, extra = todo.pop()
+        if (key, extra) in done:
+            continue
+        done.add((key, extra))
+        for req in applicable_requirements(dists[key], extra, env):
+            if isinstance(req, str):
+                continue
+            dep = canonicalize_name(req.name)
+            if dep in dists:
+                todo.append((dep, ""))
+                todo.extend((dep, canonicalize_name(e)) for e in req.extras)
+    return {k for k, _ in done}
+
+
 def broken_requirements(facts: Facts) -> tuple[list[dict[str, str]], int]:
     """Every unmet requirement as {who, requirement, name, problem, installed}; and how many were checked."""
     dists = facts.dists()
@@ -85,21 +130,10 @@ def broken_requirements(facts: Facts) -> tuple[list[dict[str, str]], int]:
             continue
         done.add((key, extra))
         d = dists[key]
-        for raw in d.requires:
-            try:
-                req = Requirement(raw)
-            except InvalidRequirement:
-                out.append(_item(d, raw, raw, "invalid requirement in metadata", None))
+        for req in applicable_requirements(d, extra, env):
+            if isinstance(req, str):
+                out.append(_item(d, req, req, "invalid requirement in metadata", None))
                 continue
-            if extra and (req.marker is None or "extra" not in str(req.marker)):
-                continue  # requirements without an extra condition were checked with extra=""
-            if req.marker is not None:
-                try:
-                    applies = req.marker.evaluate({**env, "extra": extra})
-                except (InvalidMarker, ValueError, KeyError):
-                    applies = False
-                if not applies:
-                    continue
             checked += 1
             dep_key = canonicalize_name(req.name)
             dep = dists.get(dep_key)

@@ -17,11 +17,15 @@ from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Distribution, Facts
 from kernodeck.report import Step
 from kernodeck.verify.context import Context, short
+from kernodeck.verify.contract import required_by
 
 LAYER = "packages"
 
 #: Installers and build tools a fresh environment brings along; not "extra" when unlocked.
 TOOLING = frozenset(canonicalize_name(n) for n in ("pip", "setuptools", "wheel", "distribute"))
+
+#: Kernodeck itself, installed into the project's environment for `kernodeck.require()`.
+KERNODECK = canonicalize_name("kernodeck")
 
 #: The cause of the one step that lists every missing pin when most of the lock is missing.
 WRONG_ENVIRONMENT = "wrong-environment"
@@ -187,7 +191,23 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
             )
         )
     locked_keys = {p.key for p in lock.pins}
-    extra = sorted(d.name for k, d in installed.items() if k not in locked_keys and k not in TOOLING)
+    unlocked = {k for k in installed if k not in locked_keys and k not in TOOLING}
+    # Kernodeck in the project's environment (for kernodeck.require()) and what only it brings:
+    # said once as what it is, not as strangers among the project's packages
+    own = unlocked & required_by(facts, {KERNODECK}) if KERNODECK in unlocked else set()
+    if own:
+        names = sorted(installed[k].name for k in own - {KERNODECK})
+        steps.append(
+            Step.passed(
+                LAYER,
+                "kernodeck",
+                expected="the project's packages, as locked",
+                observed=f"kernodeck {installed[KERNODECK].version} is installed beside them, with the "
+                f"{len(names)} distribution{'s' if len(names) != 1 else ''} it requires that the lock does not name",
+                details={"cause": "kernodeck-beside-the-lock", "distributions": names},
+            )
+        )
+    extra = sorted(installed[k].name for k in unlocked - own)
     if extra:
         msg = f"{len(extra)} installed distribution{'s are' if len(extra) != 1 else ' is'} not in the lock: {short(extra, 8)}"
         hint = f"uninstall them, or add them to [packages] requirements and run `kernodeck lock --platform {ctx.platform.name}`"
