@@ -110,3 +110,53 @@ def test_starter_for_other_machines_validates(tmp_path: Path, facts: HostFacts) 
     m = loads_manifest(tomlkit.dumps(starter_document(tmp_path, facts=facts, git=None)))
     assert m.platform[0].os == facts.os
     assert m.system.require_accelerator is (facts.backend not in (None, "cpu"))
+
+
+def test_init_takes_python_and_torch_from_the_projects_venv_not_kernodecks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernodeck installed apart (here: the test's interpreter, whose torch is 2.13.0+cpu) and a
+    project whose own .venv holds a CUDA torch: the starter describes the project's environment."""
+    import os
+    import shutil
+    import sys
+
+    from tests.fixtures.index_factory import build_wheel_bytes
+
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        monkeypatch.delenv(var, raising=False)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    venv = proj / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=240)
+    name, data = build_wheel_bytes(
+        "torch", "2.5.1+cu121", metadata="Metadata-Version: 2.1\nName: torch\nVersion: 2.5.1+cu121\n\n"
+    )
+    (tmp_path / name).write_bytes(data)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--isolated",
+            "-q",
+            "--no-index",
+            str(tmp_path / name),
+        ],
+        check=True,
+        env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
+        timeout=240,
+    )
+    assert main(["init", str(proj)]) == 0
+    text = (proj / "repro.toml").read_text()
+    assert 'backend = "cu121" # torch 2.5.1+cu121 is installed' in text, text
+    m = load_manifest(proj / "repro.toml")
+    assert m.python.version == f"{sys.version_info.major}.{sys.version_info.minor}"
+    # without a project environment, the interpreter running Kernodeck describes it, as before
+    (proj / "repro.toml").unlink()
+    shutil.rmtree(venv)
+    assert main(["init", str(proj)]) == 0
+    assert 'backend = "cu121"' not in (proj / "repro.toml").read_text()

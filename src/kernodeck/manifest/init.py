@@ -59,8 +59,52 @@ def torch_backend(os_name: str, dist_version: str | None) -> tuple[str | None, s
     return None, f"torch {dist_version} is installed from the default index (no backend: PyPI's build)"
 
 
-def host_facts() -> HostFacts:
-    """This machine, as a platform entry."""
+_TARGET_FACTS = (
+    "import sys, json\n"
+    "try:\n"
+    "    from importlib.metadata import version\n"
+    "    torch = version('torch')\n"
+    "except Exception:\n"
+    "    torch = None\n"
+    "print(json.dumps([sys.version_info[0], sys.version_info[1], sys.implementation.name, torch]))\n"
+)
+
+
+def _interpreter_facts(python: str) -> tuple[str, str, str | None] | None:
+    """(major.minor, implementation, torch's version) of another interpreter; None when it
+    cannot tell (then this one's are used)."""
+    import json
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            [python, "-I", "-c", _TARGET_FACTS], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+        major, minor, impl, torch = json.loads(out.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError, TypeError):
+        return None
+    return (
+        f"{major}.{minor}",
+        "pypy" if impl == "pypy" else "cpython",
+        torch if isinstance(torch, str) else None,
+    )
+
+
+def project_interpreter(directory: Path) -> str | None:
+    """The project's own interpreter, when it is not the one running Kernodeck: the activated
+    environment or the project's `.venv` (`interpreters.choose`); None otherwise."""
+    from kernodeck.interpreters import Source, choose
+
+    try:
+        chosen = choose(project=directory)
+    except UsageError:  # Kernodeck runs from a tool environment and the project has none yet
+        return None
+    return None if chosen.source is Source.RUNNING else chosen.path
+
+
+def host_facts(python: str | None = None) -> HostFacts:
+    """This machine, as a platform entry; Python and torch those of `python` (the project's
+    interpreter) when given, else of the interpreter running Kernodeck."""
     system = _platform.system()
     os_name = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}.get(system, "linux")
     machine = _platform.machine().lower()
@@ -85,10 +129,15 @@ def host_facts() -> HostFacts:
         ver = _platform.mac_ver()[0]
         if ver:
             facts.macos = ".".join(([*ver.split("."), "0"])[:2])
-    try:
-        torch_version: str | None = importlib_metadata.version("torch")
-    except importlib_metadata.PackageNotFoundError:
-        torch_version = None
+    target = _interpreter_facts(python) if python is not None else None
+    torch_version: str | None
+    if target is not None:
+        facts.python_version, facts.implementation, torch_version = target
+    else:
+        try:
+            torch_version = importlib_metadata.version("torch")
+        except importlib_metadata.PackageNotFoundError:
+            torch_version = None
     facts.backend, note = torch_backend(os_name, torch_version)
     if note:
         facts.notes.append(note)
@@ -325,8 +374,11 @@ def write_starter(
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
     state = git_state(directory)
+    facts = host_facts(project_interpreter(directory)) if env is None else None
     text = tomlkit.dumps(
-        starter_document(directory, name=name, git=state if isinstance(state, GitState) else None, env=env)
+        starter_document(
+            directory, name=name, facts=facts, git=state if isinstance(state, GitState) else None, env=env
+        )
     )
     loads_manifest(text, str(path))  # the starter must validate; a failure here is a bug, not bad input
     if env is not None:
