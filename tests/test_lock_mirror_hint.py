@@ -47,7 +47,9 @@ def test_an_unreachable_default_index_names_the_mirror_pip_reads(
         'default = true\n[[platform]]\nname = "here"\nos = "linux"\narch = "x86_64"\n'
     )
     with factory.serve() as srv:
-        monkeypatch.setenv("PIP_INDEX_URL", srv.url())
+        # the mirror as pip reads it, with credentials: never printed, never written
+        with_credentials = srv.url().replace("http://", "http://ci-bot:s3cret-token@")
+        monkeypatch.setenv("PIP_INDEX_URL", with_credentials)
         _pip_index_settings.cache_clear()  # read once per process: this test changes them
         report = tmp_path / "lock.json"
         res = CliRunner().invoke(cli, ["lock", str(proj / "repro.toml"), "--json", str(report)])
@@ -60,16 +62,20 @@ def test_an_unreachable_default_index_names_the_mirror_pip_reads(
         assert '--mirror default="$PIP_INDEX_URL"' in data["error"]["hint"]
         assert f"index: {declared}" in res.output
         hint = next(line for line in res.output.splitlines() if line.startswith("hint:"))
-        assert f"this machine's pip reads {srv.url()} (PIP_INDEX_URL): if that mirrors {declared}" in hint
+        shown = srv.url().replace("http://", "http://***@")
+        assert f"this machine's pip reads {shown} (PIP_INDEX_URL): if that mirrors {declared}" in hint
+        assert "s3cret-token" not in res.output and "s3cret-token" not in report.read_text()
         command = re.search(r"`kernodeck lock (--mirror default=\S+)`", hint)
         assert command is not None and command.group(1) == '--mirror default="$PIP_INDEX_URL"'
         assert not (proj / requirements_filename("here")).exists()
         # the command it gives, as the shell expands it
-        res = CliRunner().invoke(cli, ["lock", str(proj / "repro.toml"), "--mirror", f"default={srv.url()}"])
+        res = CliRunner().invoke(
+            cli, ["lock", str(proj / "repro.toml"), "--mirror", f"default={with_credentials}"]
+        )
         assert res.exit_code == 0, res.output
     _pip_index_settings.cache_clear()
     written = (proj / requirements_filename("here")).read_text()
-    assert f"--index-url {declared}" in written and srv.url() not in written
+    assert f"--index-url {declared}" in written and srv.url() not in written and "s3cret" not in written
     assert "alpha==1.0" in written and "beta==2.0" in written
 
 

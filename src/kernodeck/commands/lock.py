@@ -189,8 +189,16 @@ def _write_json(json_out: str, data: dict[str, Any]) -> None:
 
 
 def _error_json(e: KernodeckError) -> dict[str, Any]:
-    """What stopped the lock, as the terminal says it (credentials are never in a message)."""
-    return {"message": e.message, "context": list(e.context), "hint": e.hint, "exit_code": e.exit_code}
+    """What stopped the lock, as the terminal says it; credentials in URLs concealed again, since
+    this goes to a file."""
+    from kernodeck.urls import redact
+
+    return {
+        "message": redact(e.message),
+        "context": [redact(c) for c in e.context],
+        "hint": redact(e.hint) if e.hint else e.hint,
+        "exit_code": e.exit_code,
+    }
 
 
 def _json(result: LockResult) -> dict[str, Any]:
