@@ -160,3 +160,34 @@ def test_init_takes_python_and_torch_from_the_projects_venv_not_kernodecks(
     shutil.rmtree(venv)
     assert main(["init", str(proj)]) == 0
     assert 'backend = "cu121"' not in (proj / "repro.toml").read_text()
+
+
+def test_without_a_project_environment_the_python_version_fits_requires_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernodeck installed apart on a Python the project does not support, and no project venv
+    yet: the starter names the newest Python the project's requires-python allows, and says why."""
+    import sys
+
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        monkeypatch.delenv(var, raising=False)
+    major, minor = sys.version_info[:2]
+    running, below = f"{major}.{minor}", f"{major}.{minor - 1}"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text(
+        f'[project]\nname = "p"\nversion = "1"\nrequires-python = ">=3.8,<{running}"\ndependencies = []\n'
+    )
+    assert main(["init", str(proj)]) == 0
+    text = (proj / "repro.toml").read_text()
+    assert (
+        f'version = "{below}" # pyproject.toml requires-python <{running},>=3.8; Kernodeck runs on {running}'
+        in text
+    )
+    assert load_manifest(proj / "repro.toml").python.version == below
+    # a requires-python the running Python meets changes nothing
+    (proj / "pyproject.toml").write_text(
+        f'[project]\nname = "p"\nversion = "1"\nrequires-python = ">={running}"\n'
+    )
+    assert main(["init", str(proj), "--force"]) == 0
+    assert f'version = "{running}" # "3.11" = any 3.11.x' in (proj / "repro.toml").read_text()

@@ -39,6 +39,7 @@ class HostFacts:
     macos: str | None = None
     backend: str | None = None
     notes: list[str] = field(default_factory=list)
+    python_note: str | None = None  # where python_version came from, when it is not the usual
 
 
 def torch_backend(os_name: str, dist_version: str | None) -> tuple[str | None, str | None]:
@@ -100,6 +101,34 @@ def project_interpreter(directory: Path) -> str | None:
     except UsageError:  # Kernodeck runs from a tool environment and the project has none yet
         return None
     return None if chosen.source is Source.RUNNING else chosen.path
+
+
+#: CPython versions a starter may name when the running one does not fit the project, newest first.
+_PYTHONS = ("3.14", "3.13", "3.12", "3.11", "3.10", "3.9", "3.8")
+
+
+def fit_requires_python(facts: HostFacts, directory: Path) -> HostFacts:
+    """`facts` with a Python version the project's `requires-python` allows, when the one it
+    names (Kernodeck's own, for want of a project environment) is not: the newest that is."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from kernodeck.errors import ManifestError
+    from kernodeck.reqfile import read_pyproject
+
+    if not (directory / "pyproject.toml").is_file():
+        return facts
+    try:
+        project = read_pyproject(directory / "pyproject.toml", "pyproject.toml").get("project")
+        spec = SpecifierSet(str(project["requires-python"]))  # type: ignore[index]
+    except (ManifestError, InvalidSpecifier, KeyError, TypeError):
+        return facts
+    if any(spec.contains(f"{facts.python_version}.{patch}", prereleases=True) for patch in range(40)):
+        return facts
+    for version in _PYTHONS:
+        if any(spec.contains(f"{version}.{patch}", prereleases=True) for patch in range(40)):
+            note = f"pyproject.toml requires-python {spec}; Kernodeck runs on {facts.python_version}"
+            return dataclasses.replace(facts, python_version=version, python_note=note)
+    return facts
 
 
 def host_facts(python: str | None = None) -> HostFacts:
@@ -209,7 +238,12 @@ def starter_document(
         doc.add(tomlkit.nl())
 
     py = tomlkit.table()
-    _kv(py, "version", facts.python_version, '"3.11" = any 3.11.x; "3.11.7" = exactly that')
+    _kv(
+        py,
+        "version",
+        facts.python_version,
+        facts.python_note or '"3.11" = any 3.11.x; "3.11.7" = exactly that',
+    )
     py.add("implementation", facts.implementation)
     doc.add("python", py)
 
@@ -374,7 +408,10 @@ def write_starter(
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
     state = git_state(directory)
-    facts = host_facts(project_interpreter(directory)) if env is None else None
+    interpreter = project_interpreter(directory) if env is None else None
+    facts = host_facts(interpreter) if env is None else None
+    if facts is not None and interpreter is None:
+        facts = fit_requires_python(facts, directory)
     text = tomlkit.dumps(
         starter_document(
             directory, name=name, facts=facts, git=state if isinstance(state, GitState) else None, env=env
