@@ -524,6 +524,8 @@ def test_a_tool_environment_is_never_taken_for_the_project(
     )
     assert choose(world.python(world.good), environ={}, project=project).source is Source.OPTION
     assert choose(None, environ={}).source is Source.RUNNING
+    described = choose(None, environ={}, project=project, own_tool=True)  # doctor
+    assert described.source is Source.RUNNING and f"its own {installer} environment" in described.reason
 
 
 def test_a_uvx_environment_is_a_tool_environment_too(tmp_path: Path) -> None:
@@ -572,13 +574,20 @@ def test_verify_from_a_uv_tool_install_outside_any_venv_stops_and_says_why(
             timeout=TIMEOUT,
         )
 
-    for command in (["verify", "--no-compute", "--json", "tool-report.json"], ["check"], ["doctor"]):
+    for command in (["verify", "--no-compute", "--json", "tool-report.json"], ["check"]):
         p = run(*command)
         assert p.returncode == 2, p.stdout + p.stderr
         assert "Traceback" not in p.stderr
         assert f"Kernodeck runs from its own uv tool environment ({tool})" in p.stderr
         assert "pass --python PATH" in p.stderr
     assert not (world.project / "tool-report.json").exists()
+    # doctor describes a machine as much as an environment: it goes on, saying what it looks at
+    p = run("doctor", "--no-compute")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _first_line(p.stdout) == (
+        f"python: {env_python(tool)} (the interpreter running Kernodeck: its own uv tool environment, "
+        "not a project's; --python PATH names one)"
+    )
     p = run("verify", "--no-compute", "--python", world.python(world.good))
     assert p.returncode == 0, p.stdout + p.stderr
     assert _first_line(p.stdout) == f"python: {world.python(world.good)} (--python)"

@@ -13,7 +13,8 @@ why it was chosen, in this order:
 5. the interpreter running Kernodeck, unless the command names a project folder and Kernodeck
    runs from a tool environment of its own (`uv tool install`, pipx, uvx: `tool_environment`): that
    environment is never the project's, so the command stops with a UsageError that says where it
-   looked and how to name the project's interpreter.
+   looked and how to name the project's interpreter (doctor describes it instead, saying what it
+   is: `uvx kernodeck doctor` on a fresh machine shows the driver and the devices).
 
 So a Kernodeck installed in a venv of its own (pipx, `uv tool`) checks the project venv the user
 activated, or the project's `.venv` when none is, never itself. `kernodeck.require()` names no
@@ -204,11 +205,13 @@ def choose(
     environ: Mapping[str, str] | None = None,
     option: str = "--python",
     project: str | os.PathLike[str] | None = None,
+    own_tool: bool = False,
 ) -> Interpreter:
     """The interpreter to look at: `python` if given, else the activated venv, else the activated
     conda environment, else (with `project`, a folder) the project's `.venv`, else the running
     interpreter. UsageError for a bad `python`, and (with `project`) when the running interpreter
-    is a tool environment's (see the module docstring)."""
+    is a tool environment's (see the module docstring), unless `own_tool` (doctor, which describes
+    a machine as much as an environment): then that interpreter, with a reason that says so."""
     if isinstance(python, Interpreter):
         return python
     if python is not None:
@@ -236,6 +239,11 @@ def choose(
             reason += f"; {', '.join(passed_over)}"
         return Interpreter(str(found), Source.PROJECT_VENV, reason)
     tool = tool_environment() if project is not None else None
+    if tool is not None and own_tool:  # doctor: describe it, saying what it is
+        reason = (
+            f"{REASONS[Source.RUNNING]}: its own {tool} environment, not a project's; {option} PATH names one"
+        )
+        return Interpreter(sys.executable, Source.RUNNING, reason)
     if tool is not None and project is not None:
         looked = "no activated venv (VIRTUAL_ENV) or conda environment (CONDA_PREFIX)"
         if passed_over:

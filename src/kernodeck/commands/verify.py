@@ -15,14 +15,14 @@ if TYPE_CHECKING:
     from kernodeck.interpreters import Interpreter
 
 
-def _target(python: str | None, project: Path) -> str | Interpreter:
+def _target(python: str | None, project: Path, *, own_tool: bool = False) -> str | Interpreter:
     """`--python` as given, else the interpreter chosen for the project folder (an activated
     environment, else the project's `.venv`, else this one): see kernodeck.interpreters."""
     if python is not None:
         return python
     from kernodeck.interpreters import choose
 
-    return choose(project=project)
+    return choose(project=project, own_tool=own_tool)
 
 
 @click.command()
@@ -174,7 +174,7 @@ def doctor(python: str | None, json_out: str | None, no_compute: bool, output: O
     from kernodeck.render import emit
     from kernodeck.report import write_json_report
 
-    report = run(python=_target(python, Path.cwd()), compute=not no_compute)
+    report = run(python=_target(python, Path.cwd(), own_tool=True), compute=not no_compute)
     if json_out is not None:
         write_json_report(report, json_out)
     emit(report, output, sys.stderr if json_out == "-" else sys.stdout)
