@@ -33,6 +33,15 @@ def conflict_regions(lines: list[str]) -> list[tuple[int, int]]:
     return out
 
 
+def blank_conflicts(lines: list[str], regions: list[tuple[int, int]]) -> list[str]:
+    """`lines` with each conflict's lines (markers and both sides) made empty: line numbers stay,
+    neither side is taken."""
+    out = list(lines)
+    for a, b in regions:
+        out[a - 1 : b] = [""] * (b - a + 1)
+    return out
+
+
 def regions_text(regions: list[tuple[int, int]]) -> str:
     """`lines 3-9, lines 20-24`."""
     return ", ".join(f"lines {a}-{b}" for a, b in regions)

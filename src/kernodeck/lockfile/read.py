@@ -29,7 +29,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from kernodeck.conflicts import conflict_regions, regions_text
+from kernodeck.conflicts import blank_conflicts, conflict_regions, regions_text
 from kernodeck.errors import KernodeckError
 from kernodeck.lockfile.header import HEADER_KEY, HEADER_KV, OLD_HEADER_KEY, PLATFORM_KEY
 from kernodeck.lockfile.names import requirements_path
@@ -145,9 +145,7 @@ def parse_lockfile(text: str, path: str | Path = "requirements.txt", *, lenient:
                 hint="run `kernodeck lock` to lock again: it keeps the agreed pins and resolves the "
                 "conflicting ones afresh (do not pick one side by hand: the hashes must match the lock)",
             )
-        lines = list(lines)
-        for a, b in regions:
-            lines[a - 1 : b] = [""] * (b - a + 1)
+        lines = blank_conflicts(lines, regions)
     for number, raw in enumerate(lines, start=1):
         stripped = raw.strip()
         if not buf and stripped.startswith("#"):

@@ -30,7 +30,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from kernodeck.conflicts import conflict_regions, regions_text
+from kernodeck.conflicts import blank_conflicts, conflict_regions, regions_text
 from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
 from kernodeck.lockfile.names import is_kernodeck_file
@@ -307,8 +307,7 @@ def project_lock(folder: Path) -> ProjectLock | None:
         except (OSError, UnicodeDecodeError):
             continue
         regions = conflict_regions(lines)
-        for a, b in regions:
-            lines[a - 1 : b] = [""] * (b - a + 1)
+        lines = blank_conflicts(lines, regions)
         merged = f"{name} has git merge conflict markers ({regions_text(regions)})" if regions else None
         try:
             data = tomllib.loads("\n".join(lines))

@@ -241,7 +241,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                 details={"cause": "duplicate"},
             )
         )
-    steps += _records(facts, ctx, locked_keys)
+    steps += _records(facts, ctx, locked_keys, install)
     return steps
 
 
@@ -347,7 +347,7 @@ def _changed_inputs(lock: LockFile, ctx: Context) -> list[str]:
     return changed_file_inputs(recorded, current)
 
 
-def _records(facts: Facts, ctx: Context, locked: set[NormalizedName]) -> list[Step]:
+def _records(facts: Facts, ctx: Context, locked: set[NormalizedName], install: str) -> list[Step]:
     r = facts.records
     if not r.checked:
         return []
@@ -361,7 +361,7 @@ def _records(facts: Facts, ctx: Context, locked: set[NormalizedName]) -> list[St
         if not d.record_problems:
             continue
         bad += 1
-        steps.append(_record_step(d, ctx, d.key in locked, install_prefix(facts, ctx)))
+        steps.append(_record_step(d, ctx, d.key in locked, install))
     if no_record:
         msg = f"no readable RECORD, installed files cannot be checked: {short(no_record)}"
         hint = "reinstall them with pip or uv (which write a RECORD), or uninstall them"
