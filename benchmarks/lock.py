@@ -253,7 +253,12 @@ def count(paths: list[Path]) -> tuple[int, int]:
 
 
 def base_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "KERNODECK_"))}
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.installed import as_installed
+
+    env = as_installed(
+        {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "KERNODECK_"))}
+    )
     env["PIP_CONFIG_FILE"] = os.devnull
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["NO_COLOR"] = "1"

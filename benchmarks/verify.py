@@ -33,7 +33,9 @@ sys.path.insert(0, str(ROOT))
 from tests.fixtures.index_factory import build_wheel_bytes  # noqa: E402
 
 PY = sys.executable
-ENV = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "NO_COLOR": "1"}
+from benchmarks.installed import as_installed  # noqa: E402
+
+ENV = {**as_installed(os.environ), "PIP_CONFIG_FILE": os.devnull, "NO_COLOR": "1"}
 
 
 def timed(cmd: list[str], runs: int, ok: tuple[int, ...] = (0,)) -> tuple[float, list[float]]:

@@ -138,6 +138,14 @@ def test_uploaded_after_at_the_second() -> None:
         "numpy-2.1.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
         "torch-2.6.0+cu126-cp311-cp311-linux_x86_64.whl",
         "Foo.Bar-1.0-py2.py3-none-any.whl",
+        "foo-1.0+local.7-py3-none-any.whl",
+        "foo-v1.0.post1.dev2-py3-none-any.whl",
+        "foo-1!2.0rc1-py3-none-any.whl",
+        "foo-1.0 -py3-none-any.whl",
+        "foo-.-py3-none-any.whl",
+        "foo-1.0rc1.tar.gz",
+        "foo-bar-1!2.0.zip",
+        "foo-1.0 .tar.gz",
         "foo-1.0-1-py3-none-any.whl",
         "foo-1.0-1a-py3-none-any.whl",
         "foo-1.0-x-py3-none-any.whl",
@@ -167,6 +175,9 @@ def test_fast_filename_parse_agrees_with_packaging(filename: str) -> None:
     except Exception:
         want = None
     assert _parse_filename_fast(filename) == want
+    if want is not None:  # the version as packaging spells it ("1.0" and "1.0.0" are equal)
+        fast = _parse_filename_fast(filename)
+        assert fast is not None and str(fast[1]) == str(want[1])
     if want is None:
         with pytest.raises(ValueError):
             parse_filename(filename)

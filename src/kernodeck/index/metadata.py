@@ -11,19 +11,19 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import struct
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from packaging.metadata import InvalidMetadata, Metadata, RawMetadata, parse_email
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from kernodeck.index.models import CoreMetadata, MetadataError
 
@@ -312,12 +312,72 @@ _FIELDS = (
 _SINGLE = frozenset({"name", "version", "requires_python"})
 
 
+#: Header names as the email parser reads them in a header block (no space, no colon).
+_HEADER_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]*")
+#: The header (lowercase) of each field in `_FIELDS`.
+_WANTED = {header.lower(): key for key, header in _FIELDS}
+
+
+def _plain_headers(data: bytes) -> tuple[dict[str, Any], dict[str, list[str]]] | None:
+    """What `parse_email` gives for the fields in `_FIELDS`, read from METADATA as build tools
+    write it: `Name: value` lines, UTF-8, LF or CRLF line ends, a field read here on one line with
+    an ASCII value. None for anything else (a folded or non-ASCII field, a line that is not a
+    header, a lone CR, a `From ` line): `parse_email` then reads the file. The email parser was
+    most of the time of reading one file's metadata from the cache."""
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")  # a line end to the email parser, as LF is
+    end = data.find(b"\n\n")
+    try:
+        head = (data if end < 0 else data[:end]).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\r" in head:
+        return None
+    found: dict[str, list[str]] = {}
+    current: str | None = None  # the field of the last header line, when one of `_FIELDS`
+    first = True
+    lines = head.split("\n")
+    if end < 0 and lines[-1] == "":
+        lines.pop()  # the file ends after its last header line
+    for line in lines:
+        if line[:1] in (" ", "\t"):
+            if first or current is not None:
+                return None  # a folded field read here, or a block starting with a continuation
+            continue
+        first = False
+        name, sep, value = line.partition(":")
+        if not sep or line.startswith("From ") or not _HEADER_NAME.fullmatch(name):
+            return None  # the email parser ends the header block here, or reads a Unix From line
+        current = _WANTED.get(name.lower())
+        if current is not None:
+            if not value.isascii():
+                return None
+            found.setdefault(current, []).append(value.lstrip(" \t"))
+    raw: dict[str, Any] = {}
+    unparsed: dict[str, list[str]] = {}
+    for key, values in found.items():
+        if key not in _SINGLE:
+            raw[key] = values
+        elif len(values) == 1:
+            raw[key] = values[0]
+        else:
+            unparsed[next(h.lower() for k, h in _FIELDS if k == key)] = values
+    return raw, unparsed
+
+
 def parse_core_metadata(data: bytes, *, source: str) -> CoreMetadata:
-    """Parse METADATA / PKG-INFO bytes with `packaging.metadata`. Raises MetadataError naming
+    """Parse METADATA / PKG-INFO bytes as `packaging.metadata` does. Raises MetadataError naming
     `source` (and the field) when a field the resolver needs is missing, repeated where it may
     appear once, not UTF-8, or invalid. Other fields are not looked at (an index's odd
     `Classifier` never stops a lock)."""
-    raw, unparsed = parse_email(data)
+    found = _plain_headers(data)
+    raw: Mapping[str, Any]
+    if found is None:
+        from packaging.metadata import parse_email  # the email parser: only for what it must read
+
+        raw, unparsed = parse_email(data)
+    else:
+        raw, unparsed = found
     for key, header in _FIELDS:
         bad = unparsed.get(header.lower())
         if bad is not None:
@@ -330,35 +390,30 @@ def parse_core_metadata(data: bytes, *, source: str) -> CoreMetadata:
     version = (raw.get("version") or "").strip()
     if not name or not version:
         raise MetadataError(f"core metadata of {source} has no Name or Version")
-    fields: RawMetadata = {"metadata_version": "2.4", "name": name, "version": version}
-    if raw.get("requires_dist"):
-        fields["requires_dist"] = [r.strip() for r in raw["requires_dist"]]
-    requires_python = (raw.get("requires_python") or "").strip()
-    if requires_python:
-        fields["requires_python"] = requires_python
-    meta = Metadata.from_raw(fields, validate=False)  # each field is validated when read below
-    v: Version
+    # validated as packaging.metadata.Metadata validates these fields (Version, Requirement,
+    # SpecifierSet), without building one: a Requires-Dist text met before is not parsed again
     try:
-        v = meta.version
-    except InvalidMetadata:
+        v = Version(version)
+    except InvalidVersion:
         raise MetadataError(f"core metadata of {source} has an invalid Version {version!r}") from None
     reqs: list[Requirement] = []
-    try:
-        reqs = list(meta.requires_dist or ())
-    except InvalidMetadata as e:
-        cause = e.__cause__
-        bad_req = next((r for r in fields.get("requires_dist", []) if not _valid_requirement(r)), str(cause))
-        raise MetadataError(
-            f"core metadata of {source} has an invalid Requires-Dist {bad_req!r}",
-            context=[str(cause or e).splitlines()[0]],
-        ) from None
+    for text in raw.get("requires_dist") or ():
+        try:
+            reqs.append(_requirement(text.strip()))
+        except InvalidRequirement as e:
+            raise MetadataError(
+                f"core metadata of {source} has an invalid Requires-Dist {text.strip()!r}",
+                context=[str(e).splitlines()[0]],
+            ) from None
+    requires_python = (raw.get("requires_python") or "").strip()
     rp: SpecifierSet | None = None
-    try:
-        rp = meta.requires_python
-    except InvalidMetadata:
-        raise MetadataError(
-            f"core metadata of {source} has an invalid Requires-Python {requires_python!r}"
-        ) from None
+    if requires_python:
+        try:
+            rp = SpecifierSet(requires_python)
+        except InvalidSpecifier:
+            raise MetadataError(
+                f"core metadata of {source} has an invalid Requires-Python {requires_python!r}"
+            ) from None
     extras = frozenset(canonicalize_name(e.strip()) for e in raw.get("provides_extra") or ())
     return CoreMetadata(
         name=name,
@@ -370,12 +425,19 @@ def parse_core_metadata(data: bytes, *, source: str) -> CoreMetadata:
     )
 
 
-def _valid_requirement(text: str) -> bool:
-    try:
-        Requirement(text)
-    except InvalidRequirement:
-        return False
-    return True
+_requirements: dict[str, Requirement] = {}
+
+
+def _requirement(text: str) -> Requirement:
+    """`Requirement(text)`, parsed once per text (the wheels of one version, and many packages,
+    repeat the same Requires-Dist lines); callers never change the object they get."""
+    hit = _requirements.get(text)
+    if hit is None:
+        hit = Requirement(text)
+        if len(_requirements) > 50_000:
+            _requirements.clear()
+        _requirements[text] = hit
+    return hit
 
 
 def short_values(values: list[str] | str | bytes) -> str:

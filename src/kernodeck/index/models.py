@@ -62,7 +62,24 @@ _part_lock = threading.Lock()
 _FAILED = object()
 
 
+def _version_part(text: str) -> Any:
+    """packaging's verdict on the version part of a wheel or sdist filename: `Version(text)` is
+    all either parser asks of it (no tag set or name parsed to judge one version text)."""
+    hit = _part_cache.get(("version", text))
+    if hit is not None:
+        return hit
+    try:
+        value: Any = Version(text)
+    except InvalidVersion:
+        value = _FAILED
+    with _part_lock:
+        _part_cache[("version", text)] = value
+    return value
+
+
 def _wheel_part(kind: str, text: str) -> Any:
+    if kind == "version" and "-" not in text:
+        return _version_part(text)
     key = (kind, text)
     hit = _part_cache.get(key)
     if hit is not None:
@@ -90,6 +107,8 @@ def _wheel_part(kind: str, text: str) -> Any:
 
 
 def _sdist_part(kind: str, text: str) -> Any:
+    if kind == "version" and "-" not in text:
+        return _version_part(text)
     key = ("sdist-" + kind, text)
     hit = _part_cache.get(key)
     if hit is not None:
