@@ -1033,28 +1033,30 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
         firsts: dict[int, tuple[int, Version, str, str]] = {}  # key id -> the first valid file's
         earliest: dict[int, str] = {}  # key id -> its earliest plain upload time, "" when one is not
         bad: dict[int, tuple[str, str]] = {}
-        plain_time = _PLAIN_TIME.match
+        # the loop below runs once per file of the page (tens of thousands): names bound locally
+        plain_time, scan, version_key = _PLAIN_TIME.match, _SCAN, _version_key
+        add_start, add_kind, id_of = starts.append, kinds.append, key_ids.get
         if text[i : i + 1] != "]":
             n = 0
             while True:
                 try:
-                    obj, end = _SCAN(text, i)
+                    obj, end = scan(text, i)
                 except StopIteration:
                     raise ValueError("not a value") from None
-                starts.append(i)
+                add_start(i)
                 if type(obj) is dict:
-                    key = _version_key(obj.get("filename"))
+                    key = version_key(obj.get("filename"))
                     t = obj.get("upload-time")
                     t = t[:19] if type(t) is str and plain_time(t) else ""
                 else:
                     key, t = None, ""
-                kid = key_ids.get(key)
+                kid = id_of(key)
                 if kid is None:
                     kid = key_ids[key] = len(key_ids)
                     earliest[kid] = t
                 elif t < earliest[kid]:
                     earliest[kid] = t
-                kinds.append(kid)
+                add_kind(kid)
                 if kid not in firsts:  # the version's first valid file proves it exists
                     got = _judge_raw(canon, page_url, _raw_entry(obj), n)
                     if len(got) == 2:
@@ -1062,6 +1064,9 @@ def _json_page_by_spans(body: bytes, *, canon: str, index: str, page_url: str) -
                     else:
                         firsts[kid] = (n, _version_of(got[8], got[0]), got[8], got[0])
                 n += 1
+                if text.startswith(", {", end):  # the next entry, as indexes write it
+                    i = end + 2
+                    continue
                 c = text[end : end + 1]
                 if c in _WS_CHARS:
                     end = ws(text, end)
