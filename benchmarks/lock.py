@@ -30,6 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.installed import as_installed  # noqa: E402
 
 REQUIREMENTS = [
     "numpy>=1.26,<3",
@@ -253,9 +256,6 @@ def count(paths: list[Path]) -> tuple[int, int]:
 
 
 def base_env() -> dict[str, str]:
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.installed import as_installed
-
     env = as_installed(
         {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "KERNODECK_"))}
     )

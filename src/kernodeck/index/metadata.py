@@ -314,8 +314,9 @@ _SINGLE = frozenset({"name", "version", "requires_python"})
 
 #: Header names as the email parser reads them in a header block (no space, no colon).
 _HEADER_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]*")
-#: The header (lowercase) of each field in `_FIELDS`.
+#: The field of each header in `_FIELDS` (lowercase), and the other way round.
 _WANTED = {header.lower(): key for key, header in _FIELDS}
+_HEADER_OF = {key: header for header, key in _WANTED.items()}
 
 
 def _plain_headers(data: bytes) -> tuple[dict[str, Any], dict[str, list[str]]] | None:
@@ -361,7 +362,7 @@ def _plain_headers(data: bytes) -> tuple[dict[str, Any], dict[str, list[str]]] |
         elif len(values) == 1:
             raw[key] = values[0]
         else:
-            unparsed[next(h.lower() for k, h in _FIELDS if k == key)] = values
+            unparsed[_HEADER_OF[key]] = values  # repeated: the email parser leaves it unparsed
     return raw, unparsed
 
 

@@ -62,6 +62,15 @@ _part_lock = threading.Lock()
 _FAILED = object()
 
 
+def _remember(key: tuple[str, str], value: Any) -> Any:
+    """Keep a verdict on a filename part (the cache is emptied past 200,000 of them)."""
+    with _part_lock:
+        if len(_part_cache) > 200_000:
+            _part_cache.clear()
+        _part_cache[key] = value
+    return value
+
+
 def _version_part(text: str) -> Any:
     """packaging's verdict on the version part of a wheel or sdist filename: `Version(text)` is
     all either parser asks of it (no tag set or name parsed to judge one version text)."""
@@ -72,9 +81,7 @@ def _version_part(text: str) -> Any:
         value: Any = Version(text)
     except InvalidVersion:
         value = _FAILED
-    with _part_lock:
-        _part_cache[("version", text)] = value
-    return value
+    return _remember(("version", text), value)
 
 
 def _wheel_part(kind: str, text: str) -> Any:
@@ -99,11 +106,7 @@ def _wheel_part(kind: str, text: str) -> Any:
         value: Any = {"name": n, "version": v, "build": b, "tag": t}[kind]
     except (InvalidWheelFilename, InvalidVersion):
         value = _FAILED
-    with _part_lock:
-        if len(_part_cache) > 200_000:
-            _part_cache.clear()
-        _part_cache[key] = value
-    return value
+    return _remember(key, value)
 
 
 def _sdist_part(kind: str, text: str) -> Any:
@@ -118,9 +121,7 @@ def _sdist_part(kind: str, text: str) -> Any:
         value: Any = n if kind == "name" else v
     except (InvalidSdistFilename, InvalidVersion):
         value = _FAILED
-    with _part_lock:
-        _part_cache[key] = value
-    return value
+    return _remember(key, value)
 
 
 def _parse_filename_fast(filename: str) -> tuple[NormalizedName, Version, frozenset[Tag] | None] | None:
