@@ -19,7 +19,7 @@ from packaging.version import Version
 
 from kernodeck.errors import IndexError_
 from kernodeck.index import IndexClient, IndexSource, ProjectPage
-from kernodeck.index.cache import IndexCache
+from kernodeck.index.cache import IndexCache, PageBody
 from kernodeck.index.models import _raw_entry, parse_json_page
 from tests.fixtures.index_factory import IndexFactory, Server
 
@@ -259,10 +259,11 @@ def test_a_page_whose_body_changed_meanwhile_is_not_read(
             page.files_of(Version("1.0"))
 
 
-def test_a_warm_page_checks_the_cached_page_whole_before_reading_it(
+def test_a_warm_page_checks_what_it_reads_before_using_it(
     index_factory: IndexFactory, served_index: Server, tmp_path: Path
 ) -> None:
-    """Damage that keeps the size and the time (the parsed form still matches) is found."""
+    """Damage that keeps the size and the time (the parsed form still matches) is found in the
+    blocks a lock reads."""
     _populate(index_factory)
     with IndexClient(cache_dir=tmp_path / "cache") as c:
         _page(c, served_index.url())
@@ -283,6 +284,40 @@ def test_a_warm_page_checks_the_cached_page_whole_before_reading_it(
             "foo-3.0-cp311-cp311-manylinux_2_17_x86_64.whl",
             "foo-3.0-py3-none-any.whl",
         ]
+
+
+def test_a_warm_page_checks_only_the_blocks_it_reads(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path
+) -> None:
+    """A page of many versions: damage far from the version read does not stop the read (its
+    block is not read), and is found once a read reaches it."""
+    for i in range(1, 320):
+        index_factory.add_wheel("foo", f"{i}.0", upload_time="2024-01-01T00:00:00Z")
+    with IndexClient(cache_dir=tmp_path / "cache") as c:
+        _page(c, served_index.url())
+    _cache, _url, path = _page_file(tmp_path, served_index)
+    data = path.read_bytes()
+    near, far = data.index(b'"foo-1.0-py3-none-any.whl"'), data.index(b'"foo-99.0-py3-none-any.whl"')
+    assert far - near > 2 * 64 * 1024  # two blocks apart
+    st = path.stat()
+    path.write_bytes(data[:near] + b'"foo-1.1' + data[near + 8 :])  # the same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with IndexClient(cache_dir=tmp_path / "cache") as c:
+        warm = _page(c, served_index.url())
+        assert c.stats.pages_fetched == 0 and warm.spans is not None
+        assert [f.filename for f in warm.files_of(Version("99.0"))] == ["foo-99.0-py3-none-any.whl"]
+        assert path.exists()
+        with pytest.raises(IndexError_, match="changed or went away"):
+            warm.files_of(Version("1.0"))
+    assert not path.exists()  # discarded: the next run fetches it again
+
+
+def test_block_checksums_cover_the_body_and_survive_the_parsed_form(tmp_path: Path) -> None:
+    body = json.dumps({"files": [_file(f"foo-{i}.0-py3-none-any.whl") for i in range(1, 900)]}).encode()
+    crcs = PageBody.block_crcs(body)
+    assert len(crcs) == 4 * -(-len(body) // (64 * 1024)) and len(body) > 2 * 64 * 1024
+    reader = PageBody(tmp_path / "x.json", PAGE_URL, b"seal", len(body), crcs)
+    assert reader.form == (b"seal", len(body), crcs)
 
 
 # --- the allocator ----------------------------------------------------------------------------------

@@ -26,9 +26,10 @@ The parsed form lets a warm lock skip decoding and validating big pages (tens of
 files); it records the size and mtime of the .json it was made from and is ignored when that file
 changed or is gone, so the .json stays the single source of truth. For a JSON page it holds only
 where each file entry starts in the body and the versions grouped (see `models.ProjectPage`):
-the entries a lock asks about are read back from the .json (`PageBody`), checked against its seal
-line, or the whole file against the body's length and CRC when the seal changed; a lock keeps no
-page body in memory. Metadata never changes for a
+the entries a lock asks about are read back from the .json (`PageBody`): the same file (seal
+line, URL, body length), and each 64 KiB block of the body read checked against the CRC-32 kept
+for it when the page was parsed (a block that fails is damage: the file is discarded); a lock
+keeps no page body in memory and checks only what it reads. Metadata never changes for a
 given artifact hash, so it is written once and read forever. Writes go
 to a unique temporary file and are renamed into place, so two processes (or threads) sharing the
 cache never see half a file; `lock()` serialises fetching the same page across processes.
@@ -45,6 +46,7 @@ import sys
 import threading
 import time
 import zlib
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -60,8 +62,10 @@ _LAYOUT = "index-v2"
 _SEAL = b"KDC2 sha256:"
 _SEAL_LEN = len(_SEAL) + 64 + 1  # the seal line, newline included
 DEFAULT_PAGE_TTL = 600.0  # seconds a cached page without validators answers without the network
-_PARSED_FORMAT = 4  # 2: + whether the entries are a JSON page's raw ones; 4: JSON pages by spans
-_CHECK_CHUNK = 1 << 20  # bytes read at once when a cached page is checked whole
+_PARSED_FORMAT = (
+    5  # 2: + whether the entries are a JSON page's raw ones; 4: JSON pages by spans; 5: CRC per block
+)
+_BLOCK = 64 * 1024  # a cached page's body is checked in blocks of this many bytes as it is read
 _PARSED_SUFFIX = f".py{sys.version_info[0]}{sys.version_info[1]}.parsed"  # marshal is per version
 
 
@@ -216,26 +220,46 @@ class CachedPage:
 
 class PageBody:
     """Parts of a cached page's body read back from its cache file (a `models.SpanReader`), so a
-    lock keeps no page body in memory. The file is checked whole against its seal once (unless
-    the body was just written or checked), in pieces, then each read checks the seal line and
-    the size: the same file. When the file was rewritten since (another run revalidated the
-    page), it is checked whole again and used only when its body has the same length and CRC as
-    the one parsed; otherwise (or gone) the read is an IndexError_ and the lock is run again."""
+    lock keeps no page body in memory. The body's CRC-32 is kept per block of `_BLOCK` bytes
+    (`block_crcs`); a read checks the seal line, the head's URL and the body's length (the same
+    file), then the CRC of every block it reads that is not checked yet, unless the body was just
+    written by this process. A block that does not match is damage: the file is discarded. When
+    the file was rewritten since (another run revalidated the page: another seal line), it is used
+    only when its body has the same length and the blocks read the same CRCs as the one parsed.
+    Otherwise (or gone) the read is an IndexError_ and the lock is run again. A lock reads a few
+    versions of a page of thousands of files: it no longer hashes the whole file for them."""
 
     def __init__(
-        self, path: Path, url: str, seal: bytes, length: int, crc: int, *, checked: bool = True
+        self, path: Path, url: str, seal: bytes, length: int, block_crcs: bytes, *, checked: bool = True
     ) -> None:
         self._path = path
         self._url = url
         self._seal = seal
         self._length = length
-        self._crc = crc
-        self._checked = checked
+        self._crcs = array("I")
+        self._crcs.frombytes(block_crcs)
+        if sys.byteorder != "little":
+            self._crcs.byteswap()
+        # the blocks known to hold the body parsed (all of them for a body this process wrote),
+        # in the file whose seal line is `_seal`
+        self._good: set[int] | None = None if checked else set()
+
+    @staticmethod
+    def block_crcs(body: bytes) -> bytes:
+        """The CRC-32 of each `_BLOCK` bytes of `body`, little-endian 4-byte integers."""
+        view = memoryview(body)
+        crcs = array("I", (zlib.crc32(view[i : i + _BLOCK]) for i in range(0, len(body), _BLOCK)))
+        if sys.byteorder != "little":
+            crcs.byteswap()
+        return crcs.tobytes()
 
     @property
-    def form(self) -> tuple[bytes, int, int]:
-        """(seal line, length, CRC): what `IndexCache.put_parsed` keeps of it."""
-        return self._seal, self._length, self._crc
+    def form(self) -> tuple[bytes, int, bytes]:
+        """(seal line, length, block CRCs): what `IndexCache.put_parsed` keeps of it."""
+        crcs = array("I", self._crcs)
+        if sys.byteorder != "little":
+            crcs.byteswap()
+        return self._seal, self._length, crcs.tobytes()
 
     def __call__(self, runs: Sequence[tuple[int, int]]) -> list[str]:
         got = None
@@ -251,45 +275,50 @@ class PageBody:
 
     def _read(self, f: Any, runs: Sequence[tuple[int, int]]) -> list[str] | None:
         line = f.read(_SEAL_LEN)
-        if (not self._checked or line != self._seal) and not self._check(f, line):
-            return None  # damaged, or another page than the one parsed
         head = f.readline()
         base = len(line) + len(head)
         if os.fstat(f.fileno()).st_size - base != self._length:
             return None
+        same_file = line == self._seal
+        good = self._good
+        if not same_file:
+            if not self._same_page(head):
+                return None
+            good = set()  # another file: every block read is checked against the body parsed
         out: list[str] = []
         for a, b in runs:
+            if good is not None:
+                first, last = a // _BLOCK, (b - 1) // _BLOCK if b > a else a // _BLOCK
+                todo = [k for k in range(first, last + 1) if k not in good]
+                if todo and not self._check_blocks(f, base, todo, good, same_file):
+                    return None
             f.seek(base + a)
             data = f.read(b - a)
             if len(data) != b - a:
                 return None
             out.append(data.decode("ascii"))
+        if not same_file and good is not None:
+            self._seal, self._good = line, good  # a race sets equal values
         return out
 
-    def _check(self, f: Any, line: bytes) -> bool:
-        """Whether the whole file, read in pieces, matches its seal and holds the page parsed
-        (the same URL, and a body of the same length and CRC after the head line); a file that
-        fails its seal is discarded. Leaves `f` after the seal line."""
-        seal = hashlib.sha256()
-        head = f.readline()
-        seal.update(head)
+    def _same_page(self, head: bytes) -> bool:
         try:
-            url = json.loads(head).get("url") if head.endswith(b"\n") else None
+            return bool(head.endswith(b"\n") and json.loads(head).get("url") == self._url)
         except (ValueError, AttributeError):
-            url = None
-        crc, length = 0, 0
-        while chunk := f.read(_CHECK_CHUNK):
-            seal.update(chunk)
-            crc = zlib.crc32(chunk, crc)
-            length += len(chunk)
-        if line != _SEAL + seal.hexdigest().encode() + b"\n":
-            _discard(self._path, "content does not match its checksum")
             return False
-        if url != self._url or length != self._length or crc != self._crc:
-            return False
-        self._seal = line  # a race sets the same values
-        self._checked = True
-        f.seek(len(line))
+
+    def _check_blocks(self, f: Any, base: int, blocks: list[int], good: set[int], same_file: bool) -> bool:
+        """Whether `blocks` of the body hold what was parsed; `good` gains them. Damage in the
+        file that was parsed (the same seal line) discards it."""
+        for k in blocks:
+            if k >= len(self._crcs):
+                return False
+            f.seek(base + k * _BLOCK)
+            if zlib.crc32(f.read(min(_BLOCK, self._length - k * _BLOCK))) != self._crcs[k]:
+                if same_file:
+                    _discard(self._path, f"block {k} of the body does not match the page parsed")
+                return False
+            good.add(k)
         return True
 
 
@@ -361,7 +390,7 @@ class IndexCache:
         path = self.page_path(page.url)
         if path is None or not page.seal or not page.body.isascii():
             return None
-        return PageBody(path, page.url, page.seal, len(page.body), zlib.crc32(page.body))
+        return PageBody(path, page.url, page.seal, len(page.body), PageBody.block_crcs(page.body))
 
     def fingerprint(self, url: str) -> tuple[int, int] | None:
         """(size, mtime) of the cached page of `url`; None when there is none."""
@@ -409,12 +438,14 @@ class IndexCache:
             )
             body = None
             if spans is not None:
-                form, (seal_, length, crc) = spans
+                form, (seal_, length, crcs) = spans
                 starts, groups, bad = form
                 if not isinstance(starts, bytes) or len(starts) % 8 or not len(starts):
                     return None
+                if not isinstance(crcs, bytes) or len(crcs) != 4 * -(-int(length) // _BLOCK):
+                    return None
                 spans = (starts, list(groups), list(bad))
-                body = PageBody(path, url, bytes(seal_), int(length), int(crc), checked=False)
+                body = PageBody(path, url, bytes(seal_), int(length), crcs, checked=False)
             return ParsedPage(
                 page,
                 list(entries),
