@@ -62,9 +62,8 @@ _LAYOUT = "index-v2"
 _SEAL = b"KDC2 sha256:"
 _SEAL_LEN = len(_SEAL) + 64 + 1  # the seal line, newline included
 DEFAULT_PAGE_TTL = 600.0  # seconds a cached page without validators answers without the network
-_PARSED_FORMAT = (
-    5  # 2: + whether the entries are a JSON page's raw ones; 4: JSON pages by spans; 5: CRC per block
-)
+# 2: + whether the entries are a JSON page's raw ones; 4: JSON pages by spans; 5: a CRC per block
+_PARSED_FORMAT = 5
 _BLOCK = 64 * 1024  # a cached page's body is checked in blocks of this many bytes as it is read
 _PARSED_SUFFIX = f".py{sys.version_info[0]}{sys.version_info[1]}.parsed"  # marshal is per version
 
@@ -236,6 +235,7 @@ class PageBody:
         self._url = url
         self._seal = seal
         self._length = length
+        self._block_crcs = block_crcs  # as `block_crcs` gives them (kept in the parsed form)
         self._crcs = array("I")
         self._crcs.frombytes(block_crcs)
         if sys.byteorder != "little":
@@ -256,10 +256,7 @@ class PageBody:
     @property
     def form(self) -> tuple[bytes, int, bytes]:
         """(seal line, length, block CRCs): what `IndexCache.put_parsed` keeps of it."""
-        crcs = array("I", self._crcs)
-        if sys.byteorder != "little":
-            crcs.byteswap()
-        return self._seal, self._length, crcs.tobytes()
+        return self._seal, self._length, self._block_crcs
 
     def __call__(self, runs: Sequence[tuple[int, int]]) -> list[str]:
         got = None
