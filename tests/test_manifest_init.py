@@ -191,3 +191,47 @@ def test_without_a_project_environment_the_python_version_fits_requires_python(
     )
     assert main(["init", str(proj), "--force"]) == 0
     assert f'version = "{running}" # "3.11" = any 3.11.x' in (proj / "repro.toml").read_text()
+
+
+POETRY_PYPROJECT = (
+    '[tool.poetry]\nname = "app"\nversion = "1"\n[tool.poetry.dependencies]\npython = "^3.9"\nrich = "^13"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("files", "note"),
+    [
+        ({"pyproject.toml": POETRY_PYPROJECT}, "[tool.poetry.dependencies], Poetry's own format"),
+        ({"pyproject.toml": '[build-system]\nrequires = ["setuptools"]\n'}, "has no [project] table"),
+        ({}, "found no requirements*.txt, requirements*.in or pyproject.toml [project] table"),
+        ({"requirements.txt": "rich\n"}, None),
+        ({"pyproject.toml": POETRY_PYPROJECT, "requirements.txt": "rich\n"}, None),
+    ],
+)
+def test_init_says_when_it_finds_no_dependency_list_a_lock_can_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str], note: str | None
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert main(["init", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    m = load_manifest(tmp_path / "repro.toml")
+    if note is None:
+        assert "note:" not in err and m.packages.from_ == ["requirements.txt"]
+        return
+    assert "note: " in err and note in err and m.packages.from_ == []
+    if "pyproject.toml" in files:  # the reason stays in repro.toml, beside [packages]
+        assert note in (tmp_path / "repro.toml").read_text()
+
+
+def test_a_lock_of_no_requirements_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.lock_project import write_manifest
+
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    path = write_manifest(tmp_path, requirements=[], default_url=(tmp_path / "index").as_uri())
+    assert main(["lock", str(path), "--offline"]) == 0
+    out = capsys.readouterr()
+    assert "note: repro.toml lists no requirements" in out.err + out.out
+    assert "0 pins" in out.err + out.out

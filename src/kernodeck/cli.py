@@ -96,7 +96,7 @@ def init(directory: Path, force: bool, name: str | None, from_env: str | None) -
     from kernodeck.manifest.init import write_starter
 
     env = adopt_environment(from_env, directory) if from_env is not None else None
-    path = write_starter(directory, force=force, name=name, env=env)
+    path, notes = write_starter(directory, force=force, name=name, env=env)
     if env is not None:
         click.echo(
             f"adopted {from_env}: {len(env.requirements)} requirements (the leaves of {env.installed} "
@@ -105,6 +105,8 @@ def init(directory: Path, force: bool, name: str | None, from_env: str | None) -
         for line in env.not_locked:
             click.echo(f"not locked: {line}")
     click.echo(f"wrote {path}; edit it, then run `kernodeck validate {path}`")
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
 
 
 def _register() -> None:

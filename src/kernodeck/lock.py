@@ -259,6 +259,11 @@ def lock_manifest(
         manifest, os.environ.get("KERNODECK_MIRRORS", "").split() if mirrors is None else mirrors
     )
     notices = _pip_notices(manifest)
+    if not manifest.packages.requirements:
+        notices.append(
+            f"{path.name} lists no requirements ([packages] requirements and `from` give none): "
+            "the lock files hold no packages"
+        )
     # The digest is of the manifest as written: --upgrade-package constraints are a one-off choice.
     digests = {
         n: lock_inputs_sha256(

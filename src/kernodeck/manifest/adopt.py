@@ -5,6 +5,7 @@
     found.comments    # why, and what was found but left out (a dev file, a line a lock cannot honour)
     found.backends    # local labels (torch==2.3.0+cu121) of the sources: the host platform's backend
     found.data        # data / model folders proposed as commented-out [[data]] / [[weights]]
+    found.missing     # no dependency list a lock can read: why, and what to do (else None)
 
 Data: top-level folders `data`, `datasets` (as [[data]]) and `checkpoints`, `weights`, `models`
 (as [[weights]]), and every file of at least 10 MB elsewhere (outside hidden folders such as .git
@@ -70,6 +71,30 @@ class Discovery:
     comments: list[str] = field(default_factory=list)
     backends: list[BackendHint] = field(default_factory=list)
     data: list[DataProposal] = field(default_factory=list)
+    missing: str | None = None
+
+
+#: Without any dependency list a lock can read.
+NO_DEPENDENCIES = (
+    "found no requirements*.txt, requirements*.in or pyproject.toml [project] table: "
+    "write the dependencies in [packages] requirements before `kernodeck lock`"
+)
+
+
+def _without_project_table(data: dict[str, object]) -> str:
+    """Why a pyproject.toml without a [project] table gives no dependencies, and what to do."""
+    tool = data.get("tool")
+    poetry = tool.get("poetry") if isinstance(tool, dict) else None
+    if isinstance(poetry, dict) and isinstance(poetry.get("dependencies"), dict):
+        return (
+            "pyproject.toml lists its dependencies in [tool.poetry.dependencies], Poetry's own "
+            "format, which `from` does not read: write them in [packages] requirements, or "
+            "`poetry export -f requirements.txt -o requirements.txt` and add that file to `from`"
+        )
+    return (
+        "pyproject.toml has no [project] table, so `from` cannot read its dependencies (setup.py "
+        "or setup.cfg may list them): write them in [packages] requirements"
+    )
 
 
 def _requirement_candidates(directory: Path, suffix: str = ".txt") -> list[Path]:
@@ -164,10 +189,14 @@ def discover(directory: Path) -> Discovery:
 
     project_in_reqs = any(parsed[rel].project_included for rel in chosen)
     pyproject = root / "pyproject.toml"
+    unread: str | None = None  # why pyproject.toml gave no dependencies
     if pyproject.is_file():
         try:
             data = read_pyproject(pyproject, "pyproject.toml")
             project = data.get("project")
+            if not isinstance(project, dict) and not project_in_reqs:
+                unread = _without_project_table(data)
+                out.comments.append(unread)
             if isinstance(project, dict):
                 if project_in_reqs:
                     out.comments.append("pyproject.toml is read through `-e .` in a requirements file")
@@ -198,6 +227,8 @@ def discover(directory: Path) -> Discovery:
             "where they still fit"
         )
     out.data = propose_data(root)
+    if not out.sources:
+        out.missing = unread or NO_DEPENDENCIES
     return out
 
 

@@ -185,9 +185,11 @@ def starter_document(
     git: GitState | None = None,
     today: _dt.date | None = None,
     env: EnvAdoption | None = None,
+    found: Discovery | None = None,
 ) -> tomlkit.TOMLDocument:
     """The starter manifest as a tomlkit document (comments included). With `env` (an adopted
-    environment) the requirements are its leaves and Python and torch's backend are its own."""
+    environment) the requirements are its leaves and Python and torch's backend are its own.
+    `found`: the project's `discover` (made here when not given)."""
     facts = facts or host_facts()
     if env is not None:
         backend, note = torch_backend(facts.os, env.torch_version)
@@ -247,7 +249,7 @@ def starter_document(
     py.add("implementation", facts.implementation)
     doc.add("python", py)
 
-    found = discover(directory)
+    found = found or discover(directory)
     if env is not None:
         _adopt_env(found, env, directory)
     pk = tomlkit.table()
@@ -396,8 +398,9 @@ def _kv(table: Any, key: str, value: Any, comment: str | None) -> None:
 
 def write_starter(
     directory: Path, *, force: bool = False, name: str | None = None, env: EnvAdoption | None = None
-) -> Path:
-    """Write DIRECTORY/repro.toml; refuses to overwrite without force. Returns the path.
+) -> tuple[Path, list[str]]:
+    """Write DIRECTORY/repro.toml; refuses to overwrite without force. Returns the path and the
+    notes to show (no dependency list found: why, and what to do).
 
     `env`: an adopted environment (`fromenv.adopt_environment`); its installed versions are
     written to ENV_PINS beside repro.toml."""
@@ -412,13 +415,20 @@ def write_starter(
     facts = host_facts(interpreter) if env is None else None
     if facts is not None and interpreter is None:
         facts = fit_requires_python(facts, directory)
+    found = discover(directory)
+    notes = [found.missing] if found.missing is not None and env is None else []
     text = tomlkit.dumps(
         starter_document(
-            directory, name=name, facts=facts, git=state if isinstance(state, GitState) else None, env=env
+            directory,
+            name=name,
+            facts=facts,
+            git=state if isinstance(state, GitState) else None,
+            env=env,
+            found=found,
         )
     )
     loads_manifest(text, str(path))  # the starter must validate; a failure here is a bug, not bad input
     if env is not None:
         write_env_pins(directory, env)
     atomic_write_text(path, text)
-    return path
+    return path, notes
