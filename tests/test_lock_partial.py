@@ -4,6 +4,7 @@ platform naming the platform, the index (credentials removed) and the first caus
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,12 @@ def test_unreachable_backend_index_fails_only_its_platform(
     assert len(failed) == 1
     assert failed[0].startswith("error: cannot lock platform gpu: ")
     assert failed[0].endswith("(index http://127.0.0.1:9/whl/cu126)")
+    # why the page could not be read (the connection refused), under the error, and its hint
+    lines = err.splitlines()
+    at = lines.index(failed[0])
+    assert lines[at + 1].startswith("  ConnectError: ") and "refused" in lines[at + 1].lower()
+    assert lines[at + 2].startswith("hint: check the network")
+    assert "  index: " not in err  # the index is named once, in the error line
     assert "s3cret-token" not in err and "alice" not in err
     assert "wrote requirements-rebuild-linux.txt" in err
     assert "Traceback" not in err
@@ -89,9 +96,20 @@ def test_platform_without_a_wheel_fails_alone(
     assert pins((path.parent / requirements_filename("linux")).read_text()) == {"native": "1.0", "dep": "1.0"}
 
     capsys.readouterr()
-    assert main(["lock", str(path), "-q"]) == 1
+    report = path.parent / "lock.json"
+    assert main(["lock", str(path), "-q", "--json", str(report)]) == 1
     err = capsys.readouterr().err
     assert err.count("error: cannot lock platform windows: ") == 1
+    # the first error's context follows it: what asked for the project, and the tags it has
+    assert "\n  the manifest requires native\n" in err
+    assert "\n  its wheels are tagged: cp311-cp311-manylinux_2_17_x86_64\n" in err
+    (entry,) = json.loads(report.read_text())["failed"]
+    assert entry["platform"] == "windows" and entry["index"] == served_index.url()
+    assert entry["context"] == [
+        "the manifest requires native",
+        "its wheels are tagged: cp311-cp311-manylinux_2_17_x86_64",
+    ]
+    assert entry["hint"] is None
     assert served_index.url() in err
     assert old_windows.read_bytes() == before
     # --check reports the failure too, and exits 1

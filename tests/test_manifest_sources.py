@@ -188,3 +188,59 @@ def test_editing_pyproject_makes_lock_check_fail_naming_it(
         "dep": "1.0",
         "redis": "5.0",
     }
+
+
+def _via(text: str) -> dict[str, list[str]]:
+    """pin -> its `# via` entries, as a lock file writes them."""
+    out: dict[str, list[str]] = {}
+    name = ""
+    for line in text.splitlines():
+        if line and not line.startswith((" ", "#", "-")):
+            name = line.split("==")[0]
+            out[name] = []
+        elif line.startswith("    # via ") and name:
+            out[name].append(line.removeprefix("    # via "))
+        elif line.startswith("    #   ") and name:
+            out[name].append(line.removeprefix("    #   "))
+    return out
+
+
+def test_lock_files_say_which_source_requires_each_project(
+    tmp_path: Path, index_factory: IndexFactory, served_index: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As pip-compile and uv: `# via -r requirements/base.txt` (the file that holds the line, an
+    included one too), `trainer (pyproject.toml)`, and `-r repro.toml` for the manifest's own."""
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    for name, requires in (("app", ["dep>=1"]), ("dep", []), ("tool", []), ("extra-tool", []), ("both", [])):
+        index_factory.add_wheel(name, "1.0", requires=requires)
+    proj = tmp_path / "proj"
+    (proj / "requirements").mkdir(parents=True)
+    (proj / "pyproject.toml").write_text(
+        '[project]\nname = "trainer"\nversion = "1"\ndependencies = ["app", "both"]\n'
+    )
+    (proj / "requirements" / "base.txt").write_text("tool\nboth>=1\n")
+    (proj / "requirements" / "train.txt").write_text("-r base.txt\ndep\n")
+    path = _manifest(
+        proj,
+        {"from": ["pyproject.toml", "requirements/train.txt"], "requirements": ["extra-tool", "both"]},
+        url=served_index.url(),
+    )
+    assert main(["lock", str(path), "-q", "--format", "pylock"]) == 0
+    text = (proj / requirements_filename("linux")).read_text()
+    assert _via(text) == {
+        "app": ["trainer (pyproject.toml)"],
+        "both": ["-r repro.toml", "trainer (pyproject.toml)", "-r requirements/base.txt"],
+        "dep": ["-r requirements/train.txt", "app"],
+        "extra-tool": ["-r repro.toml"],
+        "tool": ["-r requirements/base.txt"],
+    }
+    pylock = tomlkit.parse((proj / "pylock.linux.toml").read_text())
+    dep = next(p for p in pylock["packages"] if p["name"] == "dep")
+    assert list(dep["tool"]["kernodeck"]["via"]) == ["-r requirements/train.txt", "app"]
+    # a manifest without `from` names itself, as before
+    plain = _manifest(tmp_path / "plain", {"requirements": ["app"]}, url=served_index.url())
+    assert main(["lock", str(plain), "-q"]) == 0
+    assert _via((plain.parent / requirements_filename("linux")).read_text()) == {
+        "app": ["-r repro.toml"],
+        "dep": ["app"],
+    }

@@ -71,7 +71,7 @@ from kernodeck.lockmirrors import mirror_hint, mirrored, parse_mirrors, replace_
 from kernodeck.manifest.adopt import first_lock_source
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.pinreport import PinReport, first_lock_reports
-from kernodeck.manifest.sources import apply_sources
+from kernodeck.manifest.sources import merge, read_sources, root_via
 from kernodeck.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
@@ -139,6 +139,14 @@ class PlatformFailure:
 
     def message(self) -> str:
         return f"cannot lock platform {self.platform}: {self.cause} (index {self.index_url})"
+
+    def details(self) -> tuple[list[str], str | None]:
+        """(the error's context lines, its hint), fit to print: why the first cause happened
+        (e.g. `ConnectError: [Errno -2] Name or service not known`). The index line the message
+        already names is left out."""
+        context = [redact(c) for c in self.error.context]
+        context = [c for c in context if strip_userinfo(c.removeprefix("index: ")) != self.index_url]
+        return context, redact(self.error.hint) if self.error.hint else None
 
 
 @dataclass(frozen=True)
@@ -249,7 +257,9 @@ def lock_manifest(
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
     path = _manifest_path(manifest_path)
-    manifest, inputs = apply_sources(load_manifest(path), path)  # [packages] from: files read now
+    written = load_manifest(path)
+    sources = read_sources(written, path)  # [packages] from: files read now
+    manifest, inputs = merge(written, sources), sources.inputs
     names = _select(manifest, platforms)
     out_dir = Path(output_dir) if output_dir is not None else path.parent
     upgrades = [_upgrade_requirement(u) for u in upgrade_packages]
@@ -318,6 +328,7 @@ def lock_manifest(
                 digests=digests,
                 default_index=default_index,
                 inputs=inputs,
+                via=root_via(written, sources, path.name),
                 mirrors=mirror_map,
                 fmt=fmt,
                 offline=offline,
@@ -389,6 +400,7 @@ def _resolve_and_render(
     digests: Mapping[str, str],
     default_index: str | None,
     inputs: dict[str, str] | None = None,
+    via: Mapping[str, tuple[str, ...]] | None = None,
     fmt: Format,
     offline: bool,
     refresh: bool,
@@ -536,6 +548,7 @@ def _resolve_and_render(
                 manifest_name=path.name,
                 lock_inputs=digests[n],
                 inputs=inputs,
+                via=via,
                 python_version=next(
                     p.python or manifest.python.version for p in manifest.platform if p.name == n
                 ),

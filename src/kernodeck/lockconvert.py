@@ -12,7 +12,7 @@ files. `Rendered` is also what the replay cache (`kernodeck.lockreplay`) records
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -101,10 +101,14 @@ def platform_lock(
     python_version: str,
     notes: tuple[str, ...] = (),
     inputs: dict[str, str] | None = None,
+    via: Mapping[str, tuple[str, ...]] | None = None,
     unmirror: Callable[[str], str] = lambda url: url,
 ) -> PlatformLock:
-    """A resolution as the model both renderers take (URLs under a mirror mapped back)."""
+    """A resolution as the model both renderers take (URLs under a mirror mapped back). `via`
+    names where each requirement of the manifest comes from (`-r requirements.txt`: the manifest's
+    `from` sources, `kernodeck.manifest.sources.root_via`); without it, `-r <manifest_name>`."""
     packages: list[LockedPackage] = []
+    manifest_parent = f"-r {manifest_name}"
     for pin in res.pins:
         cand = pin.candidate
         files = tuple(
@@ -126,7 +130,7 @@ def platform_lock(
                 version=cand.version,
                 index=unmirror(cand.source.url),
                 files=files,
-                via=pin.via,
+                via=_root_via(pin.via, (via or {}).get(cand.name), manifest_parent),
                 requires_python=str(rp) if rp else None,
                 yanked=(next((y for y in yanked if y), "") if yanked else None),
             )
@@ -150,6 +154,13 @@ def platform_lock(
         environment=environment(target),
         inputs=tuple(sorted((inputs or {}).items())),
     )
+
+
+def _root_via(via: tuple[str, ...], roots: tuple[str, ...] | None, manifest_parent: str) -> tuple[str, ...]:
+    """A pin's `via` with the manifest named by where it requires the project (roots first)."""
+    if not roots or manifest_parent not in via:
+        return via
+    return (*roots, *(v for v in via if v != manifest_parent))
 
 
 def render(lock: PlatformLock, fmt: Format) -> Rendered:

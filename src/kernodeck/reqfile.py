@@ -147,6 +147,12 @@ class ParsedRequirements:
     files: dict[str, str] = field(default_factory=dict)  # file read -> sha256 of its bytes
     project_included: bool = False  # `-e .` or a path to the project itself was read
     unset: tuple[tuple[str, Origin], ...] = ()  # with unset="note": ${NAME}s not set, lines skipped
+    project: str | None = None  # a pyproject.toml: its [project] name
+
+    def via(self, line: ReqLine) -> str:
+        """How a lock file names where `line` came from, as pip-compile and uv do:
+        `-r requirements/base.txt`, or `my-project (pyproject.toml)`."""
+        return f"{self.project} ({line.origin.file})" if self.project else f"-r {line.origin.file}"
 
 
 def file_sha256(path: Path) -> str:
@@ -198,10 +204,13 @@ def parse_pyproject(
     for req in dependency_groups(pyproject, list(groups), display=shown):
         reader.requirement(req, origin, constraint=False)
     reader.files[shown] = file_sha256(pyproject)
+    project = read_pyproject(pyproject, shown).get("project")
+    name = project.get("name") if isinstance(project, dict) else None
     return ParsedRequirements(
         requirements=tuple(reader.requirements),
         backends=tuple(reader.backends),
         files=reader.files,
+        project=name if isinstance(name, str) and name else None,
     )
 
 

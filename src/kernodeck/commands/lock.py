@@ -21,7 +21,7 @@ from kernodeck.errors import EXIT_FAILED, KernodeckError
 from kernodeck.fsio import atomic_write_text
 
 if TYPE_CHECKING:
-    from kernodeck.lock import LockProgress, LockResult
+    from kernodeck.lock import LockProgress, LockResult, PlatformFailure
 
 
 @click.command()
@@ -164,7 +164,12 @@ def lock(
 def _report_failures(result: LockResult) -> None:
     """One message per platform that could not be locked (its files are left as they were)."""
     for f in result.failed:
+        context, hint = f.details()
         click.echo(f"error: {f.message()}", err=True)
+        for line in context:
+            click.echo(f"  {line}", err=True)
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
     if result.failed:
         kept = ", ".join(f.platform for f in result.failed)
         click.echo(
@@ -218,11 +223,16 @@ def _json(result: LockResult) -> dict[str, Any]:
             }
             for p in result.platforms
         ],
-        "failed": [{"platform": f.platform, "index": f.index_url, "cause": f.cause} for f in result.failed],
+        "failed": [_failure_json(f) for f in result.failed],
         "differences": [d.to_json() for d in result.differences],
         "notices": list(result.notices),
         "adopted": [r.to_json() for r in result.adopted],
     }
+
+
+def _failure_json(f: PlatformFailure) -> dict[str, Any]:
+    context, hint = f.details()
+    return {"platform": f.platform, "index": f.index_url, "cause": f.cause, "context": context, "hint": hint}
 
 
 def progress_for(quiet: bool, stream: TextIO) -> LockProgress | None:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from kernodeck.backends import parse_backend
@@ -47,6 +48,8 @@ class SourceSet:
     backends: tuple[BackendHint, ...] = ()
     prereleases: bool = False
     inputs: dict[str, str] = field(default_factory=dict)  # file (relative, '/') -> sha256
+    # project -> where it is required, as a lock file's `# via` says it ("-r requirements.txt")
+    via: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _manifest_file(manifest_path: Path) -> Path:
@@ -103,10 +106,15 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
     reqs: list[str] = []
     cons: list[str] = []
     inputs: dict[str, str] = {}
+    via: dict[str, list[str]] = {}
     for p in parsed:
         reqs += [r.requirement for r in p.requirements if r.requirement not in reqs]
         cons += [c.requirement for c in p.constraints if c.requirement not in cons]
         inputs.update(p.files)
+        for r in p.requirements:
+            labels = via.setdefault(r.name, [])
+            if p.via(r) not in labels:
+                labels.append(p.via(r))
     return SourceSet(
         requirements=tuple(reqs),
         constraints=tuple(cons),
@@ -114,6 +122,7 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
         backends=tuple(b for p in parsed for b in p.backends),
         prereleases=any(p.prereleases for p in parsed),
         inputs=dict(sorted(inputs.items())),
+        via={name: tuple(labels) for name, labels in via.items()},
     )
 
 
@@ -175,6 +184,21 @@ def apply_sources(manifest: Manifest, manifest_path: Path) -> tuple[Manifest, di
     """(the manifest with its `from` sources merged in, {input file: sha256}) for a lock."""
     sources = read_sources(manifest, manifest_path)
     return merge(manifest, sources), sources.inputs
+
+
+def root_via(manifest: Manifest, sources: SourceSet, manifest_name: str) -> dict[str, tuple[str, ...]]:
+    """project -> where the manifest as written and its `from` sources require it, for the `# via`
+    of the lock files: `-r repro.toml`, `-r requirements/base.txt`, `my-project (pyproject.toml)`.
+    Empty without `from` (every requirement is then the manifest's own)."""
+    if not manifest.packages.from_:
+        return {}
+    out: dict[str, list[str]] = {}
+    for text in manifest.packages.requirements:
+        out.setdefault(canonicalize_name(Requirement(text).name), []).append(f"-r {manifest_name}")
+    for name, labels in sources.via.items():
+        have = out.setdefault(name, [])
+        have += [v for v in labels if v not in have]  # labels of one project are distinct
+    return {name: tuple(labels) for name, labels in out.items()}
 
 
 def backend_mismatches(manifest: Manifest, sources: SourceSet) -> list[str]:
