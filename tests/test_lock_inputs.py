@@ -189,6 +189,29 @@ def test_hand_edited_pin_is_reported(project: Path, capsys: pytest.CaptureFixtur
     assert "the lock inputs changed" not in err
 
 
+def test_a_file_that_differs_only_in_comments_says_so(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lock written by a Kernodeck that annotated differently (its `# via`) installs the same:
+    --check still exits 1 (the file would change), saying only the comments differ; a changed
+    hash is still a pin or hash difference."""
+    linux = project.parent / requirements_filename("linux")
+    fresh = linux.read_text(encoding="utf-8")
+    assert "    #   -r repro.toml\n    #   app\n" in fresh
+    linux.write_text(fresh.replace("    #   -r repro.toml\n    #   app\n", "    #   app\n"), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["lock", str(project), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "only comments differ" in err and "the same pins, hashes and options" in err
+    assert "the pins or hashes differ" not in err
+
+    digest = fresh.split("--hash=sha256:", 1)[1][:64]
+    linux.write_text(fresh.replace(digest, "f" * 64), encoding="utf-8")
+    assert main(["lock", str(project), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "the pins or hashes differ from a fresh lock" in err and "only comments differ" not in err
+
+
 def test_old_header_is_stale_once_with_a_hint(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     linux = project.parent / requirements_filename("linux")
     linux.write_text(

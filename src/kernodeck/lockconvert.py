@@ -35,6 +35,7 @@ from kernodeck.lockinputs import unsatisfied_pins
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource
+    from kernodeck.lockfile.read import LockFile
     from kernodeck.manifest.schema import Manifest
     from kernodeck.resolve import Resolution, Routing, Session
     from kernodeck.targets import Target
@@ -214,5 +215,27 @@ def stale_reasons(
     if suffix == ".txt":
         out.extend(unsatisfied_pins(old, manifest, target, filename))
     if not out:
-        out.append("the pins or hashes differ from a fresh lock (edited by hand, or the index changed)")
+        if suffix == ".txt" and _installs_alike(old, new, filename):
+            out.append(
+                "only comments differ (`# via` and notes; written by another Kernodeck version): "
+                "the same pins, hashes and options"
+            )
+        else:
+            out.append("the pins or hashes differ from a fresh lock (edited by hand, or the index changed)")
     return out
+
+
+def _installs_alike(old: str, new: str, filename: str) -> bool:
+    """Whether two requirements files install the same: the same options and the same pins with
+    the same hashes, whatever their comments say."""
+    from kernodeck.lockfile.read import LockfileError, parse_lockfile
+
+    try:
+        a, b = parse_lockfile(old, filename), parse_lockfile(new, filename)
+    except LockfileError:
+        return False
+
+    def pins(lock: LockFile) -> list[tuple[object, ...]]:
+        return sorted((p.key, p.version, sorted(p.hashes), p.marker, p.extras, p.url) for p in lock.pins)
+
+    return a.options == b.options and pins(a) == pins(b)
