@@ -62,8 +62,10 @@ def _project(tmp_path: Path, *, dirty: bool = False, allow_dirty: bool = False) 
     return proj, head
 
 
-def _bundle(tmp_path: Path, proj: Path, *, allow_dirty: bool = False) -> Path:
-    write_bundle(tmp_path / "b", manifest=proj, environ={}, home=tmp_path, allow_dirty=allow_dirty)
+def _bundle(tmp_path: Path, proj: Path, *, allow_dirty: bool = False, warns: str = "") -> Path:
+    result = write_bundle(tmp_path / "b", manifest=proj, environ={}, home=tmp_path, allow_dirty=allow_dirty)
+    revision_warnings = [w for w in result.warnings if "code/revision" in w]
+    assert revision_warnings == ([warns] if warns else []), result.warnings
     clean = tmp_path / "elsewhere" / "clean"
     shutil.copytree(tmp_path / "b", clean)
     return clean
@@ -189,6 +191,16 @@ def test_bundle_whose_later_commits_change_code_still_fails_revision(tmp_path: P
     (proj / "app.py").write_text("print('moved on')\n")
     for args in (["add", "-A"], ["commit", "-q", "-m", "code moved on"]):
         subprocess.run([*GIT, *args], cwd=proj, check=True, capture_output=True)
-    got = _code(_bundle(tmp_path, proj), tmp_path)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=proj, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    # bundle says so when it writes the folder, not only the rebuild on another machine
+    said = (
+        f"the code is at {head[:12]}, but repro.toml pins {pinned[:12]} and the commits between change "
+        "more than Kernodeck's own files: a rebuild from this bundle fails its code/revision check; "
+        "check out the pinned revision, or record this one with `kernodeck capture`, commit, and "
+        "bundle again"
+    )
+    got = _code(_bundle(tmp_path, proj, warns=said), tmp_path)
     assert got["revision"][0] == "failed"
     assert f"the manifest pins {pinned[:12]}" in (got["revision"][2] or "")

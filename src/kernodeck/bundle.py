@@ -721,6 +721,15 @@ def write_bundle(
     )
     result = BundleResult(out=out_path)
     plan = _Plan()
+    if code_entry is not None and code_entry["revision"] and "pinned" not in code_entry:
+        pinned = m.code.revision if m.code is not None else None
+        if pinned and code_entry["revision"] != pinned:
+            result.warnings.append(
+                f"the code is at {code_entry['revision'][:12]}, but repro.toml pins {pinned[:12]} and "
+                "the commits between change more than Kernodeck's own files: a rebuild from this "
+                "bundle fails its code/revision check; check out the pinned revision, or record "
+                "this one with `kernodeck capture`, commit, and bundle again"
+            )
 
     def add_text(rel: str, text: str, label: str | None = None) -> None:
         clean = scrub.text(text)
