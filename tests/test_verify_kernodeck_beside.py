@@ -5,18 +5,13 @@ real pip, the real probe."""
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kernodeck.api import verify
-from kernodeck.interpreters import env_python
 from kernodeck.report import Status
-from tests.fixtures.index_factory import build_wheel_bytes
+from tests.fixtures.bare_venv import app_project, bare_venv, pip, wheel_folder
 
 WHEELS = {
     "app": ("1.0", []),
@@ -39,34 +34,12 @@ def _meta(name: str, version: str, requires: list[str]) -> str:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     root = tmp_path_factory.mktemp("beside")
-    wheels = root / "wheels"
-    wheels.mkdir()
-    hashes = {}
-    for name, (version, requires) in WHEELS.items():
-        filename, data = build_wheel_bytes(name, version, metadata=_meta(name, version, requires))
-        (wheels / filename).write_bytes(data)
-        hashes[name] = hashlib.sha256(data).hexdigest()
-    venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=240)
-    python = str(env_python(venv))
-    pip = [sys.executable, "-m", "pip", "--python", python, "install", "--isolated", "-q", "--no-index"]
-    subprocess.run(
-        [*pip, "--find-links", str(wheels), "kernodeck", "stray"],
-        check=True,
-        env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
-        timeout=240,
-    )
+    hashes = wheel_folder(root / "wheels", WHEELS, _meta)
+    python = bare_venv(root / "venv")
+    pip(python, "install", "--find-links", str(root / "wheels"), "kernodeck", "stray")
     project = root / "project"
     project.mkdir()
-    plat = f"linux-{os.uname().machine}"
-    (project / "repro.toml").write_text(
-        'schema-version = 1\n[reference]\nname = "b"\nid = "1"\n[python]\n'
-        f'version = "{sys.version_info.major}.{sys.version_info.minor}"\n[packages]\nrequirements = ["app"]\n'
-        f'[[platform]]\nname = "{plat}"\nos = "linux"\narch = "{os.uname().machine}"\n'
-    )
-    (project / f"requirements-rebuild-{plat}.txt").write_text(
-        f"# platform: {plat}\n--only-binary :all:\n\napp==1.0 \\\n    --hash=sha256:{hashes['app']}\n"
-    )
+    app_project(project, 'requirements = ["app"]', hashes["app"])
     return project, python
 
 

@@ -78,6 +78,19 @@ class Distribution(_M):
     def editable(self) -> bool:
         return bool(((self.direct_url or {}).get("dir_info") or {}).get("editable"))
 
+    @property
+    def direct_url_path(self) -> str | None:
+        """The local directory it was installed from (PEP 610 `dir_info`: `pip install [-e] DIR`),
+        else None (an index, an archive, a VCS checkout)."""
+        info = self.direct_url or {}
+        url = info.get("url")
+        if "dir_info" not in info or not isinstance(url, str) or not url.startswith("file:"):
+            return None
+        from urllib.parse import urlsplit
+        from urllib.request import url2pathname
+
+        return url2pathname(urlsplit(url).path)
+
 
 class UnlistedFile(_M):
     """A file no RECORD lists, where RECORD-installed code lives (probe/script.py unlisted_files)."""

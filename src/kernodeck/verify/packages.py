@@ -8,7 +8,9 @@ of a step and a hint each, and verify says so once at the top of the report."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
+from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -207,16 +209,46 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                 details={"cause": "kernodeck-beside-the-lock", "distributions": names},
             )
         )
-    extra = sorted(installed[k].name for k in unlocked - own)
+    # The project itself, installed from its own folder (`pip install -e .`, `uv sync`, `poetry
+    # install`): what is checked, not a stranger among its packages
+    project = project_distributions([installed[k] for k in unlocked - own], ctx.manifest_file.parent)
+    for d in project:
+        how = "editable" if d.editable else "from its folder"
+        steps.append(
+            Step.passed(
+                LAYER,
+                f"project:{d.key}",
+                expected="the project's packages, as locked",
+                observed=f"{d.name} {d.version} is this project, installed {how} ({d.direct_url_path})",
+                details={"cause": "the-project-itself", "editable": d.editable},
+            )
+        )
+    strangers = unlocked - own - {d.key for d in project}
+    extra = sorted(installed[k].name for k in strangers)
     if extra:
         msg = f"{len(extra)} installed distribution{'s are' if len(extra) != 1 else ' is'} not in the lock: {short(extra, 8)}"
         hint = f"uninstall them, or add them to [packages] requirements and run `kernodeck lock --platform {ctx.platform.name}`"
-        if ctx.strict:
-            steps.append(
-                Step.failed(
-                    LAYER, "unlocked", msg, observed=extra, hint=hint, details={"cause": "not-in-lock"}
-                )
+        grouped = unselected_groups(manifest, ctx.manifest_file.parent, facts, strangers)
+        details: dict[str, object] = {"cause": "not-in-lock"}
+        if grouped:
+            details["groups"] = {g: sorted(installed[k].name for k in ks) for g, ks in grouped.items()}
+            # `uv sync` installs the dev group (poetry and pdm have theirs): name the group
+            covered = set().union(*grouped.values())
+            quoted = ", ".join(f'"{g}"' for g in grouped)
+            who = (
+                "they come"
+                if covered == strangers
+                else f"{short(sorted(installed[k].name for k in covered), 3)} come"
             )
+            hint = (
+                f"{who} with dependency group {quoted} of pyproject.toml, which [packages] groups "
+                f"does not select: add groups = [{quoted}] and run `kernodeck lock`, or leave "
+                f"{'it' if len(grouped) == 1 else 'them'} out of this environment "
+                f"(`uv sync --no-group {next(iter(grouped))}`)"
+                + ("" if covered == strangers else f"; the others: {hint}")
+            )
+        if ctx.strict:
+            steps.append(Step.failed(LAYER, "unlocked", msg, observed=extra, hint=hint, details=details))
         else:
             steps.append(
                 Step.warning(
@@ -226,7 +258,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                     observed=extra,
                     hint=hint,
                     required=False,
-                    details={"cause": "not-in-lock"},
+                    details=details,
                 )
             )
     shadowed = sorted({d.name for d in facts.distributions if d.shadowed})
@@ -243,6 +275,49 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
         )
     steps += _records(facts, ctx, locked_keys, install)
     return steps
+
+
+def unselected_groups(
+    manifest: Manifest, folder: Path, facts: Facts, unlocked: set[NormalizedName]
+) -> dict[str, set[NormalizedName]]:
+    """group -> the unlocked distributions that come with it: the PEP 735 dependency groups of the
+    project's pyproject.toml (the one `from` reads, else the one beside the manifest) that
+    `[packages] groups` does not select, with what their requirements bring along."""
+    from kernodeck.errors import KernodeckError
+    from kernodeck.manifest.schema import is_pyproject
+    from kernodeck.reqfile import dependency_groups, read_pyproject
+
+    named = [folder / f for f in manifest.packages.from_ if is_pyproject(f)]
+    pyproject = named[0] if named else folder / "pyproject.toml"
+    selected = {canonicalize_name(g) for g in manifest.packages.groups}
+    try:
+        table = read_pyproject(pyproject, pyproject.name).get("dependency-groups")
+        groups = [g for g in table if canonicalize_name(g) not in selected] if isinstance(table, dict) else []
+        found: dict[str, set[NormalizedName]] = {}
+        for group in groups:
+            direct = {canonicalize_name(Requirement(r).name) for r in dependency_groups(pyproject, [group])}
+            names = required_by(facts, direct & unlocked) & unlocked
+            if names:
+                found[group] = names
+        return found
+    except (KernodeckError, OSError, ValueError):
+        return {}  # no readable pyproject.toml or groups: the general hint stands
+
+
+def project_distributions(dists: list[Distribution], folder: Path) -> list[Distribution]:
+    """The distributions installed from the project's own folder: a PEP 610 `direct_url.json`
+    naming a local directory that is the manifest's folder, lies inside it, or holds it (a
+    repository whose package root is above the manifest)."""
+    root = folder.resolve()
+    out = []
+    for d in dists:
+        path = d.direct_url_path
+        if path is None:
+            continue
+        where = Path(path).resolve()
+        if where == root or root in where.parents or where in root.parents:
+            out.append(d)
+    return sorted(out, key=lambda d: d.key)
 
 
 def is_wrong_environment(missing: int, pins: int) -> bool:

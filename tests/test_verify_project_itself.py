@@ -1,0 +1,150 @@
+"""The project installed into its own environment (`pip install -e .`, `uv sync`, `poetry install`)
+is said once as what it is, not as a stranger in the `unlocked` warning; packages that come with a
+PEP 735 dependency group the manifest does not select (uv installs `dev` by default) are named
+with that group and the fix. Real wheels, a real PEP 660 editable install by real pip (an in-tree
+build backend, so no index is needed), the real probe."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kernodeck.api import verify
+from kernodeck.report import Status, Step
+from tests.fixtures.bare_venv import app_project, bare_venv, pip, wheel_folder
+
+WHEELS = {
+    "app": ("1.0", []),
+    "testtool": ("2.0", ["toolhelper"]),
+    "toolhelper": ("1.0", []),
+    "stray": ("1.0", []),
+}
+
+# A PEP 517/660 backend in the project itself (backend-path): an editable wheel is a .pth file.
+BACKEND = """
+import base64, hashlib, os, zipfile
+
+NAME, VERSION = "trainer", "0.3"
+INFO = f"{NAME}-{VERSION}.dist-info"
+
+
+def _wheel(directory, files):
+    files = dict(files)
+    files[f"{INFO}/METADATA"] = f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\nRequires-Dist: app\\n\\n"
+    files[f"{INFO}/WHEEL"] = "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n\\n"
+    record = []
+    for path, text in files.items():
+        data = text.encode()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{INFO}/RECORD,,")
+    files[f"{INFO}/RECORD"] = "\\n".join(record) + "\\n"
+    name = f"{NAME}-{VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(directory, name), "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+    return name
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    return _wheel(wheel_directory, {"_trainer.pth": os.path.abspath("src") + "\\n"})
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    return _wheel(wheel_directory, {"trainer/__init__.py": ""})
+"""
+
+PYPROJECT = """[build-system]
+requires = []
+build-backend = "backend"
+backend-path = ["."]
+
+[project]
+name = "trainer"
+version = "0.3"
+dependencies = ["app"]
+
+[dependency-groups]
+dev = ["testtool"]
+"""
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("itself")
+    hashes = wheel_folder(root / "wheels", WHEELS)
+    project = root / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "backend.py").write_text(BACKEND)
+    (project / "pyproject.toml").write_text(PYPROJECT)
+    python = bare_venv(root / "venv")
+    # as `uv sync` leaves it: the project editable, its dependency and the dev group installed
+    pip(python, "install", "--find-links", str(root / "wheels"), "-e", str(project), "testtool")
+    app_project(project, 'from = ["pyproject.toml"]', hashes["app"])
+    return project, python
+
+
+def _packages(project: Path, python: str, cache: Path) -> dict[str, Step]:
+    report = verify(project / "repro.toml", python=python, compute=False, cache_dir=cache)
+    return {s.name: s for s in report.steps if s.layer == "packages"}
+
+
+def test_the_project_is_itself_and_a_dev_group_is_named(world: tuple[Path, str], tmp_path: Path) -> None:
+    project, python = world
+    steps = _packages(project, python, tmp_path / "cache")
+    itself = steps["project:trainer"]
+    assert itself.status is Status.PASSED
+    assert itself.observed == f"trainer 0.3 is this project, installed editable ({project})"
+    assert itself.details == {"cause": "the-project-itself", "editable": True}
+    unlocked = steps["unlocked"]
+    assert unlocked.status is Status.WARNING
+    assert unlocked.observed == ["testtool", "toolhelper"]  # the project is not among them
+    assert unlocked.details["groups"] == {"dev": ["testtool", "toolhelper"]}
+    assert unlocked.hint == (
+        'they come with dependency group "dev" of pyproject.toml, which [packages] groups does not '
+        'select: add groups = ["dev"] and run `kernodeck lock`, or leave it out of this environment '
+        "(`uv sync --no-group dev`)"
+    )
+
+
+def test_a_stray_package_beside_a_group_keeps_the_general_hint(
+    world: tuple[Path, str], tmp_path: Path
+) -> None:
+    project, python = world
+    pip(python, "install", "--find-links", str(project.parent / "wheels"), "stray")
+    try:
+        steps = _packages(project, python, tmp_path / "cache")
+    finally:
+        pip(python, "uninstall", "-y", "stray")
+    unlocked = steps["unlocked"]
+    assert unlocked.observed == ["stray", "testtool", "toolhelper"]
+    assert unlocked.hint is not None
+    assert unlocked.hint.startswith('testtool, toolhelper come with dependency group "dev"')
+    assert unlocked.hint.endswith(
+        "; the others: uninstall them, or add them to [packages] requirements and run "
+        f"`kernodeck lock --platform linux-{os.uname().machine}`"
+    )
+
+
+def test_a_project_installed_from_elsewhere_is_not_this_project(tmp_path: Path) -> None:
+    from kernodeck.probe.facts import Distribution
+    from kernodeck.verify.packages import project_distributions
+
+    def dist(name: str, url: str, dir_info: dict[str, bool] | None) -> Distribution:
+        direct = {"url": url, **({"dir_info": dir_info} if dir_info is not None else {"archive_info": {}})}
+        return Distribution(name=name, version="1", direct_url=direct)
+
+    here = tmp_path / "repo" / "ml"
+    here.mkdir(parents=True)
+    found = project_distributions(
+        [
+            dist("inside", (here / "pkg").as_uri(), {"editable": True}),
+            dist("root", (tmp_path / "repo").as_uri(), {}),  # the repository above the manifest
+            dist("other", (tmp_path / "elsewhere").as_uri(), {"editable": True}),
+            dist("archive", (here / "x.whl").as_uri(), None),
+        ],
+        here,
+    )
+    assert [d.name for d in found] == ["inside", "root"]
