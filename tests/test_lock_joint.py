@@ -59,8 +59,28 @@ def test_prefer_takes_the_newest_common_release_everywhere(
     for platform in ("linux", "windows", "macos"):
         assert pins(_read(path, platform)) == {"app": "1.0", "num": "1.5", "plain": "3.0"}
     assert "here," not in _read(path, "linux")
+    # what Linux gave up to match the others is said (the files stay as any later lock writes them)
+    (held,) = result.held
+    assert (held.name, held.platform, str(held.alone), str(held.version)) == ("num", "linux", "2.0", "1.5")
+    assert held.matches == ("macos", "windows")
+    assert "to match" not in _read(path, "linux")
     # a second lock keeps the common version (minimal churn does not undo it)
     assert main(["lock", str(path), "--check"]) == 0
+    # --upgrade holds it back again, and says so on stderr and in --json
+    capsys.readouterr()
+    assert main(["lock", str(path), "--upgrade", "--json", str(tmp_path / "lock.json")]) == 0
+    err = capsys.readouterr().err
+    assert "1 package(s) held back on a platform to match the others" in err
+    assert "  num 1.5 on linux (on its own: 2.0), to match macos, windows\n" in err
+    assert json.loads((tmp_path / "lock.json").read_text())["held"] == [
+        {
+            "package": "num",
+            "platform": "linux",
+            "alone": "2.0",
+            "version": "1.5",
+            "matches": ["macos", "windows"],
+        }
+    ]
 
 
 def test_no_gives_per_platform_pins(

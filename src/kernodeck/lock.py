@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     from kernodeck.manifest.schema import Manifest, Packages
     from kernodeck.resolve import Resolution, Routing
     from kernodeck.resolve.candidates import Candidate
-    from kernodeck.resolve.joint import Difference
+    from kernodeck.resolve.joint import Difference, Held
     from kernodeck.targets import Target
 
 __all__ = [
@@ -158,6 +158,7 @@ class LockResult:
     metadata_reads: int  # core metadata documents read (cache or network) in this lock
     failed: tuple[PlatformFailure, ...] = ()
     differences: tuple[Difference, ...] = ()  # versions that still differ across platforms
+    held: tuple[Held, ...] = ()  # versions a platform takes older than on its own, to match others
     notices: tuple[str, ...] = ()  # e.g. the locker's pip settings that were not used
     adopted: tuple[PinReport, ...] = ()  # first lock after init: the preferred pins kept/changed
 
@@ -310,17 +311,18 @@ def lock_manifest(
     replay = None if (key is None or refresh) else lockreplay.lookup(cache, key, manifest, offline, names)
     failures: dict[str, PlatformFailure] = {}
     differences: list[Difference]
+    held: list[Held] = []
     if replay is not None:
         if progress is not None:
             progress.start(names)
             for n in names:
                 progress.done(n, replay.rendered[n].pins)
             progress.close()
-        rendered, differences = replay.rendered, replay.differences
+        rendered, differences, held = replay.rendered, replay.differences, replay.held
         metadata_reads = 0
     else:
         with fewer_collections():  # index pages decode into many long-lived objects
-            rendered, failures, differences, metadata_reads, pages = _resolve_and_render(
+            rendered, failures, differences, held, metadata_reads, pages = _resolve_and_render(
                 manifest,
                 path,
                 names,
@@ -352,7 +354,7 @@ def lock_manifest(
                 if check
                 else lockreplay.replay_key(manifest, digests, path.name, names, fmt, next_prefs, mirror_map)
             )
-            lockreplay.store(cache, (key, next_key), pages, rendered, differences)
+            lockreplay.store(cache, (key, next_key), pages, rendered, differences, held)
     result = _finish(
         path,
         out_dir,
@@ -365,6 +367,7 @@ def lock_manifest(
         metadata_reads=metadata_reads,
         failed=tuple(failures[n] for n in names if n in failures),
         differences=tuple(differences),
+        held=tuple(held),
         notices=tuple(notices),
     )
     if not firsts or check:  # the pin report is for a platform's first written lock only
@@ -408,7 +411,12 @@ def _resolve_and_render(
     progress: LockProgress | None,
     mirrors: Mapping[str, str] | None = None,
 ) -> tuple[
-    dict[str, Rendered], dict[str, PlatformFailure], list[Difference], int, list[dict[str, Any]] | None
+    dict[str, Rendered],
+    dict[str, PlatformFailure],
+    list[Difference],
+    list[Held],
+    int,
+    list[dict[str, Any]] | None,
 ]:
     """Resolve every platform (jointly unless same-versions = "no"), render the files of those
     that could be locked; (rendered, failures, differences, metadata reads, pages read or None
@@ -450,6 +458,7 @@ def _resolve_and_render(
     )
     same = manifest.packages.same_versions
     differences: list[Difference] = []
+    held: list[Held] = []
     try:
 
         def resolve(name: str, extra: Constraints, leading: bool = False) -> Resolution:
@@ -523,7 +532,7 @@ def _resolve_and_render(
         if usage:
             raise _combine(usage)
         if same != "no" and len(results) > 1:
-            aligned, differences = align(results, resolve)
+            aligned, differences, held = align(results, resolve)
             results.update(aligned)
         if same == "require":
             for d in differences:
@@ -552,6 +561,8 @@ def _resolve_and_render(
                 python_version=next(
                     p.python or manifest.python.version for p in manifest.platform if p.name == n
                 ),
+                # held-back versions are said in the summary only: with the existing pins
+                # preferred, the next lock keeps them without holding anything back
                 notes=tuple(replace_all(d.note_for(n), back) for d in differences if n in d.versions),
                 unmirror=declared,
             )
@@ -568,7 +579,7 @@ def _resolve_and_render(
     failures = {
         n: _failure(n, errors[n], per_platform.get(n, routing), targets[n]) for n in names if n in errors
     }
-    return rendered, failures, differences, metadata_reads, pages
+    return rendered, failures, differences, held, metadata_reads, pages
 
 
 def _targets(manifest: Manifest, names: Sequence[str]) -> list[Target]:
@@ -612,6 +623,7 @@ def _finish(
     metadata_reads: int,
     failed: tuple[PlatformFailure, ...] = (),
     differences: tuple[Difference, ...] = (),
+    held: tuple[Held, ...] = (),
     notices: tuple[str, ...] = (),
 ) -> LockResult:
     out: list[PlatformResult] = []
@@ -682,6 +694,7 @@ def _finish(
         metadata_reads=metadata_reads,
         failed=failed,
         differences=differences,
+        held=held,
         notices=notices,
     )
 

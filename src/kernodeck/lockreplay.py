@@ -37,12 +37,12 @@ from kernodeck.lockinputs import default_index_for
 
 if TYPE_CHECKING:
     from kernodeck.manifest.schema import Manifest
-    from kernodeck.resolve.joint import Difference
+    from kernodeck.resolve.joint import Difference, Held
 
 # A replay needs neither the resolver nor the HTTP client (kernodeck.resolve pulls in both):
 # Difference is imported only to rebuild a record's differences.
 
-REPLAY_FORMAT = 2
+REPLAY_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class Replay:
 
     rendered: dict[str, Rendered]
     differences: list[Difference]
+    held: list[Held]
 
 
 def sources_fingerprint() -> str:
@@ -126,7 +127,8 @@ def lookup(
                 return None
         platforms = {n: Rendered(**r) for n, r in record["platforms"].items()}
         differences = [_difference_from_json(d) for d in record["differences"]]
-        return Replay({n: platforms[n] for n in names}, differences)
+        held = [_held_from_json(h) for h in record["held"]]
+        return Replay({n: platforms[n] for n in names}, differences, held)
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -137,6 +139,7 @@ def store(
     pages: list[dict[str, Any]],
     rendered: Mapping[str, Rendered],
     differences: Sequence[Difference],
+    held: Sequence[Held] = (),
 ) -> None:
     """Record a finished lock under each key (best effort: a cache that cannot be written is
     only a slower next lock)."""
@@ -144,6 +147,7 @@ def store(
         "pages": pages,
         "platforms": {n: dataclasses.asdict(r) for n, r in rendered.items()},
         "differences": [d.to_json() for d in differences],
+        "held": [h.to_json() for h in held],
     }
     with contextlib.suppress(OSError):
         for k in dict.fromkeys(k for k in keys if k is not None):
@@ -156,3 +160,9 @@ def _difference_from_json(d: dict[str, Any]) -> Difference:
     return Difference(
         canonicalize_name(d["package"]), {p: Version(v) for p, v in d["versions"].items()}, str(d["reason"])
     )
+
+
+def _held_from_json(d: dict[str, Any]) -> Held:
+    from kernodeck.resolve.joint import Held
+
+    return Held.from_json(d)

@@ -178,7 +178,17 @@ def _report_failures(result: LockResult) -> None:
 
 
 def _report_differences(result: LockResult, quiet: bool) -> None:
-    if quiet or not result.differences:
+    if quiet:
+        return
+    if result.held:
+        click.echo(
+            f"{len(result.held)} package(s) held back on a platform to match the others "
+            '(same-versions = "no" resolves each platform on its own):',
+            err=True,
+        )
+        for h in result.held:
+            click.echo(f"  {h.describe()}", err=True)
+    if not result.differences:
         return
     click.echo(f"{len(result.differences)} package(s) differ across platforms:", err=True)
     for d in result.differences:
@@ -225,6 +235,7 @@ def _json(result: LockResult) -> dict[str, Any]:
         ],
         "failed": [_failure_json(f) for f in result.failed],
         "differences": [d.to_json() for d in result.differences],
+        "held": [h.to_json() for h in result.held],
         "notices": list(result.notices),
         "adopted": [r.to_json() for r in result.adopted],
     }

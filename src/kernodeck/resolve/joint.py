@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from packaging.utils import NormalizedName
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from kernodeck.errors import KernodeckError
@@ -70,6 +70,65 @@ class Difference:
         }
 
 
+@dataclass(frozen=True)
+class Held:
+    """A package a platform takes at an older public version than it resolved to on its own, so
+    that it matches the other platforms (e.g. torch on Linux held at the last version built for
+    Intel macOS). Said, since nothing else would tell why a platform got an old version."""
+
+    name: NormalizedName
+    platform: str
+    alone: Version  # what the platform resolved to before joint resolution
+    version: Version  # what it takes now
+    matches: tuple[str, ...]  # the platforms whose version it matches
+
+    def describe(self) -> str:
+        return _one_line(
+            f"{self.name} {self.version} on {self.platform} (on its own: {self.alone}), "
+            f"to match {', '.join(self.matches)}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "package": self.name,
+            "platform": self.platform,
+            "alone": str(self.alone),
+            "version": str(self.version),
+            "matches": list(self.matches),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Held:
+        return cls(
+            canonicalize_name(d["package"]),
+            str(d["platform"]),
+            Version(d["alone"]),
+            Version(d["version"]),
+            tuple(str(m) for m in d["matches"]),
+        )
+
+
+def held_back(
+    before: Mapping[str, Resolution], after: Mapping[str, Resolution], capped: Mapping[str, Constraints]
+) -> list[Held]:
+    """The packages joint resolution capped on a platform whose version went down there."""
+    versions = {p: {pin.name: pin.version for pin in res.pins} for p, res in after.items()}
+    out = []
+    for platform, caps in sorted(capped.items()):
+        alone = {pin.name: pin.version for pin in before[platform].pins} if platform in before else {}
+        for name, spec in sorted(caps.items()):
+            now, then = versions.get(platform, {}).get(name), alone.get(name)
+            if not spec.startswith("<=") or now is None or then is None or public(now) >= public(then):
+                continue
+            matches = tuple(
+                q
+                for q in sorted(versions)
+                if q != platform and name in versions[q] and public(versions[q][name]) == public(now)
+            )
+            out.append(Held(name, platform, then, now, matches))
+    return out
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -96,9 +155,9 @@ def align(
     *,
     max_rounds: int = MAX_ROUNDS,
     workers: int = 8,
-) -> tuple[dict[str, Resolution], list[Difference]]:
+) -> tuple[dict[str, Resolution], list[Difference], list[Held]]:
     """Re-resolve platforms until each package has one public version wherever it can;
-    (the resolutions, the differences that remain)."""
+    (the resolutions, the differences that remain, the packages held back to match)."""
     current = dict(results)
     constraints: dict[str, dict[NormalizedName, str]] = {p: {} for p in current}
     reasons: dict[NormalizedName, str] = {}
@@ -166,4 +225,4 @@ def align(
         Difference(n, vs, reasons.get(n, f"no common version found in {max_rounds} rounds"))
         for n, vs in remaining.items()
     ]
-    return current, diffs_out
+    return current, diffs_out, held_back(results, current, constraints)
