@@ -74,3 +74,37 @@ def test_diff_json_is_a_file_or_stdout(tmp_path: Path) -> None:
     assert "packages" in out  # the human report still goes to the screen
     code, out, _ = _invoke(["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json"])
     assert code == 1 and json.loads(out)["layers"] == ["packages"]
+
+
+def test_a_subfolder_finds_the_manifest_above_up_to_the_repository_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As git and uv find their project: run from `src/`, every command takes the repro.toml of the
+    project above, and `lock` writes beside it; never one above the repository's root."""
+    from tests.fixtures.lock_project import LINUX, write_manifest
+
+    outer = tmp_path / "outer"
+    write_manifest(outer, requirements=[], default_url="http://127.0.0.1:9/simple", platforms=[LINUX])
+    repo = outer / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write_manifest(repo, requirements=[], default_url="http://127.0.0.1:9/simple", platforms=[LINUX])
+    deep = repo / "src" / "pkg"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = _invoke(["validate"])
+    assert code == 0, err
+    assert out.startswith("../../repro.toml: valid")
+    code, _, err = _invoke(["lock", "-q"])
+    assert code == 0, err
+    assert (repo / "requirements-rebuild-linux.txt").is_file()
+    assert (
+        not list(deep.glob("requirements-rebuild-*"))
+        and not (outer / "requirements-rebuild-linux.txt").exists()
+    )
+    code, _, err = _invoke(["lock", "--check", "-q"])
+    assert code == 0, err
+    # outside any repository's manifest: the one above the repository root is not taken
+    (repo / "repro.toml").unlink()
+    code, _, err = _invoke(["validate"])
+    assert code == 2 and "no manifest at repro.toml" in err

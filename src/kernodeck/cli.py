@@ -54,11 +54,14 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("path", default="repro.toml", type=click.Path(path_type=Path))
+@click.argument("path", required=False, default=None, type=click.Path(path_type=Path), metavar="[PATH]")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
-def validate(path: Path, quiet: bool) -> None:
-    """Load and check a manifest (default ./repro.toml)."""
+def validate(path: Path | None, quiet: bool) -> None:
+    """Load and check a manifest (default: ./repro.toml, or the nearest one above)."""
+    from kernodeck.commands.options import default_manifest
     from kernodeck.manifest import load_manifest
+
+    path = path if path is not None else default_manifest()
     from kernodeck.manifest.sources import manifest_warnings
 
     m = load_manifest(path)

@@ -152,7 +152,7 @@ def is_running(interp: Interpreter) -> bool:
 def project_venv(folder: str | os.PathLike[str]) -> Path | None:
     """The interpreter of the `.venv` in `folder` or its nearest parent that has one (a folder
     with `pyvenv.cfg` and a usable interpreter, as uv discovers it); None when there is none."""
-    start = Path(folder).absolute()
+    start = Path(os.path.abspath(folder))  # `..` folded: parents must be the real ones
     for d in (start, *start.parents):
         venv = d / ".venv"
         if (venv / "pyvenv.cfg").is_file():
@@ -248,7 +248,7 @@ def choose(
         looked = "no activated venv (VIRTUAL_ENV) or conda environment (CONDA_PREFIX)"
         if passed_over:
             looked += f" ({', '.join(passed_over)})"
-        here = Path(project).absolute()
+        here = Path(os.path.abspath(project))
         hint = f"activate the project's environment, create it as .venv, or pass {option} PATH (the project's interpreter)"
         others = _venvs_in(here)
         if others:

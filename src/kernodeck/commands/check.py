@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import DEFAULT_MANIFEST, deprecated, manifest_file, report_options
+from kernodeck.commands.options import default_manifest, deprecated, manifest_file, report_options
 from kernodeck.render.output import OutputOptions
 
 RESUME = "resume"
@@ -26,7 +26,7 @@ def split_manifest(args: tuple[str, ...], old_manifest: str | None) -> tuple[Pat
         if given is not None and given != Path(old_manifest):
             raise click.UsageError(f"the manifest is given twice: {given} and --manifest {old_manifest}")
         given = Path(old_manifest)
-    return (given if given is not None else Path(DEFAULT_MANIFEST)), args
+    return (given if given is not None else default_manifest()), args
 
 
 @click.command()

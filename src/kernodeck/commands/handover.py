@@ -8,13 +8,13 @@ from typing import Any
 
 import click
 
-from kernodeck.commands.options import DEFAULT_MANIFEST, deprecated, manifest_argument, report_options
+from kernodeck.commands.options import default_manifest, deprecated, manifest_argument, report_options
 from kernodeck.errors import EXIT_OK
 from kernodeck.render.output import OutputOptions
 
 
 @click.command()
-@click.argument("source", default="repro.toml")
+@click.argument("source", required=False, default=None, metavar="[SOURCE]")
 @click.option(
     "--dest", default=".venv-rebuild", show_default=True, help="Folder of the new virtual environment."
 )
@@ -39,7 +39,7 @@ from kernodeck.render.output import OutputOptions
 @click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
 @report_options()
 def rebuild(
-    source: str,
+    source: str | None,
     dest: str,
     python: str | None,
     platform: str | None,
@@ -64,7 +64,7 @@ def rebuild(
 
     to_stdout = json_out == "-"
     plan = plan_rebuild(
-        source,
+        source if source is not None else default_manifest(),
         dest=dest,
         python=python,
         platform=platform,
@@ -182,7 +182,7 @@ def bundle(
         if manifest is not None and manifest != Path(old_manifest):
             raise click.UsageError(f"the manifest is given twice: {manifest} and --manifest {old_manifest}")
         manifest = Path(old_manifest)
-    manifest = manifest if manifest is not None else Path(DEFAULT_MANIFEST)
+    manifest = manifest if manifest is not None else default_manifest()
 
     result = write_bundle(
         out,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import click
 
-from kernodeck.commands.options import json_option
+from kernodeck.commands.options import default_manifest, json_option
 from kernodeck.errors import EXIT_FAILED, KernodeckError
 from kernodeck.fsio import atomic_write_text
 
@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("manifest", default="repro.toml", type=click.Path(path_type=Path))
+@click.argument(
+    "manifest", required=False, default=None, type=click.Path(path_type=Path), metavar="[MANIFEST]"
+)
 @click.option(
     "--platform", "platforms", multiple=True, metavar="NAME", help="Lock only this platform (repeatable)."
 )
@@ -75,7 +77,7 @@ if TYPE_CHECKING:
 @click.pass_context
 def lock(
     ctx: click.Context,
-    manifest: Path,
+    manifest: Path | None,
     platforms: tuple[str, ...],
     check: bool,
     upgrade: bool,
@@ -92,6 +94,7 @@ def lock(
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
     from kernodeck.lock import Format, lock_manifest
 
+    manifest = manifest if manifest is not None else default_manifest()
     progress = progress_for(quiet, sys.stderr)
     try:
         result = lock_manifest(

@@ -1,7 +1,8 @@
 """Options and arguments shared by several commands: one CLI grammar.
 
 - The manifest (or a bundle folder) is the first positional argument of every command that takes
-  one, default `repro.toml`; a folder means the `repro.toml` inside it. The old `--manifest PATH`
+  one, default `repro.toml` here or in the nearest folder above (`default_manifest`); a folder
+  means the `repro.toml` inside it. The old `--manifest PATH`
   spelling still works for one release and prints a deprecation note.
 - `--json FILE|-` everywhere: a file, or `-` for stdout (the human report then goes to stderr).
 """
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +20,20 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_MANIFEST = "repro.toml"
+
+
+def default_manifest(cwd: Path | None = None) -> Path:
+    """The manifest a command uses when none is named: ./repro.toml, else the nearest repro.toml
+    in a folder above, up to the root of the git repository the folder is in (as git and uv find
+    their project from a subfolder); else ./repro.toml, whose absence the command reports."""
+    here = Path.cwd() if cwd is None else cwd
+    for folder in (here, *here.parents):
+        found = folder / DEFAULT_MANIFEST
+        if found.is_file():
+            return Path(DEFAULT_MANIFEST) if folder == here else Path(os.path.relpath(found, here))
+        if (folder / ".git").exists():
+            break
+    return Path(DEFAULT_MANIFEST)
 
 
 def deprecated(old: str, new: str) -> None:
@@ -39,7 +55,7 @@ def manifest_argument(dest: str = "manifest", *, what: str = "MANIFEST") -> Call
                 if given is not None and Path(given) != Path(old):
                     raise click.UsageError(f"the manifest is given twice: {given} and --manifest {old}")
                 given = old
-            kwargs[dest] = Path(given) if given is not None else Path(DEFAULT_MANIFEST)
+            kwargs[dest] = Path(given) if given is not None else default_manifest()
             return fn(*args, **kwargs)
 
         wrapped = click.option("--manifest", "_manifest_option", default=None, hidden=True)(wrapper)

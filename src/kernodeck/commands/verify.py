@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kernodeck.commands.options import isolate_torch_option, manifest_file, report_options
+from kernodeck.commands.options import default_manifest, isolate_torch_option, manifest_file, report_options
 from kernodeck.render.output import OutputOptions
 
 if TYPE_CHECKING:
@@ -26,7 +26,9 @@ def _target(python: str | None, project: Path, *, own_tool: bool = False) -> str
 
 
 @click.command()
-@click.argument("manifest", default="repro.toml", type=click.Path(path_type=Path))
+@click.argument(
+    "manifest", required=False, default=None, type=click.Path(path_type=Path), metavar="[MANIFEST]"
+)
 @click.option(
     "--python",
     "python",
@@ -86,7 +88,7 @@ def _target(python: str | None, project: Path, *, own_tool: bool = False) -> str
 )
 @report_options()
 def verify(
-    manifest: Path,
+    manifest: Path | None,
     python: str | None,
     platform: str | None,
     json_out: str | None,
@@ -106,6 +108,7 @@ def verify(
     Layers: code, data, interpreter, packages, contract, system, backend, device, application,
     resume. Exit 0 when everything required passed, 1 when a check failed, 2 for bad input.
     """
+    manifest = manifest if manifest is not None else default_manifest()
     from kernodeck.api import verify as run
     from kernodeck.render import emit
     from kernodeck.report import write_json_report
