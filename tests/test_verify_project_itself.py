@@ -16,6 +16,7 @@ from kernodeck.report import Status, Step
 from tests.fixtures.bare_venv import app_project, bare_venv, pip, wheel_folder
 
 WHEELS = {
+    "plotter": ("1.0", []),
     "app": ("1.0", []),
     "testtool": ("2.0", ["toolhelper"]),
     "toolhelper": ("1.0", []),
@@ -66,6 +67,10 @@ name = "trainer"
 version = "0.3"
 dependencies = ["app"]
 
+[project.optional-dependencies]
+viz = ["plotter"]
+all = ["trainer[viz]"]
+
 [dependency-groups]
 dev = ["testtool"]
 """
@@ -91,6 +96,16 @@ def _packages(project: Path, python: str, cache: Path) -> dict[str, Step]:
     return {s.name: s for s in report.steps if s.layer == "packages"}
 
 
+def _packages_with(world: tuple[Path, str], extra: str, cache: Path) -> dict[str, Step]:
+    """The packages layer with one more wheel installed for the while."""
+    project, python = world
+    pip(python, "install", "--find-links", str(project.parent / "wheels"), extra)
+    try:
+        return _packages(project, python, cache)
+    finally:
+        pip(python, "uninstall", "-y", extra)
+
+
 def test_the_project_is_itself_and_a_dev_group_is_named(world: tuple[Path, str], tmp_path: Path) -> None:
     project, python = world
     steps = _packages(project, python, tmp_path / "cache")
@@ -103,21 +118,29 @@ def test_the_project_is_itself_and_a_dev_group_is_named(world: tuple[Path, str],
     assert unlocked.observed == ["testtool", "toolhelper"]  # the project is not among them
     assert unlocked.details["groups"] == {"dev": ["testtool", "toolhelper"]}
     assert unlocked.hint == (
-        'they come with dependency group "dev" of pyproject.toml, which [packages] groups does not '
-        'select: add groups = ["dev"] and run `kernodeck lock`, or leave it out of this environment '
-        "(`uv sync --no-group dev`)"
+        'they come with dependency group "dev" of pyproject.toml, which [packages] does not select: '
+        'add groups = ["dev"] to [packages] and run `kernodeck lock`, or leave it out of this '
+        "environment (`uv sync --no-group dev`)"
+    )
+
+
+def test_an_extra_installed_with_the_project_is_named(world: tuple[Path, str], tmp_path: Path) -> None:
+    """`pip install -e .[all]`: plotter comes with the extras "viz" and "all" (which includes viz)."""
+    steps = _packages_with(world, "plotter", tmp_path / "cache")
+    unlocked = steps["unlocked"]
+    assert unlocked.observed == ["plotter", "testtool", "toolhelper"]
+    assert unlocked.details["extras"] == {"viz": ["plotter"], "all": ["plotter"]}
+    assert unlocked.hint == (
+        'they come with dependency group "dev", extra "viz", extra "all" of pyproject.toml, which '
+        '[packages] does not select: add groups = ["dev"] and extras = ["viz", "all"] to [packages] '
+        "and run `kernodeck lock`, or leave them out of this environment (`uv sync --no-group dev`)"
     )
 
 
 def test_a_stray_package_beside_a_group_keeps_the_general_hint(
     world: tuple[Path, str], tmp_path: Path
 ) -> None:
-    project, python = world
-    pip(python, "install", "--find-links", str(project.parent / "wheels"), "stray")
-    try:
-        steps = _packages(project, python, tmp_path / "cache")
-    finally:
-        pip(python, "uninstall", "-y", "stray")
+    steps = _packages_with(world, "stray", tmp_path / "cache")
     unlocked = steps["unlocked"]
     assert unlocked.observed == ["stray", "testtool", "toolhelper"]
     assert unlocked.hint is not None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -20,6 +19,7 @@ from kernodeck.probe.facts import Distribution, Facts
 from kernodeck.report import Step
 from kernodeck.verify.context import Context, short
 from kernodeck.verify.contract import required_by
+from kernodeck.verify.unselected import part_hint, unselected
 
 LAYER = "packages"
 
@@ -228,24 +228,15 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
     if extra:
         msg = f"{len(extra)} installed distribution{'s are' if len(extra) != 1 else ' is'} not in the lock: {short(extra, 8)}"
         hint = f"uninstall them, or add them to [packages] requirements and run `kernodeck lock --platform {ctx.platform.name}`"
-        grouped = unselected_groups(manifest, ctx.manifest_file.parent, facts, strangers)
         details: dict[str, object] = {"cause": "not-in-lock"}
-        if grouped:
-            details["groups"] = {g: sorted(installed[k].name for k in ks) for g, ks in grouped.items()}
-            # `uv sync` installs the dev group (poetry and pdm have theirs): name the group
-            covered = set().union(*grouped.values())
-            quoted = ", ".join(f'"{g}"' for g in grouped)
-            who = (
-                "they come"
-                if covered == strangers
-                else f"{short(sorted(installed[k].name for k in covered), 3)} come"
-            )
-            hint = (
-                f"{who} with dependency group {quoted} of pyproject.toml, which [packages] groups "
-                f"does not select: add groups = [{quoted}] and run `kernodeck lock`, or leave "
-                f"{'it' if len(grouped) == 1 else 'them'} out of this environment "
-                f"(`uv sync --no-group {next(iter(grouped))}`)"
-                + ("" if covered == strangers else f"; the others: {hint}")
+        parts = unselected(manifest, ctx.manifest_file.parent, facts, strangers)
+        if parts:
+            for key in ("groups", "extras"):
+                chosen = {p.name: sorted(installed[k].name for k in p.brings) for p in parts if p.key == key}
+                if chosen:
+                    details[key] = chosen
+            hint = part_hint(
+                parts, strangers, lambda ks: short(sorted(installed[k].name for k in ks), 3), hint
             )
         if ctx.strict:
             steps.append(Step.failed(LAYER, "unlocked", msg, observed=extra, hint=hint, details=details))
@@ -275,33 +266,6 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
         )
     steps += _records(facts, ctx, locked_keys, install)
     return steps
-
-
-def unselected_groups(
-    manifest: Manifest, folder: Path, facts: Facts, unlocked: set[NormalizedName]
-) -> dict[str, set[NormalizedName]]:
-    """group -> the unlocked distributions that come with it: the PEP 735 dependency groups of the
-    project's pyproject.toml (the one `from` reads, else the one beside the manifest) that
-    `[packages] groups` does not select, with what their requirements bring along."""
-    from kernodeck.errors import KernodeckError
-    from kernodeck.manifest.schema import is_pyproject
-    from kernodeck.reqfile import dependency_groups, read_pyproject
-
-    named = [folder / f for f in manifest.packages.from_ if is_pyproject(f)]
-    pyproject = named[0] if named else folder / "pyproject.toml"
-    selected = {canonicalize_name(g) for g in manifest.packages.groups}
-    try:
-        table = read_pyproject(pyproject, pyproject.name).get("dependency-groups")
-        groups = [g for g in table if canonicalize_name(g) not in selected] if isinstance(table, dict) else []
-        found: dict[str, set[NormalizedName]] = {}
-        for group in groups:
-            direct = {canonicalize_name(Requirement(r).name) for r in dependency_groups(pyproject, [group])}
-            names = required_by(facts, direct & unlocked) & unlocked
-            if names:
-                found[group] = names
-        return found
-    except (KernodeckError, OSError, ValueError):
-        return {}  # no readable pyproject.toml or groups: the general hint stands
 
 
 def project_distributions(dists: list[Distribution], folder: Path) -> list[Distribution]:

@@ -1,0 +1,105 @@
+"""Unlocked packages that come with a part of the project the manifest does not select: a PEP 735
+dependency group (`uv sync` installs `dev` by default) or an extra (`pip install -e .[test]`) of
+its pyproject.toml. verify's `unlocked` warning names the part and the fix instead of only saying
+"uninstall them".
+
+    parts = unselected(manifest, folder, facts, unlocked)   # [Part("group", "dev", {...}), ...]
+    hint = part_hint(parts, unlocked, names, otherwise)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from packaging.requirements import Requirement
+from packaging.utils import NormalizedName, canonicalize_name
+
+from kernodeck.errors import KernodeckError
+from kernodeck.manifest.schema import Manifest, is_pyproject
+from kernodeck.probe.facts import Facts
+from kernodeck.verify.contract import required_by
+
+
+@dataclass(frozen=True)
+class Part:
+    kind: Literal["group", "extra"]
+    name: str
+    brings: frozenset[NormalizedName]  # the unlocked distributions that come with it
+
+    @property
+    def key(self) -> str:
+        """The [packages] key that selects it."""
+        return "groups" if self.kind == "group" else "extras"
+
+    def said(self) -> str:
+        return f'{"dependency group" if self.kind == "group" else "extra"} "{self.name}"'
+
+
+def _names(requirements: list[str]) -> set[NormalizedName]:
+    return {canonicalize_name(Requirement(r).name) for r in requirements}
+
+
+def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[NormalizedName]) -> list[Part]:
+    """The groups and extras of the project's pyproject.toml (the one `from` reads, else the one
+    beside the manifest) that `[packages]` does not select, each with the unlocked distributions
+    its requirements bring along; empty when there is no readable pyproject.toml."""
+    from kernodeck.reqfile import dependency_groups, project_dependencies, read_pyproject
+
+    named = [folder / f for f in manifest.packages.from_ if is_pyproject(f)]
+    pyproject = named[0] if named else folder / "pyproject.toml"
+    pk = manifest.packages
+    found: list[Part] = []
+
+    def add(kind: Literal["group", "extra"], name: str, direct: set[NormalizedName]) -> None:
+        brings = required_by(facts, direct & unlocked) & unlocked
+        if brings:
+            found.append(Part(kind, name, frozenset(brings)))
+
+    try:
+        data = read_pyproject(pyproject, pyproject.name)
+        groups = data.get("dependency-groups")
+        chosen = {canonicalize_name(g) for g in pk.groups}
+        for group in groups if isinstance(groups, dict) else []:
+            if canonicalize_name(group) not in chosen:
+                add("group", group, _names(dependency_groups(pyproject, [group])))
+        project = data.get("project")
+        project = project if isinstance(project, dict) else {}
+        optional = project.get("optional-dependencies")
+        chosen = {canonicalize_name(e) for e in pk.extras}
+        if isinstance(optional, dict) and "dependencies" not in (project.get("dynamic") or []):
+            base = _names(project_dependencies(pyproject, []))
+            for extra in optional:
+                if canonicalize_name(extra) not in chosen:
+                    add("extra", extra, _names(project_dependencies(pyproject, [extra])) - base)
+    except (KernodeckError, OSError, ValueError):
+        return []  # no readable pyproject.toml, groups or extras: the general hint stands
+    return found
+
+
+def part_hint(
+    parts: list[Part],
+    unlocked: set[NormalizedName],
+    shown: Callable[[set[NormalizedName]], str],
+    otherwise: str,
+) -> str:
+    """The hint of the `unlocked` warning: which part each package comes with and how to select it
+    (or leave it out); `otherwise` for the packages that come with none."""
+    covered: set[NormalizedName] = set().union(*(p.brings for p in parts))
+    who = "they come" if covered == unlocked else f"{shown(covered)} come"
+    what = ", ".join(p.said() for p in parts)
+    fixes = []
+    for key in ("groups", "extras"):
+        chosen = [f'"{p.name}"' for p in parts if p.key == key]
+        if chosen:
+            fixes.append(f"{key} = [{', '.join(chosen)}]")
+    groups = [p.name for p in parts if p.kind == "group"]
+    leave = f" (`uv sync --no-group {groups[0]}`)" if groups else ""
+    text = (
+        f"{who} with {what} of pyproject.toml, which [packages] does not select: add "
+        f"{' and '.join(fixes)} to [packages] and run `kernodeck lock`, or leave "
+        f"{'it' if len(parts) == 1 else 'them'} out of this environment{leave}"
+    )
+    return text if covered == unlocked else f"{text}; the others: {otherwise}"
