@@ -311,3 +311,26 @@ def test_json_report_round_trip(tmp_path: Path) -> None:
     text = (tmp_path / "report.json").read_text()
     assert "/srv/app" not in json.dumps(again.inventory)
     assert '"schema": "kernodeck-report/1"' in text
+
+
+@pytest.mark.parametrize("locked", [True, False], ids=["torch-locked", "no-torch-in-the-lock"])
+def test_torch_missing_says_whether_the_lock_has_one_to_install(tmp_path: Path, locked: bool) -> None:
+    """A GPU platform (backend cu126) whose environment has no torch: install the locked build, or,
+    when the lock has none, add torch to the requirements (installing "the locked torch build"
+    was a hint nobody could follow)."""
+    facts = load("cpu_linux")
+    facts["torch"] = {"status": "not-installed", "error": "ModuleNotFoundError: No module named 'torch'"}
+    facts["torch_files"] = {"installed": False}
+    facts["distributions"] = [d for d in facts["distributions"] if d["name"] != "torch"]
+    pins = {"numpy": "2.2.1", **({"torch": "2.6.0+cu126"} if locked else {})}
+    project(tmp_path, facts, "linux-x86_64-cu126", pins=pins)
+    report = run(tmp_path, facts, platform="linux-x86_64-cu126", only=["backend"])
+    imp = step(report, "backend", "torch-import")
+    assert imp.status is Status.FAILED and imp.details["cause"] == "torch-missing"
+    if locked:
+        assert imp.hint == "install the locked torch build"
+    else:
+        assert imp.hint == (
+            "the lock has no torch to install: add torch to [packages] requirements (the platform's "
+            "backend picks its build) and run `kernodeck lock`"
+        )

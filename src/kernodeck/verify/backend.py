@@ -25,15 +25,20 @@ def torch_relevant(manifest: Manifest, facts: Facts, ctx: Context) -> bool:
     for req in manifest.packages.requirements:
         if canonicalize_name(Requirement(req).name) == "torch":
             return True
-    if ctx.platform is not None:
-        try:
-            return any(
-                p.key == "torch"
-                for p in read_lockfile(lockfile_path(ctx.manifest_file.parent, ctx.platform.name)).pins
-            )
-        except Exception:
-            return False
-    return False
+    return locks_torch(ctx)
+
+
+def locks_torch(ctx: Context) -> bool:
+    """Whether the platform's lock file pins torch (False when it cannot be read)."""
+    if ctx.platform is None:
+        return False
+    try:
+        return any(
+            p.key == "torch"
+            for p in read_lockfile(lockfile_path(ctx.manifest_file.parent, ctx.platform.name)).pins
+        )
+    except Exception:
+        return False
 
 
 def describe_build(kind: str | None, cuda: str | None, hip: str | None) -> str:
@@ -87,7 +92,10 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
             "crashed": "torch-import-crashed",
         }.get(t.status, "torch-import-failed")
         hint = {
-            "torch-missing": "install the locked torch build",
+            "torch-missing": "install the locked torch build"
+            if locks_torch(ctx)
+            else "the lock has no torch to install: add torch to [packages] requirements (the "
+            "platform's backend picks its build) and run `kernodeck lock`",
             "torch-import-hung": "import torch did not finish; check for a stuck driver or a network file system",
         }.get(
             cause,
