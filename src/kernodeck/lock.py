@@ -419,8 +419,8 @@ def _resolve_and_render(
     list[dict[str, Any]] | None,
 ]:
     """Resolve every platform (jointly unless same-versions = "no"), render the files of those
-    that could be locked; (rendered, failures, differences, metadata reads, pages read or None
-    when the lock cannot be replayed). Raises a bad-input error (exit 2) as it is."""
+    that could be locked; (rendered, failures, differences, versions held back to match, metadata
+    reads, pages read or None when the lock cannot be replayed). Raises a bad-input error (exit 2) as it is."""
     from kernodeck.resolve import Follower, ResolveSettings, Routing, Session, follow_target, resolve_target
     from kernodeck.resolve.joint import Constraints, align
 
