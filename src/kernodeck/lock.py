@@ -64,6 +64,7 @@ from kernodeck.fsio import interrupted_set, write_set
 from kernodeck.gctune import fewer_collections
 from kernodeck.index.cache import IndexCache, default_cache_dir
 from kernodeck.lockconvert import Format, Rendered, diff, platform_lock, render, stale_reasons
+from kernodeck.lockfile.leftover import LeftOver, left_over, remove
 from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
 from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
 from kernodeck.lockinputs import default_index_for, lock_inputs_sha256
@@ -161,10 +162,12 @@ class LockResult:
     held: tuple[Held, ...] = ()  # versions a platform takes older than on its own, to match others
     notices: tuple[str, ...] = ()  # e.g. the locker's pip settings that were not used
     adopted: tuple[PinReport, ...] = ()  # first lock after init: the preferred pins kept/changed
+    # lock files of platforms the manifest no longer declares: removed by a lock, named by --check
+    left_over: tuple[LeftOver, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not self.stale and not self.failed
+        return not self.stale and not self.failed and not (self.check and self.left_over)
 
     @property
     def stale(self) -> tuple[PlatformResult, ...]:
@@ -369,6 +372,8 @@ def lock_manifest(
         differences=tuple(differences),
         held=tuple(held),
         notices=tuple(notices),
+        # a lock of chosen platforms leaves the others' files alone
+        left=left_over(out_dir, path.name, {p.name for p in manifest.platform}) if not platforms else [],
     )
     if not firsts or check:  # the pin report is for a platform's first written lock only
         return result
@@ -625,10 +630,12 @@ def _finish(
     differences: tuple[Difference, ...] = (),
     held: tuple[Held, ...] = (),
     notices: tuple[str, ...] = (),
+    left: Sequence[LeftOver] = (),
 ) -> LockResult:
     out: list[PlatformResult] = []
     pending: list[tuple[Path, str]] = []
     targets = {t.name: t for t in _targets(manifest, names)} if check else {}
+    joint_change = _platforms_changed(manifest, out_dir, left) if check else None
     torn = check and interrupted_set(out_dir)
     for name in names:
         r = rendered[name]
@@ -655,7 +662,15 @@ def _finish(
                     pending.append((fpath, content))
                 elif old is not None:
                     reasons.extend(
-                        stale_reasons(old, content, manifest, targets[name], fpath.suffix, fpath.name)
+                        stale_reasons(
+                            old,
+                            content,
+                            manifest,
+                            targets[name],
+                            fpath.suffix,
+                            fpath.name,
+                            platforms_changed=joint_change,
+                        )
                     )
         if torn:
             reasons.append(
@@ -686,6 +701,8 @@ def _finish(
         # every file of this lock moves together: the whole old set or the whole new set (an
         # unchanged set is left alone: no journal, no fsync; an interrupted one is finished)
         write_set(out_dir, [(f.name, c.encode("utf-8")) for f, c in pending], is_lock_file)
+    if not check:
+        remove(left)
     return LockResult(
         manifest_path=path,
         platforms=tuple(out),
@@ -696,6 +713,23 @@ def _finish(
         differences=differences,
         held=held,
         notices=notices,
+        left_over=tuple(left),
+    )
+
+
+def _platforms_changed(manifest: Manifest, out_dir: Path, left: Sequence[LeftOver]) -> str | None:
+    """With platforms locked together, which were added (no lock file yet) or removed (files
+    left over) since the files on disk were written, in words; None when none or not together."""
+    if manifest.packages.same_versions == "no":
+        return None
+    added = [p.name for p in manifest.platform if not (out_dir / requirements_filename(p.name)).is_file()]
+    removed = [entry.platform for entry in left]
+    if not added and not removed:
+        return None
+    parts = [*(f"{n} added" for n in added), *(f"{n} removed" for n in removed)]
+    return (
+        f"the platforms changed ({', '.join(parts)}): they are locked together "
+        f'(same-versions = "{manifest.packages.same_versions}"), so each can move the others\' versions'
     )
 
 

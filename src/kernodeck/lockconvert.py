@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from kernodeck.lockfile.header import (
+    EXCLUDE_NEWER_KEY,
     OLD_HEADER_KEY,
+    PLATFORM_KEY,
     changed_file_inputs,
     file_inputs,
     has_old_header,
     header_digest,
+    header_values,
 )
 from kernodeck.lockfile.write import (
     IndexLine,
@@ -196,9 +199,18 @@ def diff(old: str | None, new: str, name: str) -> str:
 
 
 def stale_reasons(
-    old: str, new: str, manifest: Manifest, target: Target, suffix: str, filename: str = "requirements.txt"
+    old: str,
+    new: str,
+    manifest: Manifest,
+    target: Target,
+    suffix: str,
+    filename: str = "requirements.txt",
+    *,
+    platforms_changed: str | None = None,
 ) -> list[str]:
-    """Why a file on disk differs from the lock computed now, in words."""
+    """Why a file on disk differs from the lock computed now, in words. `platforms_changed` says
+    which platforms were added or removed when they are locked together (every file depends on
+    them then)."""
     out: list[str] = []
     if has_old_header(old):
         return [
@@ -208,9 +220,15 @@ def stale_reasons(
     files = changed_file_inputs(file_inputs(old), dict(file_inputs(new))) if a != b else []
     out.extend(files)
     if (a is None or b is None or a != b) and not files:
-        out.append(
-            "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
-            "exclude-newer, the platforms, or the backend table)"
+        named = _changed_header(old, new, filename if suffix == ".txt" else None)
+        if platforms_changed is not None:
+            named.append(platforms_changed)
+        out.extend(
+            named
+            or [
+                "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
+                "exclude-newer, the platforms, or the backend table)"
+            ]
         )
     if suffix == ".txt":
         out.extend(unsatisfied_pins(old, manifest, target, filename))
@@ -222,6 +240,36 @@ def stale_reasons(
             )
         else:
             out.append("the pins or hashes differ from a fresh lock (edited by hand, or the index changed)")
+    return out
+
+
+#: The options of a requirements file that say where packages come from.
+_INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--find-links", "--no-index")
+
+
+def _changed_header(old: str, new: str, filename: str | None) -> list[str]:
+    """Which lock inputs the headers (and, for a requirements file, the index options) show
+    changed, in words: the platform's Python and tags, exclude-newer, the indexes."""
+    was, now = header_values(old), header_values(new)
+    out: list[str] = []
+    for key, what in ((PLATFORM_KEY, "the platform"), (EXCLUDE_NEWER_KEY, "exclude-newer")):
+        a, b = was.get(key), now.get(key)
+        if a is not None and b is not None and a != b:
+            if key == PLATFORM_KEY:
+                a, b = a.partition(" ")[2].strip("()"), b.partition(" ")[2].strip("()")
+            out.append(f"{what} is now {b} (was {a})")
+    if filename is not None:
+        from kernodeck.lockfile.read import LockfileError, parse_lockfile
+
+        try:
+            a_ix, b_ix = (
+                [o for o in parse_lockfile(t, filename, lenient=True).options if o.startswith(_INDEX_OPTIONS)]
+                for t in (old, new)
+            )
+        except LockfileError:
+            return out
+        if a_ix != b_ix:
+            out.append(f"the indexes are now {' '.join(b_ix) or 'none'} (were {' '.join(a_ix) or 'none'})")
     return out
 
 

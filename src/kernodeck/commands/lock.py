@@ -135,12 +135,20 @@ def lock(
                 click.echo(f"  {reason}", err=True)
             if p.diff and json_out != "-":
                 click.echo(p.diff, nl=not p.diff.endswith("\n"))
+        for left in result.left_over:
+            for f in left.paths:
+                click.echo(f"{f.name}: left over", err=True)
+                click.echo(
+                    f"  {left.describe(result.manifest_path.name)}; `kernodeck lock` removes it", err=True
+                )
         _report_failures(result)
-        if result.failed and not result.stale:
+        changing = len(result.stale) + len(result.left_over)
+        if result.failed and not changing:
             ctx.exit(EXIT_FAILED)
         if not result.ok:
             click.echo(
-                f"error: {len(result.stale)} lock file(s) would change; run `kernodeck lock` to update them",
+                f"error: the lock files of {changing} platform(s) would change; run `kernodeck lock` "
+                "to update them",
                 err=True,
             )
             ctx.exit(EXIT_FAILED)
@@ -150,6 +158,9 @@ def lock(
         if result.failed:
             ctx.exit(EXIT_FAILED)
         return
+    for left in result.left_over:
+        for f in left.paths:
+            click.echo(f"removed {f.name}: {left.describe(result.manifest_path.name)}", err=True)
     for p in result.platforms:
         verb = "wrote" if p.status == "written" else "unchanged"
         click.echo(
@@ -241,6 +252,10 @@ def _json(result: LockResult) -> dict[str, Any]:
         "held": [h.to_json() for h in result.held],
         "notices": list(result.notices),
         "adopted": [r.to_json() for r in result.adopted],
+        # removed by this lock; with --check, files a lock would remove
+        "left_over": [
+            {"platform": left.platform, "files": [str(f) for f in left.paths]} for left in result.left_over
+        ],
     }
 
 

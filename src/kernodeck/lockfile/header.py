@@ -50,6 +50,22 @@ HEADER_KV = re.compile(
     + r"):\s*(\S(?:.*?\S)?)(?=\s{2,}[a-z][a-z0-9-]*:\s|\s*$)"
 )
 
+
+def header_values(text: str) -> dict[str, str]:
+    """The `key: value` pairs of a lock file's leading comment lines (platform, lock-inputs-sha256,
+    exclude-newer), the first of each key; either format."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            break
+        for k, v in HEADER_KV.findall(stripped.lstrip("#").strip()):
+            out.setdefault(k, v)
+    return out
+
+
 # The freshness digest anywhere in a file's text (new or old key).
 HEADER_DIGEST = re.compile(rf"(?:{re.escape(HEADER_KEY)}|{re.escape(OLD_HEADER_KEY)}):\s*([0-9a-f]{{64}})")
 
