@@ -7,11 +7,12 @@ The helpers (`write_manifest`, `lock`, `pins`, `hashes`) live in tests/fixtures/
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
 
-from kernodeck.errors import ResolutionError, UsageError
+from kernodeck.errors import KernodeckError, ResolutionError, UsageError
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import (
@@ -289,6 +290,54 @@ def test_allow_sdist_locks_the_sdist(
     assert pins(text) == {"dep": "1.0", "srconly": "1.0"}  # dependencies came from a PEP 517 metadata build
     assert sha_of(f, ["srconly-1.0.tar.gz"]) <= hashes(text)
     assert "--only-binary :all:" not in text and "--prefer-binary" in text
+
+
+_WARNS = """
+import warnings as _w
+
+def get_requires_for_build_wheel(config_settings=None):
+    _w.warn("Unknown distribution option: 'test_requires'")
+    return []
+"""
+
+_FAILS = """
+import sys as _sys
+
+def get_requires_for_build_wheel(config_settings=None):
+    print("running egg_info", file=_sys.stderr)
+    raise ModuleNotFoundError("No module named 'numpy'")
+"""
+
+
+def test_an_sdist_backends_warnings_stay_out_of_the_output(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
+) -> None:
+    """setuptools prints dozens of lines of deprecation notices per old sdist; pyproject_hooks
+    re-raises them as warnings in the locking process, where they buried the lock's own output."""
+    index_factory.add_sdist("srconly", "1.0", backend_extra=_WARNS)
+    path = write_manifest(
+        tmp_path / "p", requirements=["srconly"], default_url=served_index.url(), allow_sdist=["srconly"]
+    )
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        lock(path, cache)
+    assert pins(read_lock(path)) == {"srconly": "1.0"}
+    assert not [w for w in seen if "test_requires" in str(w.message)]
+
+
+def test_a_failed_sdist_build_shows_what_the_backend_said(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
+) -> None:
+    index_factory.add_sdist("srconly", "1.0", backend_extra=_FAILS)
+    path = write_manifest(
+        tmp_path / "p", requirements=["srconly"], default_url=served_index.url(), allow_sdist=["srconly"]
+    )
+    with pytest.raises(KernodeckError) as ei:
+        lock(path, cache)
+    text = ei.value.render()
+    assert "building the metadata of srconly-1.0.tar.gz failed" in text
+    assert "| running egg_info" in text
+    assert "| ModuleNotFoundError: No module named 'numpy'" in text
 
 
 # --- metadata transport and caching -------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import os
 import re
 import struct
 import tempfile
+import warnings
 import zipfile
 import zlib
 from collections.abc import Callable, Mapping
@@ -479,14 +480,38 @@ def _safe_extract(archive: Path, dest: Path) -> Path:
     raise MetadataError(f"{archive.name} does not hold one project folder")
 
 
+#: How many of the last lines a failed build backend printed are shown: its error is at the end.
+BACKEND_TAIL = 6
+
+
+def _backend_said(e: BaseException) -> list[str]:
+    """The last lines a failed build backend printed (its traceback's end: the error), each as
+    `| line`; empty when it printed nothing."""
+    inner = getattr(e, "exception", None)
+    out = getattr(inner, "output", None) or getattr(inner, "stderr", None)
+    if isinstance(out, bytes):
+        out = out.decode("utf-8", errors="replace")
+    if not isinstance(out, str):
+        return []
+    lines = [line.rstrip() for line in out.splitlines() if line.strip()]
+    tb = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    if tb:  # what it printed before its traceback, and the error the traceback ends with
+        lines = [*lines[: tb[-1]][-(BACKEND_TAIL - 1) :], lines[-1]]
+    return [f"| {line}" for line in lines[-BACKEND_TAIL:]]
+
+
 def build_sdist_metadata(archive: Path) -> bytes:
     """Core metadata of an sdist by a PEP 517 `prepare_metadata_for_build_wheel` in an isolated env."""
     try:
         from build import BuildBackendException, BuildException, ProjectBuilder
         from build.env import DefaultIsolatedEnv
-        from pyproject_hooks import quiet_subprocess_runner
+        from pyproject_hooks import BuildBackendWarning, quiet_subprocess_runner
     except ImportError as e:  # pragma: no cover - build is a dependency
         raise MetadataError(f"cannot build {archive.name}: the 'build' package is missing ({e})") from None
+    # The backend's own warnings (setuptools' deprecation notices, dozens of lines per sdist) are
+    # the package author's business, not the locker's: pyproject_hooks re-raises them in this
+    # process, where they would bury the lock's output.
+    warnings.filterwarnings("ignore", category=BuildBackendWarning)
     with tempfile.TemporaryDirectory(prefix="kernodeck-sdist-") as tmp:
         src = _safe_extract(archive, Path(tmp) / "src")
         out = Path(tmp) / "meta"
@@ -500,7 +525,7 @@ def build_sdist_metadata(archive: Path) -> bytes:
         except (BuildException, BuildBackendException, OSError) as e:
             raise MetadataError(
                 f"building the metadata of {archive.name} failed",
-                context=[str(e).splitlines()[0] if str(e) else type(e).__name__],
+                context=[str(e).splitlines()[0] if str(e) else type(e).__name__, *_backend_said(e)],
                 hint="the sdist needs its build requirements and a working build backend; "
                 "prefer a wheel, or remove the package from allow-sdist",
             ) from None

@@ -36,6 +36,7 @@ from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
 from kernodeck.lockfile.names import is_kernodeck_file
 from kernodeck.lockfile.read import read_pins
+from kernodeck.manifest.condaenv import find_conda_env, read_conda_env
 from kernodeck.reqfile import (
     BackendHint,
     ParsedRequirements,
@@ -72,6 +73,9 @@ class Discovery:
     backends: list[BackendHint] = field(default_factory=list)
     data: list[DataProposal] = field(default_factory=list)
     missing: str | None = None
+    # copied from a conda environment file when the project has no other dependency list
+    requirements: list[str] = field(default_factory=list)
+    python: tuple[str, str] | None = None  # (major.minor, why) when a source names the Python
 
 
 #: Without any dependency list a lock can read.
@@ -226,10 +230,38 @@ def discover(directory: Path) -> Discovery:
             f"{existing.file} found: a platform's first `kernodeck lock` keeps its {len(existing.pins)} pins "
             "where they still fit"
         )
+    conda = find_conda_env(root)
+    if conda is not None:
+        _read_conda(out, conda, root)
     out.data = propose_data(root)
-    if not out.sources:
+    if not out.sources and not out.requirements:
         out.missing = unread or NO_DEPENDENCIES
     return out
+
+
+def _read_conda(out: Discovery, path: Path, root: Path) -> None:
+    """A conda environment file: named when the project has another dependency list; else its
+    PyPI requirements are copied (`from` cannot read it), its pip: list's files go to `from`
+    and its Python gives [python] (see manifest.condaenv)."""
+    name = path.name
+    if out.sources:
+        out.comments.append(f"also found {name} (a conda environment, which `from` cannot read): not used")
+        return
+    env = read_conda_env(path, name)
+    for f in env.files:
+        if (root / f).is_file() and not Path(f).is_absolute():
+            out.sources.append(Path(f).as_posix())
+        else:
+            out.comments.append(f"{name}: -r {f}: no such file beside {name}")
+    if env.requirements:
+        out.requirements = env.requirements
+        out.comments.append(
+            f"requirements: copied from {name}, a conda environment, which `from` cannot read (conda "
+            "names given as PyPI's: pytorch is torch); edit them here from now on"
+        )
+    out.comments.extend(env.notes)
+    if env.python is not None:
+        out.python = (env.python, f"{name}: {env.python_spec}")
 
 
 #: Files at least this large, outside the proposed folders, are proposed one by one.

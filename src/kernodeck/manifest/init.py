@@ -239,6 +239,9 @@ def starter_document(
         )
         doc.add(tomlkit.nl())
 
+    found = found or discover(directory)
+    if env is None and found.python is not None and found.python[0] != facts.python_version:
+        facts = dataclasses.replace(facts, python_version=found.python[0], python_note=found.python[1])
     py = tomlkit.table()
     _kv(
         py,
@@ -249,7 +252,6 @@ def starter_document(
     py.add("implementation", facts.implementation)
     doc.add("python", py)
 
-    found = found or discover(directory)
     if env is not None:
         _adopt_env(found, env, directory)
     pk = tomlkit.table()
@@ -261,16 +263,16 @@ def starter_document(
     for line in found.comments:
         pk.add(tomlkit.comment(line))
     reqs = tomlkit.array()
-    if env is not None:
-        reqs.extend(env.requirements)
-        reqs.multiline(len(env.requirements) > 3)
+    copied = env.requirements if env is not None else found.requirements
+    reqs.extend(copied)
+    reqs.multiline(len(copied) > 3)
     _kv(
         pk,
         "requirements",
         reqs,
-        "more requirements, beside those in `from`"
-        if found.sources and env is None
-        else (None if env is not None else 'e.g. "numpy>=1.26"'),
+        None
+        if copied
+        else ("more requirements, beside those in `from`" if found.sources else 'e.g. "numpy>=1.26"'),
     )
     pk.add("constraints", tomlkit.array())
     _kv(pk, "allow-sdist", tomlkit.array(), "names that may be locked as source distributions")
@@ -340,10 +342,12 @@ def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:
         if s not in found.sources
     ]
     # the environment's versions are what the first lock prefers, not those of a project lock
+    found.requirements = []  # copied from a conda file: the environment's leaves are used instead
     found.comments = lead + [
         c
         for c in found.comments
-        if not c.startswith(("extras =", "groups =")) and "first `kernodeck lock` keeps its" not in c
+        if not c.startswith(("extras =", "groups =", "requirements: copied from"))
+        and "first `kernodeck lock` keeps its" not in c
     ]
 
 
