@@ -35,6 +35,18 @@ def test_cpu_machine_cpu_manifest_passes(tmp_path: Path) -> None:
     } in report.inventory["distributions"]
 
 
+def test_the_contract_step_says_how_many_requirements_it_checked(tmp_path: Path) -> None:
+    facts = load("cpu_linux")
+    project(tmp_path, facts, "linux-x86_64-cpu")
+    observed = step(run(tmp_path, facts, only=["contract"]), "contract", "requirements").observed
+    n = len(facts["distributions"])
+    assert observed.endswith(f" requirements of {n} distributions met") and not observed.startswith("0 ")
+    for d in facts["distributions"]:  # nothing requires anything: said so, not "0 requirements ... met"
+        d["requires"] = []
+    observed = step(run(tmp_path, facts, only=["contract"]), "contract", "requirements").observed
+    assert observed == f"no requirement to check: none of the {n} distributions requires another"
+
+
 def test_healthy_h100_cu126_passes(tmp_path: Path) -> None:
     facts = load("h100_cu126")
     project(tmp_path, facts, "linux-x86_64-cu126", system=GPU_SYSTEM)

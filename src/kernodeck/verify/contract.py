@@ -174,14 +174,12 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
     broken, checked = cached_broken_requirements(facts, path.parent if path is not None else None)
     if not broken:
         n = len(facts.dists())
-        return [
-            Step.passed(
-                LAYER,
-                "requirements",
-                expected="every requirement met",
-                observed=f"{checked} requirements of {n} distributions met",
-            )
-        ]
+        observed = (
+            f"{checked} requirements of {n} distributions met"
+            if checked
+            else f"no requirement to check: none of the {n} distributions requires another"
+        )
+        return [Step.passed(LAYER, "requirements", expected="every requirement met", observed=observed)]
     steps = []
     for b in broken:
         steps.append(
