@@ -227,3 +227,30 @@ def test_a_platform_that_cannot_go_down_lifts_the_others(
     result = lock_manifest(path)
     assert result.ok and result.differences == ()
     assert pins(_read(path, "linux")) == pins(_read(path, "windows")) == {"num": "2.0"}
+
+
+def test_platforms_held_to_one_are_said_once_per_package() -> None:
+    """Linux, Windows and Apple-silicon macOS all held at the last torch built for Intel macOS:
+    one line per package naming the platform that holds them, not one per platform naming all."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    from kernodeck.resolve.joint import Held, describe_held
+
+    everyone = ("linux", "mac-arm", "mac-intel", "windows")
+    held = [
+        Held(canonicalize_name(name), p, Version(alone), Version(now), tuple(q for q in everyone if q != p))
+        for name, now, alone in (("torch", "2.2.2", "2.15.0"), ("numpy", "2.2.6", "2.4.6"))
+        for p in ("linux", "mac-arm", "windows")
+    ]
+    held.append(
+        Held(canonicalize_name("scipy"), "linux", Version("1.15.0"), Version("1.14.0"), ("mac-intel",))
+    )
+    held.append(
+        Held(canonicalize_name("scipy"), "windows", Version("1.15.1"), Version("1.14.0"), ("mac-intel",))
+    )
+    assert describe_held(held) == [
+        "torch 2.2.2 on linux, mac-arm, windows (on their own: 2.15.0), to match mac-intel",
+        "numpy 2.2.6 on linux, mac-arm, windows (on their own: 2.4.6), to match mac-intel",
+        "scipy 1.14.0 on linux, windows (on their own: linux 1.15.0, windows 1.15.1), to match mac-intel",
+    ]

@@ -195,13 +195,15 @@ def _report_differences(result: LockResult, quiet: bool) -> None:
     if quiet:
         return
     if result.held:
+        from kernodeck.resolve.joint import describe_held
+
         click.echo(
-            f"{len(result.held)} package(s) held back on a platform to match the others "
+            f"{len({h.name for h in result.held})} package(s) held back on a platform to match the others "
             '(same-versions = "no" resolves each platform on its own):',
             err=True,
         )
-        for h in result.held:
-            click.echo(f"  {h.describe()}", err=True)
+        for line in describe_held(result.held):
+            click.echo(f"  {line}", err=True)
     if not result.differences:
         return
     click.echo(f"{len(result.differences)} package(s) differ across platforms:", err=True)

@@ -14,7 +14,7 @@ that each platform can install, the same on all of them wherever such a version 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -106,6 +106,30 @@ class Held:
             Version(d["version"]),
             tuple(str(m) for m in d["matches"]),
         )
+
+
+def describe_held(held: Sequence[Held]) -> list[str]:
+    """One line per package and version held back, naming every platform that took it and the
+    platforms that hold it there (those that resolved to it on their own): `torch 2.2.2 on
+    linux, windows (on their own: 2.15.0), to match macos-x86_64`. Four platforms held to one
+    Intel macOS are one line per package, not one per platform."""
+    groups: dict[tuple[str, Version], list[Held]] = {}
+    for h in held:
+        groups.setdefault((h.name, h.version), []).append(h)
+    lines = []
+    for (name, version), hs in groups.items():
+        platforms = [h.platform for h in hs]
+        alones = {str(h.alone) for h in hs}
+        alone = alones.pop() if len(alones) == 1 else ", ".join(f"{h.platform} {h.alone}" for h in hs)
+        matched = sorted({m for h in hs for m in h.matches})
+        binding = [m for m in matched if m not in platforms] or matched
+        own = "on its own" if len(hs) == 1 else "on their own"
+        lines.append(
+            _one_line(
+                f"{name} {version} on {', '.join(platforms)} ({own}: {alone}), to match {', '.join(binding)}"
+            )
+        )
+    return lines
 
 
 def held_back(
