@@ -358,6 +358,26 @@ def test_range_requests_when_no_metadata_file(
         assert srv.count(suffix="big-1.0-py3-none-any.whl", method="GET", ranged=False) == 0
 
 
+def test_a_walk_down_a_projects_versions_reads_ahead_of_the_resolver(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
+) -> None:
+    """When the newest releases of a project each conflict with what is already pinned, the
+    resolver tries them one by one, each after the last one's metadata arrived (60 releases of
+    ultralytics took 14 s on a real network). The reads of the next older releases start ahead of
+    it, so the walk waits for a few reads; the pins are those of a walk without reading ahead."""
+    f = index_factory
+    f.add_wheel("dep", "1.0")
+    f.add_wheel("dep", "2.0")
+    for n in range(1, 81):
+        f.add_wheel("app", f"{n}.0", requires=["dep>=2"] if n > 70 else ["dep>=1"])
+    path = write_manifest(tmp_path / "p", requirements=["dep<2", "app"], default_url=served_index.url())
+    lock(path, cache)
+    assert pins(read_lock(path)) == {"app": "70.0", "dep": "1.0"}
+    # releases the resolver never had to try were read ahead of it, a bounded number of them
+    assert served_index.count(suffix="app-69.0-py3-none-any.whl.metadata") == 1
+    assert served_index.count(suffix="app-30.0-py3-none-any.whl.metadata") == 0
+
+
 def test_warm_relock_reads_no_metadata_over_the_network(
     index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
 ) -> None:

@@ -67,6 +67,9 @@ if TYPE_CHECKING:
     from kernodeck.manifest.schema import Packages
     from kernodeck.targets import Target
 
+#: The most metadata reads started ahead while the resolver backtracks through one project.
+BACKTRACK_AHEAD = 32
+
 # --- settings and routing ----------------------------------------------------------------------
 
 
@@ -601,26 +604,61 @@ class Factory:
         if pref is not None and not (pf.known(pref) and wanted(pref)):
             pref = None
 
+        def ordered() -> Iterable[Version]:
+            if pref is None:
+                return pf.all_versions
+            return itertools.chain(
+                (pref,), (v for v in pf.all_versions if v != pref)
+            )  # the existing pin first
+
+        def usable() -> Iterator[Version]:
+            return (v for v in ordered() if wanted(v) and pf.usable(v, pinned))
+
         def matches() -> Iterator[BaseCandidate]:
             # Filtered lazily, newest first: the resolver usually takes the first candidate, and
             # asks again (a fresh iterator) each time a criterion of this project changes, so a
             # project with thousands of versions is not filtered whole on every ask.
-            first = True
-            order: Iterable[Version] = pf.all_versions
-            if pref is not None:  # the existing pin first
-                order = itertools.chain((pref,), (v for v in pf.all_versions if v != pref))
-            for v in order:
-                if not wanted(v):
-                    continue
-                if not pf.usable(v, pinned):
-                    continue
+            ahead: Iterator[Version] | None = None  # the versions whose metadata is read ahead
+            started = 0
+            for n, v in enumerate(usable(), start=1 + len(bad)):
                 cand = self._candidate(pf, v, pinned)
-                if first:
-                    first = False
+                if n == 1:
                     self.session.metadata_future(cand.metadata_file)
+                else:
+                    # The resolver rejected the candidates before this one (their dependencies
+                    # conflict with what it has pinned) and walks down this project's versions,
+                    # one metadata read at a time: read the next ones now, twice as many each
+                    # time it asks again (as uv batches its prefetches), so a walk down 60
+                    # releases waits for a handful of reads, not 60 in a row.
+                    if ahead is None:
+                        ahead = usable()
+                        started = len(bad)
+                    started = self._read_ahead_of_walk(pf, ahead, started, n, pinned)
                 yield ExtrasCandidate(cand, extras) if extras else cand
 
         return matches
+
+    def _read_ahead_of_walk(
+        self, pf: ProjectFiles, ahead: Iterator[Version], started: int, at: int, pinned: bool
+    ) -> int:
+        """Start the metadata reads of the versions `ahead` yields (the same order the resolver
+        walks, `started` of them already taken) up to `at + 2**(at-1)` (at most BACKTRACK_AHEAD
+        past `at`, the position of the candidate given now); returns how many are taken. Source
+        distributions are skipped: reading theirs means building them."""
+        until = at + min(2 ** min(at - 1, 8), BACKTRACK_AHEAD)
+        while started < until:
+            v = next(ahead, None)
+            if v is None:
+                break
+            started += 1
+            file = self._candidate(pf, v, pinned).metadata_file
+            if started <= at or file.is_sdist:
+                continue
+            try:
+                self.session.metadata_future(file)
+            except RuntimeError:  # the pools are shut down: nothing more to read
+                break
+        return started
 
     def _candidate(self, pf: ProjectFiles, version: Version, pinned: bool) -> Candidate:
         key = (pf.name, version, pinned)
