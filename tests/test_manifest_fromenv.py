@@ -157,8 +157,9 @@ def test_editable_and_direct_url_installs_are_reported_and_their_dependencies_ke
     )
     (proj / "uv.lock").write_text('version = 1\n[[package]]\nname = "numpy"\nversion = "1.0"\n')
     env = from_facts(facts, proj)
-    # numpy and rich are leaves once the installs that need them cannot be locked
-    assert env.requirements == ["numpy", "rich", "torch"]
+    # rich is a leaf once the install that needs it cannot be locked; numpy is the project's own
+    # dependency, read with its specifier from pyproject.toml (`from`), not repeated bare
+    assert env.requirements == ["rich", "torch"]
     assert env.project_editable
     assert "proj" not in env.pins and "helper" not in env.pins
     assert env.pins["torch"] == "2.13.0+cu121" and env.pins["resolvelib"] == "1.1.0"
@@ -174,7 +175,7 @@ def test_editable_and_direct_url_installs_are_reported_and_their_dependencies_ke
     (proj / "repro.toml").write_text(text)
     m = load_manifest(proj / "repro.toml")
     assert m.packages.from_ == ["pyproject.toml"]
-    assert m.packages.requirements == ["numpy", "rich", "torch"]
+    assert m.packages.requirements == ["rich", "torch"]
     assert m.python.version == "3.12"
     # torch's local label sets the host platform's backend
     assert (m.platform[0].name, m.platform[0].backend) == ("linux-x86_64-cu121", "cu121")

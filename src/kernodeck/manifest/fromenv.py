@@ -12,7 +12,7 @@ environment's markers (without extras, as pip evaluates them). pip, setuptools, 
 Kernodeck itself are never requirements (what only they require is not one either). An editable or direct-URL install cannot be locked from an
 index: it is reported (never dropped silently); its dependencies then count as leaves, and an
 editable install of the project folder itself stands for the project's own dependencies
-(`from = ["pyproject.toml"]`).
+(`from = ["pyproject.toml"]`, which reads them with their specifiers: they are not leaves).
 
 The installed versions are written next to repro.toml in `ENV_PINS` (`name==version` lines); a
 platform's first `kernodeck lock` prefers them (`adopt.first_lock_source`), so it changes no
@@ -69,6 +69,7 @@ def from_facts(facts: Facts, project: Path) -> EnvAdoption:
     out.installed = len(dists)
     project_dir = project.resolve()
     lockable: dict[str, Distribution] = {}
+    own: list[str] = []  # what the project itself requires: `from = ["pyproject.toml"]` reads it
     for key, d in sorted(dists.items()):
         if key == "torch":
             out.torch_version = d.version
@@ -79,6 +80,7 @@ def from_facts(facts: Facts, project: Path) -> EnvAdoption:
         path = _direct_path(d)
         if d.editable and path is not None and path.resolve() == project_dir:
             out.project_editable = True
+            own.extend(d.requires)
             out.not_locked.append(
                 f"{d.name} {d.version} is the project itself, installed editable: its dependencies are "
                 "read from pyproject.toml"
@@ -95,15 +97,16 @@ def from_facts(facts: Facts, project: Path) -> EnvAdoption:
             )
     env = {**facts.markers, "extra": ""}
     required: set[str] = set()
-    for d in lockable.values():
-        for text in d.requires:
-            try:
-                req = Requirement(text)
-                if req.marker is not None and not req.marker.evaluate(env):
-                    continue
-            except (InvalidRequirement, InvalidMarker, UndefinedEnvironmentName):
+    # The project's own dependencies come with its specifiers through `from`; listed again as
+    # bare names they would only repeat them.
+    for text in [*(t for d in lockable.values() for t in d.requires), *own]:
+        try:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate(env):
                 continue
-            required.add(canonicalize_name(req.name))
+        except (InvalidRequirement, InvalidMarker, UndefinedEnvironmentName):
+            continue
+        required.add(canonicalize_name(req.name))
     out.requirements = [
         d.name for key, d in lockable.items() if key not in required and key not in NOT_REQUIREMENTS
     ]
