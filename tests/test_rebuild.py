@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from kernodeck.cli import cli
 from kernodeck.errors import UsageError
-from kernodeck.installer_errors import first_error
+from kernodeck.installer_errors import backend_error, first_error
 from kernodeck.rebuild import (
     parse_freeze,
     plan_rebuild,
@@ -59,6 +59,56 @@ def test_first_error_keeps_the_package_and_the_hashes() -> None:
     uv = first_error(UV_HASH_ERROR)
     assert "Hash mismatch for `alpha==1.0`" in uv and "sha256:bbbb" in uv
     assert first_error("all fine\nlast words\n") == "last words"
+
+
+# Recorded: `pip install -e` and `uv pip install -e` of YOLOv5's checkout (setuptools, flat layout).
+PIP_BUILD_ERROR = """\
+Obtaining file:///src/yolov5
+  Installing build dependencies: started
+  Getting requirements to build editable: finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × Getting requirements to build editable did not run successfully.
+  │ exit code: 1
+  ╰─> [54 lines of output]
+      /tmp/pip-build-env-x/overlay/lib/python3.11/site-packages/setuptools/config/_apply_pyprojecttoml.py:82: SetuptoolsDeprecationWarning: `project.license` as a TOML table is deprecated
+      !!
+              Please use a simple string containing a SPDX expression for `project.license`.
+      !!
+      error: Multiple top-level packages discovered in a flat-layout: ['data', 'models', 'segment', 'classify'].
+
+      To avoid accidental inclusion of unwanted files or directories,
+      setuptools will not proceed with this build.
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: subprocess-exited-with-error
+"""
+
+UV_BUILD_ERROR = """\
+   Building yolov5 @ file:///src/yolov5
+error: Failed to build `yolov5 @ file:///src/yolov5`
+  ├─▶ The build backend returned an error
+  ╰─▶ Call to `setuptools.build_meta.get_requires_for_build_editable` failed (exit status: 1)
+
+      [stderr]
+        dist._finalize_license_expression()
+      error: Multiple top-level packages discovered in a flat-layout: ['data', 'models', 'segment', 'classify'].
+      To avoid accidental inclusion of unwanted files or directories,
+
+      hint: Build failures usually indicate a problem with the package or the build environment
+"""
+
+
+def test_backend_error_is_what_the_build_backend_said() -> None:
+    want = "error: Multiple top-level packages discovered in a flat-layout: ['data', 'models', 'segment', 'classify']."
+    assert backend_error(PIP_BUILD_ERROR) == want
+    assert backend_error(UV_BUILD_ERROR) == want
+    assert backend_error("  File \"x.py\", line 1\nModuleNotFoundError: No module named 'numpy'\n") == (
+        "ModuleNotFoundError: No module named 'numpy'"
+    )
+    assert backend_error(PIP_HASH_ERROR) is None
+    assert first_error(PIP_BUILD_ERROR).startswith("subprocess-exited-with-error")  # what it said before
 
 
 def test_helpers() -> None:

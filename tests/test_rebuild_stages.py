@@ -61,7 +61,8 @@ def test_the_table_names_every_stage_in_order_and_skips_only_later_ones() -> Non
     # a broken contract and a failed inventory are reported without skipping what follows
     by_name = {s.name: s for s in STAGES}
     assert by_name["contract"].skips == () and by_name["inventory"].skips == ()
-    assert by_name["install"].skips == ("contract", "inventory", "verify")
+    assert by_name["install"].skips == ("project", "contract", "inventory", "verify")
+    assert by_name["project"].skips == () and not by_name["project"].required  # a warning at most
 
 
 def _canned(name: str, status: Status, refused: str | None = None) -> Stage:
@@ -116,7 +117,9 @@ def test_a_refused_interpreter_skips_every_later_stage_verify_included(tmp_path:
     plan = _plan(tmp_path, py="3.9")
     report = run_rebuild(plan, environ={"PATH": ""}, verify=None).report
     why = "no suitable interpreter; nothing was created"
-    assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[2:]]
+    applying = [s.name for s in rebuild.STAGES if s.applies(plan)]
+    assert "project" not in applying  # the plan's manifest reads no pyproject.toml
+    assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[2:] if name in applying]
     assert report.steps[0].name == "interpreter" and report.steps[0].status is Status.FAILED
     assert report.exit_code == 2 and not plan.dest.exists()
 
@@ -128,7 +131,8 @@ def test_a_tampered_bundle_skips_everything_after_the_bundle_stage(tmp_path: Pat
     report = run_rebuild(plan, environ={"PATH": ""}).report
     assert report.steps[0].name == "bundle" and report.steps[0].status is Status.FAILED
     why = "the bundle does not match BUNDLE.sha256"
-    assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[1:]]
+    # (a bundle holds no code: the project stage does not apply to it)
+    assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[1:] if name != "project"]
     assert report.exit_code == 1 and not plan.dest.exists()
 
 

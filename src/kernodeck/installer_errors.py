@@ -78,6 +78,24 @@ def first_error(output: str) -> str:
     return text if len(text) <= 1200 else text[:1197] + "..."
 
 
+# The error a build backend ends with, inside the output pip or uv quote from it:
+# `error: Multiple top-level packages discovered in a flat-layout: [...]`, `ModuleNotFoundError: ...`.
+_BACKEND_ERROR = re.compile(r"^\s*(?:error|[A-Za-z_][\w.]*(?:Error|Exception)):\s+\S")
+_INSTALLER_OWN = ("subprocess-exited-with-error", "metadata-generation-failed", "failed-wheel-build")
+
+
+def backend_error(output: str) -> str | None:
+    """The last error a build backend printed in an installer's output (what setuptools says
+    went wrong, under pip's deprecation notices and `subprocess-exited-with-error`); None when
+    there is none."""
+    found = None
+    for line in output.splitlines():
+        text = line.strip().lstrip("│").strip()
+        if _BACKEND_ERROR.match(text) and not any(own in text for own in _INSTALLER_OWN):
+            found = text
+    return found
+
+
 @dataclass(frozen=True)
 class InstallerCause:
     """Why an installer run failed: `kind` (see the module docstring), the step's first error, a hint."""

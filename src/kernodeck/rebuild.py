@@ -15,6 +15,9 @@ saying why):
                   (`--isolated`, `PIP_CONFIG_FILE=os.devnull`, an environment reduced to the
                   basics, the machine's network settings and the variables the manifest names:
                   `kernodeck.installer_env`), or `uv pip install` with the same strictness;
+   `project`      when `[packages] from` names the project's pyproject.toml: the project itself,
+                  editable from its folder, without dependencies (as `uv sync` installs it); a
+                  project that cannot be installed so is a warning, not a failure;
 6. `contract`     `pip check`;
 7. `inventory`    `pip freeze --all` written to installed-after.txt, marked as an observation;
 8. `verify`       verify against `<dest>/bin/python`, application checks included; its steps
@@ -34,6 +37,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,10 +46,10 @@ from typing import Any, Protocol
 
 from kernodeck import bundlesums
 from kernodeck.conflicts import conflict_regions
-from kernodeck.errors import UsageError
+from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fsio import atomic_write_text
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
-from kernodeck.installer_errors import InstallerCause, first_error, installer_cause
+from kernodeck.installer_errors import InstallerCause, backend_error, first_error, installer_cause
 from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
@@ -614,6 +618,49 @@ def install_argv(
     return [*argv, *extra, "-r", requirements]
 
 
+def project_argv(
+    installer: Installer, python: str, requirements: str, *, uv: str | None = None, extra: Sequence[str] = ()
+) -> list[str]:
+    """The command of the `project` stage: `requirements` holds the lock's index lines and `-e
+    <the project's folder>` (in a file, so `${VAR}` credentials expand as in the lock); the
+    project without its dependencies (the lock installed them), as `uv sync` installs it."""
+    if installer == "uv":
+        head = [uv or "uv", "pip", "install", "--no-config", "--python", python]
+    else:
+        head = [python, "-m", "pip", "install", "--isolated", "--no-input", "--disable-pip-version-check"]
+    return [*head, "--no-deps", *extra, "-r", requirements]
+
+
+#: The options of a lock file that say where packages come from: the project's build
+#: requirements are fetched from there too.
+_INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--find-links", "--no-index", "-i ", "-f ")
+
+
+def project_requirements(lock_text: str, folder: Path) -> str:
+    """The requirements file of the `project` stage: the lock's index lines, then `-e FOLDER`."""
+    lines = [line.strip() for line in lock_text.splitlines() if line.strip().startswith(_INDEX_OPTIONS)]
+    return "\n".join([*lines, f"-e {folder}"]) + "\n"
+
+
+def project_to_install(plan: RebuildPlan) -> tuple[str, Path] | None:
+    """(name, folder) of the project whose own dependencies the lock holds: `[packages] from`
+    names the pyproject.toml beside the manifest and it has a [project] name. None otherwise, and
+    for a bundle (which holds no code)."""
+    if plan.bundle_sums is not None:
+        return None
+    if not any(Path(f) == Path("pyproject.toml") for f in plan.manifest.packages.from_):
+        return None
+    folder = plan.manifest_path.parent
+    try:
+        from kernodeck.reqfile import read_pyproject
+
+        project = read_pyproject(folder / "pyproject.toml", "pyproject.toml").get("project")
+    except KernodeckError:
+        return None
+    name = project.get("name") if isinstance(project, dict) else None
+    return (name, folder) if isinstance(name, str) and name else None
+
+
 def venv_argv(interpreter: str, dest: str) -> list[str]:
     """The command of the `venv` stage: a fresh virtual environment, the interpreter isolated."""
     return [interpreter, "-I", "-m", "venv", dest]
@@ -904,6 +951,50 @@ def _stage_install(r: _Rebuild) -> StageResult:
     )
 
 
+def _stage_project(r: _Rebuild) -> StageResult:
+    """The project itself, editable from its folder, as in the reference environment a developer
+    made with `pip install -e .` or `uv sync`. A project that cannot be installed so (setuptools
+    cannot tell which of its folders are packages) is a warning: the environment still has every
+    locked dependency, and scripts run from the checkout as before."""
+    found = project_to_install(r.plan)
+    assert found is not None  # `applies` runs this stage only then
+    name, folder = found
+    plan, ienv = r.plan, r.ienv
+    with tempfile.TemporaryDirectory(prefix="kernodeck-project-") as tmp:
+        reqs = Path(tmp) / "project.txt"
+        lock_text = plan.requirements.read_text(encoding="utf-8")
+        reqs.write_text(project_requirements(lock_text, folder), encoding="utf-8")
+        argv = project_argv(plan.installer, str(r.py), str(reqs), uv=r.uv, extra=ienv.args(plan.installer))
+        run = _run(argv, ienv.env, cwd=folder)
+    expected = f"{name} installed editable from its folder ({plan.installer} install -e, no dependencies)"
+    details: dict[str, Any] = {"command": _pretty_argv(plan, argv), "returncode": run.returncode}
+    if run.returncode != 0:
+        details["output"] = _tail(run.output)
+        step = Step.warning(
+            LAYER,
+            "project",
+            backend_error(run.output) or first_error(run.output) or f"the install exited {run.returncode}",
+            expected=expected,
+            hint=f"the locked dependencies are installed; to install {name} too, make it installable "
+            "(e.g. [tool.setuptools] packages) or leave pyproject.toml out of [packages] from",
+            details=details,
+            seconds=round(run.seconds, 3),
+        )
+        return StageResult([step])
+    return StageResult(
+        [
+            Step.passed(
+                LAYER,
+                "project",
+                expected=expected,
+                observed=f"{name} installed editable",
+                details=details,
+                seconds=round(run.seconds, 3),
+            )
+        ]
+    )
+
+
 def _stage_contract(r: _Rebuild) -> StageResult:
     run = _run(contract_argv(str(r.py)), r.ienv.env)
     expected = "no broken requirements (pip check)"
@@ -972,7 +1063,17 @@ def _stage_verify(r: _Rebuild) -> StageResult:
 
 
 #: The stages' names in order (`STAGES` follows it; a test holds them together).
-STAGE_ORDER = ("bundle", "interpreter", "venv", "pip-version", "install", "contract", "inventory", "verify")
+STAGE_ORDER = (
+    "bundle",
+    "interpreter",
+    "venv",
+    "pip-version",
+    "install",
+    "project",
+    "contract",
+    "inventory",
+    "verify",
+)
 
 
 def _after(name: str) -> tuple[str, ...]:
@@ -1011,6 +1112,13 @@ STAGES: tuple[Stage, ...] = (
         skips=_after("install"),
         why_skipped="the install failed",
         label="install ({installer})",
+    ),
+    Stage(
+        "project",
+        _stage_project,
+        applies=lambda plan: project_to_install(plan) is not None,
+        label="install the project itself ({installer})",
+        required=False,  # its failure is a warning: the locked environment is complete without it
     ),
     Stage("contract", _stage_contract),  # a broken contract is reported; the inventory still helps
     Stage("inventory", _stage_inventory),

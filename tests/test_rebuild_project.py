@@ -1,0 +1,99 @@
+"""`kernodeck rebuild` installs the project itself when the lock holds its dependencies
+(`[packages] from = ["pyproject.toml"]`), editable, as the reference environment a developer made
+with `pip install -e .` or `uv sync` has it; a project that cannot be installed so is a warning.
+Real lock over a loopback index, real venvs, real pip and uv, real verify of the result; the
+project builds with an in-tree PEP 660 backend, so nothing is fetched for it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kernodeck.layers import Layer
+from kernodeck.lock import lock_manifest
+from kernodeck.rebuild import rebuild
+from kernodeck.report import Status
+from tests.fixtures.index_factory import IndexFactory, Server
+from tests.test_verify_project_itself import BACKEND, PYPROJECT
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+ARCH = os.uname().machine
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Server]:
+    f = IndexFactory(tmp_path / "index")
+    f.add_wheel("app", "1.0")
+    with f.serve() as srv:
+        yield srv
+
+
+def _project(tmp_path: Path, server: Server, backend: str = BACKEND) -> Path:
+    project = tmp_path / "trainer"
+    (project / "src" / "trainer").mkdir(parents=True)
+    (project / "src" / "trainer" / "__init__.py").write_text("ANSWER = 42\n")
+    (project / "backend.py").write_text(backend)
+    (project / "pyproject.toml").write_text(PYPROJECT)
+    (project / "repro.toml").write_text(
+        f'schema-version = 1\n[reference]\nname = "trainer"\nid = "1"\n[python]\nversion = "{PY}"\n'
+        f'[packages]\nfrom = ["pyproject.toml"]\n[[packages.index]]\nname = "local"\nurl = "{server.url()}"\n'
+        f'default = true\n[[platform]]\nname = "linux"\nos = "linux"\narch = "{ARCH}"\n'
+    )
+    result = lock_manifest(project / "repro.toml", cache_dir=tmp_path / "cache")
+    assert result.ok
+    return project
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"PATH": os.environ["PATH"], "HOME": str(home), "KERNODECK_CACHE_DIR": str(tmp_path / "cache")}
+
+
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+def test_the_project_itself_is_installed_editable(tmp_path: Path, served: Server, installer: str) -> None:
+    project = _project(tmp_path, served)
+    dest = tmp_path / "rebuilt"
+    report = rebuild(project, dest=dest, installer=installer, environ=_env(tmp_path), compute=False)  # type: ignore[arg-type]
+    steps = {(Layer(s.layer).value, s.name): s for s in report.steps}
+    assert report.ok, report.summary()
+    step = steps[("rebuild", "project")]
+    assert step.status is Status.PASSED and step.observed == "trainer installed editable"
+    assert "--no-deps" in step.details["command"] and "project.txt" in step.details["command"]
+    # verify of the rebuilt environment finds the project as the reference had it
+    assert steps[("packages", "project:trainer")].status is Status.PASSED
+    pth = list((dest / "lib").glob("python*/site-packages/_trainer.pth"))
+    assert pth and pth[0].read_text().strip() == str(project / "src")
+
+
+FAILING = BACKEND.replace(
+    "def build_editable(wheel_directory, config_settings=None, metadata_directory=None):\n",
+    "def build_editable(wheel_directory, config_settings=None, metadata_directory=None):\n"
+    "    raise RuntimeError('Multiple top-level packages discovered in a flat-layout')\n",
+)
+
+
+def test_a_project_that_cannot_be_installed_is_a_warning(tmp_path: Path, served: Server) -> None:
+    project = _project(tmp_path, served, FAILING)
+    report = rebuild(project, dest=tmp_path / "rebuilt", environ=_env(tmp_path), compute=False)
+    step = next(s for s in report.steps if s.name == "project")
+    assert step.status is Status.WARNING and not step.required
+    # the backend's own error, not pip's `subprocess-exited-with-error` around it
+    assert "RuntimeError: Multiple top-level packages discovered in a flat-layout" in (step.error or "")
+    assert "the locked dependencies are installed" in (step.hint or "")
+    # the rest ran as before: the environment holds every locked dependency
+    assert report.exit_code == 0
+    assert {s.name: s.status for s in report.steps if s.layer == "rebuild"}["inventory"] is Status.PASSED
+
+
+def test_a_lock_of_requirements_alone_installs_no_project(tmp_path: Path, served: Server) -> None:
+    project = _project(tmp_path, served)
+    text = (project / "repro.toml").read_text().replace('from = ["pyproject.toml"]', 'requirements = ["app"]')
+    (project / "repro.toml").write_text(text)
+    assert lock_manifest(project / "repro.toml", cache_dir=tmp_path / "cache").ok
+    report = rebuild(project, dest=tmp_path / "rebuilt", environ=_env(tmp_path), compute=False)
+    assert report.ok and "project" not in [s.name for s in report.steps if s.layer == "rebuild"]
