@@ -165,3 +165,34 @@ def test_cli_capture(project: Path) -> None:
     res = CliRunner().invoke(cli, ["capture", str(project), "--no-system"])
     assert res.exit_code == 0, res.output
     assert "code.revision" in res.output and "new reference id" in res.output
+
+
+def test_capture_records_the_revision_of_a_project_that_was_not_a_checkout_at_init(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """init before `git init` (or before the first commit) writes no [code] table; once there is a
+    commit, capture records its revision (a fill: the reference keeps its identity) and drops
+    init's placeholder, as the README's loop promises ("capture: record the code revision")."""
+    from kernodeck.cli import main
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "requirements.txt").write_text("rich\n")
+    _git(proj, "init", "-q")  # a repository without a commit is not a revision yet
+    assert main(["init", str(proj)]) == 0
+    text = (proj / "repro.toml").read_text()
+    assert "\n[code]\n" not in text and "`kernodeck capture` records it after the first commit" in text
+    result = capture(proj / "repro.toml", system_probe=None, today=TODAY)
+    assert not result.written and any(n.startswith("code revision not captured") for n in result.notes)
+
+    _git(proj, "add", "-A")
+    _git(proj, "commit", "-q", "-m", "first")
+    head = _git(proj, "rev-parse", "HEAD")
+    result = capture(proj / "repro.toml", system_probe=None, today=TODAY)
+    assert result.written and result.new_id is None  # filled in, same identity
+    m = load_manifest(proj / "repro.toml")
+    assert m.code is not None and m.code.revision == head
+    text = (proj / "repro.toml").read_text()
+    assert "not a git checkout yet" not in text
+    # and it stays put: a second capture changes nothing
+    assert not capture(proj / "repro.toml", system_probe=None, today=TODAY).written

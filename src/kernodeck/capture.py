@@ -225,17 +225,19 @@ def _observe(
 ) -> dict[str, Any]:
     """Dotted key -> observed value, for every recorded value that this environment can observe."""
     obs: dict[str, Any] = {}
+    # A manifest written before the project was a git checkout (or before its first commit) has
+    # no [code] table: the revision is recorded as soon as there is one.
+    rev, dirty, why = git_revision(folder)
+    if rev is None:
+        notes.append(f"code revision not captured: {why}")
+    else:
+        obs["code.revision"] = rev
+        if dirty and not (manifest.code is not None and manifest.code.allow_dirty):
+            notes.append(
+                "the working tree has local changes that the recorded revision does not include; "
+                "commit them, or set [code] allow-dirty = true"
+            )
     if manifest.code is not None:
-        rev, dirty, why = git_revision(folder)
-        if rev is None:
-            notes.append(f"code revision not captured: {why}")
-        else:
-            obs["code.revision"] = rev
-            if dirty and not manifest.code.allow_dirty:
-                notes.append(
-                    "the working tree has local changes that the recorded revision does not include; "
-                    "commit them, or set [code] allow-dirty = true"
-                )
         for i, cfg in enumerate(manifest.code.config):
             p = folder / cfg.path
             if p.is_file():
@@ -381,7 +383,11 @@ def capture(
             changes.append(Change(key, old_plain, new))
 
     old_id = manifest.reference.id
-    fills = [c for c in changes if c.old in (None, "") and c.key.endswith(".sha256")]
+    # a fingerprint or revision recorded where there was none fills in the reference, it does not
+    # change what it is
+    fills = [
+        c for c in changes if c.old in (None, "") and (c.key.endswith(".sha256") or c.key == "code.revision")
+    ]
     changes = [c for c in changes if c not in fills]
     result = CaptureResult(
         path=path,
@@ -396,7 +402,7 @@ def capture(
     for c in fills:
         set_value(doc, c.key, c.new)
     if not changes and fills:
-        text = dumps_document(doc)
+        text = _without_placeholder(dumps_document(doc))
         loads_manifest(text, str(path))  # never write a manifest that does not load
         if not dry_run:
             atomic_write_text(path, text)
@@ -425,12 +431,21 @@ def capture(
         for c in changes:
             set_value(doc, c.key, c.new)
         set_value(doc, "reference.id", new_id)
-    text = dumps_document(doc)
+    text = _without_placeholder(dumps_document(doc))
     loads_manifest(text, str(path))  # never write a manifest that does not load
     if not dry_run:
         atomic_write_text(path, text)
         result.written = True
     return result
+
+
+def _without_placeholder(text: str) -> str:
+    """The manifest without init's "[code] revision ... not a git checkout yet" comment once it
+    has a [code] table."""
+    from kernodeck.manifest.init import NO_CODE_YET
+
+    line = f"# {NO_CODE_YET}\n"
+    return text.replace(line, "", 1) if line in text and "\n[code]\n" in text else text
 
 
 def _plain(value: Any) -> Any:

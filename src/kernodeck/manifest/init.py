@@ -28,6 +28,13 @@ from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.lockplatforms import covered_platforms
 from kernodeck.manifest.schema import Python
 
+#: What init writes where [code] would be, outside a git checkout (or before its first commit);
+#: `kernodeck capture` replaces it with the [code] table once there is a revision.
+NO_CODE_YET = (
+    '[code] revision = "<full git sha>"  (not a git checkout yet: `kernodeck capture` records it '
+    "after the first commit)"
+)
+
 
 @dataclass
 class HostFacts:
@@ -232,11 +239,7 @@ def starter_document(
         code.add("config", tomlkit.array())
         doc.add("code", code)
     else:
-        doc.add(
-            tomlkit.comment(
-                '[code] revision = "<full git sha>"  (not a git checkout: add it once there is one)'
-            )
-        )
+        doc.add(tomlkit.comment(NO_CODE_YET))
         doc.add(tomlkit.nl())
 
     found = found or discover(directory)
