@@ -97,3 +97,27 @@ def test_a_lock_of_requirements_alone_installs_no_project(tmp_path: Path, served
     assert lock_manifest(project / "repro.toml", cache_dir=tmp_path / "cache").ok
     report = rebuild(project, dest=tmp_path / "rebuilt", environ=_env(tmp_path), compute=False)
     assert report.ok and "project" not in [s.name for s in report.steps if s.layer == "rebuild"]
+
+
+def test_a_bundle_rebuilds_the_locked_dependencies_and_says_how_to_add_the_project(
+    tmp_path: Path, served: Server
+) -> None:
+    """The hand-over folder holds the code beside Kernodeck's own folders (observed/, _kernodeck/),
+    which setuptools would take for packages of a flat-layout project, and its files are checked
+    against BUNDLE.sha256: rebuild leaves the project out there, and REBUILD.md says how to add it."""
+    import subprocess
+
+    from kernodeck.bundle import write_bundle
+
+    project = _project(tmp_path, served)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "trainer"]):
+        subprocess.run([*git, *args], cwd=project, check=True, capture_output=True)
+    out = tmp_path / "handover"
+    write_bundle(out, manifest=project / "repro.toml")
+    md = (out / "REBUILD.md").read_text()
+    assert "installs those, not the project itself" in md
+    assert "python -m pip install --isolated --no-input --disable-pip-version-check --no-deps -e ." in md
+    report = rebuild(out, dest=tmp_path / "rebuilt", environ=_env(tmp_path), compute=False)
+    assert report.ok, report.summary()
+    assert "project" not in [s.name for s in report.steps if s.layer == "rebuild"]

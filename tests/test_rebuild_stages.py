@@ -131,7 +131,7 @@ def test_a_tampered_bundle_skips_everything_after_the_bundle_stage(tmp_path: Pat
     report = run_rebuild(plan, environ={"PATH": ""}).report
     assert report.steps[0].name == "bundle" and report.steps[0].status is Status.FAILED
     why = "the bundle does not match BUNDLE.sha256"
-    # (a bundle holds no code: the project stage does not apply to it)
+    # (the project stage never applies to a bundle)
     assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[1:] if name != "project"]
     assert report.exit_code == 1 and not plan.dest.exists()
 

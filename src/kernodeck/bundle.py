@@ -42,7 +42,7 @@ from kernodeck.index.sources import locker_pip_settings
 from kernodeck.lockfile.names import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
-from kernodeck.rebuild import INVENTORY_FILE, credential_names, stage_commands
+from kernodeck.rebuild import INVENTORY_FILE, credential_names, installs_project, project_argv, stage_commands
 from kernodeck.report import Report, Status
 from kernodeck.scrub import Scrubber
 
@@ -528,6 +528,25 @@ def _md_no_code(m: Manifest, with_code: bool) -> list[str]:
     ]
 
 
+def _md_project(m: Manifest, with_code: bool) -> list[str]:
+    """What to do for the project itself when the lock holds its dependencies: rebuild from this
+    folder installs only the locked dependencies."""
+    if not (with_code and installs_project(m)):
+        return []
+    argv = project_argv("pip", MD_PYTHON, ["-e", "."])
+    return [
+        "",
+        "The lock holds the project's own dependencies (`[packages] from` names its pyproject.toml);",
+        "rebuild from this folder installs those, not the project itself (this folder's own files",
+        "would be taken for the project's packages). To import it from the environment, install it",
+        "from the project's checkout at the pinned revision, editable and without dependencies:",
+        "",
+        "```sh",
+        "PIP_CONFIG_FILE=/dev/null " + " ".join(_sh(a) for a in argv) + "   # in the checkout",
+        "```",
+    ]
+
+
 def _md_sample(m: Manifest) -> list[str]:
     if not (m.check or m.resume is not None):
         return ["The manifest declares no application check; verify's device computation is the only run."]
@@ -655,6 +674,7 @@ def rebuild_markdown(
         rebuild=rebuild_command(None),
         platform_rows="\n".join(rows),
         stage_commands=_md_stage_commands(m),
+        project=block(_md_project(m, with_code)),
         diagnose="\n".join(diagnose),
         sample="\n".join(_md_sample(m)),
         outputs="\n".join(_md_outputs(m)),

@@ -619,16 +619,28 @@ def install_argv(
 
 
 def project_argv(
-    installer: Installer, python: str, requirements: str, *, uv: str | None = None, extra: Sequence[str] = ()
+    installer: Installer,
+    python: str,
+    source: Sequence[str],
+    *,
+    uv: str | None = None,
+    extra: Sequence[str] = (),
 ) -> list[str]:
-    """The command of the `project` stage: `requirements` holds the lock's index lines and `-e
-    <the project's folder>` (in a file, so `${VAR}` credentials expand as in the lock); the
-    project without its dependencies (the lock installed them), as `uv sync` installs it."""
+    """The command of the `project` stage: the project itself without its dependencies (the lock
+    installed them), as `uv sync` installs it. `source`: `-r FILE` (rebuild writes the lock's
+    index lines and `-e <folder>` in a file, so `${VAR}` credentials expand as in the lock), or
+    `-e .` (REBUILD.md, for a reader in the folder)."""
     if installer == "uv":
         head = [uv or "uv", "pip", "install", "--no-config", "--python", python]
     else:
         head = [python, "-m", "pip", "install", "--isolated", "--no-input", "--disable-pip-version-check"]
-    return [*head, "--no-deps", *extra, "-r", requirements]
+    return [*head, "--no-deps", *extra, *source]
+
+
+def installs_project(manifest: Manifest) -> bool:
+    """Whether the lock holds the project's own dependencies: `[packages] from` names the
+    pyproject.toml beside the manifest."""
+    return any(Path(f) == Path("pyproject.toml") for f in manifest.packages.from_)
 
 
 #: The options of a lock file that say where packages come from: the project's build
@@ -643,12 +655,13 @@ def project_requirements(lock_text: str, folder: Path) -> str:
 
 
 def project_to_install(plan: RebuildPlan) -> tuple[str, Path] | None:
-    """(name, folder) of the project whose own dependencies the lock holds: `[packages] from`
-    names the pyproject.toml beside the manifest and it has a [project] name. None otherwise, and
-    for a bundle (which holds no code)."""
-    if plan.bundle_sums is not None:
-        return None
-    if not any(Path(f) == Path("pyproject.toml") for f in plan.manifest.packages.from_):
+    """(name, folder) of the project whose own dependencies the lock holds (`installs_project`),
+    when its pyproject.toml beside the manifest has a [project] name; None otherwise, and for a
+    bundle."""
+    # A bundle is left as it is: its own folders (observed/, _kernodeck/) beside the code make
+    # setuptools' discovery of a flat-layout project fail, and an editable install would write
+    # into the checked folder.
+    if plan.bundle_sums is not None or not installs_project(plan.manifest):
         return None
     folder = plan.manifest_path.parent
     try:
@@ -964,7 +977,9 @@ def _stage_project(r: _Rebuild) -> StageResult:
         reqs = Path(tmp) / "project.txt"
         lock_text = plan.requirements.read_text(encoding="utf-8")
         reqs.write_text(project_requirements(lock_text, folder), encoding="utf-8")
-        argv = project_argv(plan.installer, str(r.py), str(reqs), uv=r.uv, extra=ienv.args(plan.installer))
+        argv = project_argv(
+            plan.installer, str(r.py), ["-r", str(reqs)], uv=r.uv, extra=ienv.args(plan.installer)
+        )
         run = _run(argv, ienv.env, cwd=folder)
     expected = f"{name} installed editable from its folder ({plan.installer} install -e, no dependencies)"
     details: dict[str, Any] = {"command": _pretty_argv(plan, argv), "returncode": run.returncode}
