@@ -18,7 +18,7 @@ from kernodeck.lock import lock_manifest
 from kernodeck.rebuild import rebuild
 from kernodeck.report import Status
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.test_verify_project_itself import BACKEND, PYPROJECT
+from tests.fixtures.project_backend import BACKEND, PYPROJECT
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 ARCH = os.uname().machine

@@ -14,6 +14,7 @@ import pytest
 from kernodeck.api import verify
 from kernodeck.report import Status, Step
 from tests.fixtures.bare_venv import app_project, bare_venv, pip, wheel_folder
+from tests.fixtures.project_backend import BACKEND, PYPROJECT
 
 WHEELS = {
     "plotter": ("1.0", []),
@@ -22,58 +23,6 @@ WHEELS = {
     "toolhelper": ("1.0", []),
     "stray": ("1.0", []),
 }
-
-# A PEP 517/660 backend in the project itself (backend-path): an editable wheel is a .pth file.
-BACKEND = """
-import base64, hashlib, os, zipfile
-
-NAME, VERSION = "trainer", "0.3"
-INFO = f"{NAME}-{VERSION}.dist-info"
-
-
-def _wheel(directory, files):
-    files = dict(files)
-    files[f"{INFO}/METADATA"] = f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\nRequires-Dist: app\\n\\n"
-    files[f"{INFO}/WHEEL"] = "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n\\n"
-    record = []
-    for path, text in files.items():
-        data = text.encode()
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{path},sha256={digest},{len(data)}")
-    record.append(f"{INFO}/RECORD,,")
-    files[f"{INFO}/RECORD"] = "\\n".join(record) + "\\n"
-    name = f"{NAME}-{VERSION}-py3-none-any.whl"
-    with zipfile.ZipFile(os.path.join(directory, name), "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-    return name
-
-
-def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    return _wheel(wheel_directory, {"_trainer.pth": os.path.abspath("src") + "\\n"})
-
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    return _wheel(wheel_directory, {"trainer/__init__.py": ""})
-"""
-
-PYPROJECT = """[build-system]
-requires = []
-build-backend = "backend"
-backend-path = ["."]
-
-[project]
-name = "trainer"
-version = "0.3"
-dependencies = ["app"]
-
-[project.optional-dependencies]
-viz = ["plotter"]
-all = ["trainer[viz]"]
-
-[dependency-groups]
-dev = ["testtool"]
-"""
 
 
 @pytest.fixture(scope="module")
