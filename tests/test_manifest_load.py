@@ -472,3 +472,31 @@ def test_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_usage_error_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "--no-such-flag"]) == 2
     assert main(["no-such-command"]) == 2
+
+
+@pytest.mark.parametrize(
+    "written",
+    ['"2026-11-30"', "2026-11-30", '"2026-11-30T00:00:00Z"', "2026-11-30T01:00:00+01:00"],
+    ids=["date text", "TOML date", "date-time text", "TOML date-time with offset"],
+)
+def test_exclude_newer_takes_a_date_as_uv_does_read_in_utc(written: str) -> None:
+    """uv users write `exclude-newer = "2026-11-30"`; it is that day's first instant in UTC (uv
+    takes the machine's time zone, but a lock must not depend on where it runs), so all four
+    spellings lock alike."""
+    from datetime import datetime, timezone
+
+    from kernodeck.lockinputs import lock_inputs_sha256
+
+    m = loads_manifest(mutate('exclude-newer = "2026-11-30T00:00:00Z"', f"exclude-newer = {written}"))
+    assert m.packages.exclude_newer == datetime(2026, 11, 30, tzinfo=timezone.utc)
+    reference = loads_manifest(EXAMPLE)
+    name = m.platform[0].name
+    assert lock_inputs_sha256(m, name, default_index=None) == lock_inputs_sha256(
+        reference, name, default_index=None
+    )
+
+
+def test_exclude_newer_that_is_no_date_is_located() -> None:
+    with pytest.raises(ManifestError) as ei:
+        loads_manifest(mutate('exclude-newer = "2026-11-30T00:00:00Z"', 'exclude-newer = "2026-13-45"'))
+    assert "packages.exclude-newer" in ei.value.render()

@@ -8,7 +8,7 @@ forbids unknown keys. Field validators check single values (a sha256, a specifie
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import date, datetime, timezone
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from kernodeck.backends import BACKEND_FORMS, parse_backend
 from kernodeck.urls import PLACEHOLDER, is_placeholder_userinfo, redact, secret_query_params
@@ -326,8 +326,21 @@ class Packages(_Model):
     """Projects that may be locked as source distributions (otherwise wheels only)."""
     prereleases: bool = False
     """Allow pre-release versions."""
-    exclude_newer: Annotated[datetime | None, Field(strict=False)] = None
-    """Ignore files uploaded after this time (with a time zone): the lock repeats later."""
+    exclude_newer: Annotated[
+        datetime | None,
+        Field(strict=False),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "string", "format": "date-time"},
+                    {"type": "string", "format": "date"},
+                    {"type": "null"},
+                ]
+            }
+        ),
+    ] = None
+    """Ignore files uploaded after this time (with a time zone; a date alone is its first instant
+    in UTC): the lock repeats later."""
     pytorch_index: IndexUrl | None = None
     """Base of the per-backend PyTorch indexes (`<base>/<backend>`)."""
     sources: dict[str, Name] = {}
@@ -341,6 +354,15 @@ class Packages(_Model):
     @field_validator("exclude_newer", mode="before")
     @classmethod
     def _a_time(cls, v: Any) -> Any:
+        # A date alone (as uv takes it: `2026-11-30`, quoted or a TOML date) is its first instant
+        # in UTC; uv reads it in the machine's time zone, but a lock must not depend on where it runs.
+        if isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v.strip()):
+            try:
+                v = date.fromisoformat(v.strip())
+            except ValueError:
+                return v  # not a date: the datetime parser says why
+        if isinstance(v, date) and not isinstance(v, datetime):
+            return datetime(v.year, v.month, v.day, tzinfo=timezone.utc)
         # pydantic would read a number as seconds since 1970: a TOML date-time or its text only
         if v is not None and not isinstance(v, (datetime, str)):
             raise ValueError(
@@ -352,7 +374,10 @@ class Packages(_Model):
     @classmethod
     def _aware(cls, v: datetime | None) -> datetime | None:
         if v is not None and v.tzinfo is None:
-            raise ValueError("exclude-newer needs a time zone, e.g. 2026-11-30T00:00:00Z")
+            raise ValueError(
+                "exclude-newer needs a time zone, e.g. 2026-11-30T00:00:00Z (or a date alone, 2026-11-30: "
+                "its first instant in UTC)"
+            )
         if v is not None and v.year >= EXCLUDE_NEWER_MAX_YEAR:
             raise ValueError(
                 f"exclude-newer {v.isoformat()} is too far in the future (before {EXCLUDE_NEWER_MAX_YEAR} only)"
