@@ -325,6 +325,27 @@ def test_an_sdist_backends_warnings_stay_out_of_the_output(
     assert not [w for w in seen if "test_requires" in str(w.message)]
 
 
+_NEEDS_PKG_RESOURCES = """
+def get_requires_for_build_wheel(config_settings=None):
+    raise ModuleNotFoundError("No module named 'pkg_resources'")  # as an old setup.py's import fails
+"""
+
+
+def test_an_sdist_whose_build_needs_pkg_resources_says_so(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
+) -> None:
+    """Old setup.py files import pkg_resources, which setuptools 81 removed (albumentations 0.4.3
+    in CompVis/stable-diffusion's environment): the hint names that, not a generic build failure."""
+    index_factory.add_sdist("srconly", "1.0", backend_extra=_NEEDS_PKG_RESOURCES)
+    path = write_manifest(
+        tmp_path / "p", requirements=["srconly"], default_url=served_index.url(), allow_sdist=["srconly"]
+    )
+    with pytest.raises(KernodeckError) as ei:
+        lock(path, cache)
+    assert "| ModuleNotFoundError: No module named 'pkg_resources'" in ei.value.render()
+    assert ei.value.hint is not None and "setuptools 81 and later no longer ship" in ei.value.hint
+
+
 def test_a_failed_sdist_build_shows_what_the_backend_said(
     index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
 ) -> None:

@@ -523,11 +523,18 @@ def build_sdist_metadata(archive: Path) -> bytes:
                 env.install(builder.get_requires_for_build("wheel"))
                 dist_info = Path(builder.metadata_path(out))
         except (BuildException, BuildBackendException, OSError) as e:
+            said = _backend_said(e)
+            hint = (
+                "its build imports pkg_resources, which setuptools 81 and later no longer ship: pick a "
+                "version with a wheel, or one whose build does not need it"
+                if any("No module named 'pkg_resources'" in line for line in said)
+                else "the sdist needs its build requirements and a working build backend; "
+                "prefer a wheel, or remove the package from allow-sdist"
+            )
             raise MetadataError(
                 f"building the metadata of {archive.name} failed",
-                context=[str(e).splitlines()[0] if str(e) else type(e).__name__, *_backend_said(e)],
-                hint="the sdist needs its build requirements and a working build backend; "
-                "prefer a wheel, or remove the package from allow-sdist",
+                context=[str(e).splitlines()[0] if str(e) else type(e).__name__, *said],
+                hint=hint,
             ) from None
         meta = dist_info / "METADATA"
         with contextlib.suppress(OSError):
