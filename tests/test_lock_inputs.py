@@ -361,3 +361,15 @@ def test_an_added_platform_is_named_in_the_others_reasons(
     assert "requirements-rebuild-linux.txt: out of date\n  the platforms changed (arm added)" in err
     assert "requirements-rebuild-arm.txt: missing" in err
     assert "the lock inputs changed (" not in err
+
+
+def test_a_requirement_taken_out_of_the_manifest_is_named(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """dep stays pinned (app needs it), so no pin tells; the `# via -r repro.toml` lines do."""
+    _edit(project, 'requirements = ["app", "dep>=1"]', 'requirements = ["app"]')
+    capsys.readouterr()
+    assert main(["lock", str(project), "--check", "--platform", "linux"]) == 1
+    err = capsys.readouterr().err
+    assert "  repro.toml no longer requires dep\n" in err
+    assert "the lock inputs changed (" not in err

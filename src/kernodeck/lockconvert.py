@@ -262,14 +262,37 @@ def _changed_header(old: str, new: str, filename: str | None) -> list[str]:
         from kernodeck.lockfile.read import LockfileError, parse_lockfile
 
         try:
-            a_ix, b_ix = (
-                [o for o in parse_lockfile(t, filename, lenient=True).options if o.startswith(_INDEX_OPTIONS)]
-                for t in (old, new)
-            )
+            a_lock, b_lock = (parse_lockfile(t, filename, lenient=True) for t in (old, new))
         except LockfileError:
             return out
+        a_ix, b_ix = ([o for o in lock.options if o.startswith(_INDEX_OPTIONS)] for lock in (a_lock, b_lock))
         if a_ix != b_ix:
             out.append(f"the indexes are now {' '.join(b_ix) or 'none'} (were {' '.join(a_ix) or 'none'})")
+        out.extend(_changed_roots(a_lock, b_lock))
+    return out
+
+
+def _changed_roots(old: LockFile, new: LockFile) -> list[str]:
+    """Which requirements written in the manifest were added or removed, as the pins' `# via -r
+    repro.toml` say (a changed specifier alone does not show there)."""
+
+    def roots(lock: LockFile) -> dict[str, set[str]]:
+        by: dict[str, set[str]] = {}
+        for pin in lock.pins:
+            for v in pin.via:
+                if v.startswith("-r ") and v.endswith(".toml"):
+                    by.setdefault(v[3:], set()).add(pin.name)
+        return by
+
+    was, now = roots(old), roots(new)
+    out = []
+    for manifest in sorted(was.keys() | now.keys()):
+        added = sorted(now.get(manifest, set()) - was.get(manifest, set()))
+        gone = sorted(was.get(manifest, set()) - now.get(manifest, set()))
+        if added:
+            out.append(f"{manifest} requires {', '.join(added)} now")
+        if gone:
+            out.append(f"{manifest} no longer requires {', '.join(gone)}")
     return out
 
 
