@@ -104,6 +104,8 @@ def test_data_and_model_folders_are_proposed_commented_out_with_fingerprints(tmp
     _write(tmp_path / "data" / "val" / "v.jsonl", '{"x": 2}\n')
     _write(tmp_path / "checkpoints" / "step1.bin", "weights")
     (tmp_path / "models").mkdir()  # empty: nothing to propose
+    _write(tmp_path / "weights" / "yolo.py", "class Model: ...\n")  # code and configs only, as
+    _write(tmp_path / "weights" / "yolov5s.yaml", "depth_multiple: 0.33\n")  # YOLOv5's models/
     path = _init(tmp_path)
     text = path.read_text()
     m = load_manifest(path)
@@ -112,7 +114,7 @@ def test_data_and_model_folders_are_proposed_commented_out_with_fingerprints(tmp
     ckpt_fp = fingerprint(tmp_path / "checkpoints").sha256
     assert f'# [[data]]\n# name = "data"\n# path = "data"\n# sha256 = "{data_fp}"   # 2 files' in text
     assert f'# [[weights]]\n# name = "checkpoints"\n# path = "checkpoints"\n# sha256 = "{ckpt_fp}"' in text
-    assert 'name = "models"' not in text
+    assert 'name = "models"' not in text and 'name = "weights"' not in text
     # uncommented, the proposal is a valid entry whose fingerprint verify accepts
     uncommented = text.replace("# [[data]]", "[[data]]").replace('# name = "data"', 'name = "data"')
     uncommented = uncommented.replace('# path = "data"', 'path = "data"').replace(

@@ -281,6 +281,32 @@ _WEIGHT_SUFFIXES = {
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
 
 
+#: Suffixes that make a folder named like a weights folder hold weights (not only code).
+_FOLDER_WEIGHT_SUFFIXES = _WEIGHT_SUFFIXES | {
+    ".npz",
+    ".npy",
+    ".pkl",
+    ".pickle",
+    ".joblib",
+    ".keras",
+    ".tflite",
+    ".params",
+    ".weights",
+    ".model",
+}
+
+
+def _holds_weights(folder: Path, limit: int = 10000) -> bool:
+    """Whether a `checkpoints`/`weights`/`models` folder holds at least one weight-like file
+    (looked for among its first `limit` entries)."""
+    for i, path in enumerate(folder.rglob("*")):
+        if i >= limit:
+            return True  # too large to tell: propose it, as before
+        if path.suffix.lower() in _FOLDER_WEIGHT_SUFFIXES and path.is_file():
+            return True
+    return False
+
+
 def _large_files(root: Path, skip: set[str]) -> list[Path]:
     """Files of at least LARGE_FILE bytes under `root`, outside hidden folders (.git, .venv),
     virtual environments and the folders in `skip` (top-level names)."""
@@ -315,6 +341,8 @@ def propose_data(root: Path) -> list[DataProposal]:
             folder = root / name
             if not folder.is_dir() or folder.is_symlink():
                 continue
+            if table == "weights" and not _holds_weights(folder):
+                continue  # e.g. YOLOv5's models/: the model's code and configs, not its weights
             try:
                 fp = fingerprint(folder)
             except OSError:
