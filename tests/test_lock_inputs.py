@@ -373,3 +373,15 @@ def test_a_requirement_taken_out_of_the_manifest_is_named(
     err = capsys.readouterr().err
     assert "  repro.toml no longer requires dep\n" in err
     assert "the lock inputs changed (" not in err
+
+
+def test_a_requirement_added_to_the_manifest_is_said_once(
+    project: Path, index_factory: IndexFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index_factory.add_wheel("extra-tool", "1.0", upload_time="2024-01-01T00:00:00Z")
+    _edit(project, 'requirements = ["app", "dep>=1"]', 'requirements = ["app", "dep>=1", "extra-tool"]')
+    capsys.readouterr()
+    assert main(["lock", str(project), "--check", "--platform", "linux"]) == 1
+    err = capsys.readouterr().err
+    assert "  repro.toml requires extra-tool now\n" in err
+    assert "required by the manifest but not pinned" not in err  # the same fact, not said twice

@@ -12,6 +12,7 @@ files. `Rendered` is also what the replay cache (`kernodeck.lockreplay`) records
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -231,7 +232,13 @@ def stale_reasons(
             ]
         )
     if suffix == ".txt":
-        out.extend(unsatisfied_pins(old, manifest, target, filename))
+        # a requirement added to the manifest is said once ("repro.toml requires idna now")
+        added = {n for line in out if (m := _REQUIRES_NOW.match(line)) for n in m.group(1).split(", ")}
+        out.extend(
+            line
+            for line in unsatisfied_pins(old, manifest, target, filename)
+            if line.removesuffix(" is required by the manifest but not pinned") not in added
+        )
     if not out:
         if suffix == ".txt" and _installs_alike(old, new, filename):
             out.append(
@@ -270,6 +277,9 @@ def _changed_header(old: str, new: str, filename: str | None) -> list[str]:
             out.append(f"the indexes are now {' '.join(b_ix) or 'none'} (were {' '.join(a_ix) or 'none'})")
         out.extend(_changed_roots(a_lock, b_lock))
     return out
+
+
+_REQUIRES_NOW = re.compile(r"^\S+ requires (.+) now$")
 
 
 def _changed_roots(old: LockFile, new: LockFile) -> list[str]:
