@@ -37,7 +37,7 @@ test-live: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install -e '.[test,bench]' >/dev/null
-	$(PY) benchmarks/lock.py --scaling
+	$(PY) benchmarks/lock.py --scaling --backtrack
 	$(PY) benchmarks/verify.py | tee benchmarks/results/verify.md
 	$(PY) benchmarks/fleet.py | tee benchmarks/results/fleet.md
 	$(PY) benchmarks/require.py | tee benchmarks/results/require.md

@@ -245,6 +245,75 @@ def scaling(work: Path, index_url: str, runs: int) -> str:
     return out
 
 
+# An ML stack (YOLOv5's requirements) on platforms that pull apart: torch has no Intel-macOS
+# wheel after 2.2.2, so that platform's resolver walks down releases that require newer ones.
+ML_STACK = [
+    "matplotlib>=3.3",
+    "numpy>=1.23.5",
+    "opencv-python>=4.6.0",
+    "pillow>=10.3.0",
+    "psutil",
+    "pyyaml>=5.3.1",
+    "requests>=2.32.2",
+    "scipy>=1.4.1",
+    "torch>=1.8.0",
+    "torchvision>=0.9.0",
+    "ultralytics>=8.4.118",
+    "pandas>=1.1.4",
+    "seaborn>=0.11.0",
+]
+#: Late enough that Linux resolves ultralytics releases whose requirements Intel macOS cannot meet.
+ML_EXCLUDE_NEWER = "2026-11-01T00:00:00Z"
+ML_PLATFORMS = [
+    ({"name": "linux-x86_64", "os": "linux", "arch": "x86_64"}, ""),
+    ({"name": "macos-arm64", "os": "macos", "arch": "arm64", "macos": "14.0"}, ""),
+    ({"name": "macos-x86_64", "os": "macos", "arch": "x86_64", "macos": "13.0"}, ""),
+    ({"name": "windows-x86_64", "os": "windows", "arch": "x86_64"}, ""),
+]
+
+
+def backtrack(work: Path, index_url: str, runs: int) -> str:
+    """Cold lock of ML_STACK on ML_PLATFORMS, kernodeck against one `uv pip compile --universal`,
+    interleaved: medians of wall and CPU time (the resolver walking down releases on Intel macOS)."""
+    global REQUIREMENTS, PLATFORMS, EXCLUDE_NEWER
+    uv = BIN / "uv"
+    res: dict[str, list[tuple[float, float, int]]] = {}
+    saved = (list(REQUIREMENTS), list(PLATFORMS), EXCLUDE_NEWER)
+    try:
+        REQUIREMENTS, PLATFORMS, EXCLUDE_NEWER = list(ML_STACK), list(ML_PLATFORMS), ML_EXCLUDE_NEWER
+        for i in range(runs):
+            d = work / f"ml-{i}"
+            d.mkdir(parents=True)
+            (d / "repro.toml").write_text(manifest_text(index_url))
+            (d / "req.in").write_text("\n".join(ML_STACK) + "\n")
+            kd_env = {**base_env(), "KERNODECK_CACHE_DIR": str(d / "kd-cache")}
+            cmd = [sys.executable, "-m", "kernodeck", "lock", str(d / "repro.toml"), "-q", "--upgrade"]
+            w, c, _, rc = run_cpu([*cmd, "--output-dir", str(d / "kd")], env=kd_env)
+            res.setdefault("kernodeck lock", []).append((w, c, rc))
+            common = [str(uv), "pip", "compile", "--no-config", "--generate-hashes", "--quiet", "--universal"]
+            common += ["--python-version", PYTHON, "--exclude-newer", EXCLUDE_NEWER, "--index-url", index_url]
+            u_env = {**base_env(), "UV_CACHE_DIR": str(d / "uv-cache")}
+            w, c, _, rc = run_cpu([*common, "-o", str(d / "u.txt"), str(d / "req.in")], env=u_env)
+            res.setdefault("uv --universal", []).append((w, c, rc))
+    finally:
+        REQUIREMENTS, PLATFORMS, EXCLUDE_NEWER = saved
+    med = statistics.median
+    lines = ["| tool | wall s | CPU s | ok runs |", "|---|---|---|---|"]
+    good = {t: [s for s in samples if s[2] == 0] for t, samples in res.items()}
+    for tool, samples in res.items():
+        ok = good[tool]
+        if not ok:
+            lines.append(f"| {tool} | failed | | 0/{len(samples)} |")
+            continue
+        lines.append(
+            f"| {tool} | {med(s[0] for s in ok):.2f} | {med(s[1] for s in ok):.2f} | {len(ok)}/{len(samples)} |"
+        )
+    k, u = good.get("kernodeck lock"), good.get("uv --universal")
+    if k and u:
+        lines += ["", f"kernodeck / uv --universal, wall: {med(s[0] for s in k) / med(s[0] for s in u):.2f}x"]
+    return "\n".join(lines) + "\n"
+
+
 def count(paths: list[Path]) -> tuple[int, int]:
     pins = hashes = 0
     for p in paths:
@@ -487,6 +556,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also lock a 10- and a 50-dependency stack cold (kernodeck, uv x4, uv --universal): CPU time and cost per pin",
     )
     ap.add_argument(
+        "--backtrack",
+        action="store_true",
+        help="also lock an ML stack on Linux, both macOS and Windows cold (kernodeck, uv --universal): "
+        "a resolver walking down releases on Intel macOS",
+    )
+    ap.add_argument(
         "--index-url", default=None, help="the index for every tool (default: pip's built-in one)"
     )
     args = ap.parse_args(argv)
@@ -505,12 +580,19 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_pip_compile:
             rows += bench_pip_compile(work, index_url, args.runs)
         grow = scaling(work, index_url, args.runs) if args.scaling else ""
+        walk = backtrack(work, index_url, args.runs) if args.backtrack else ""
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     text = table(rows) + "\n\nRatios (medians of this run):\n\n" + ratios(rows)
     if grow:
         text += "\n\n## Scaling: cold 4-platform lock, two stack sizes\n\n" + grow
+    if walk:
+        text += (
+            f"\n\n## Platforms that pull apart: {', '.join(ML_STACK)} on "
+            f"{', '.join(p['name'] for p, _ in ML_PLATFORMS)}, exclude-newer {ML_EXCLUDE_NEWER}, cold\n\n"
+            + walk
+        )
     header = (
         f"# kernodeck lock benchmark\n\n"
         f"Requirements: {', '.join(REQUIREMENTS)}; Python {PYTHON}; exclude-newer {EXCLUDE_NEWER} "
