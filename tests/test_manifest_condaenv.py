@@ -45,6 +45,9 @@ dependencies:
   - python=3.11.9=hb806964_0_cpython
   - py-opencv=4.9.0=py311h0ad2e3c_2
   - scipy 1.13.*
+  - librosa=0.10.2
+  - cuda-python=12.4.0
+  - cuda-nvcc=12.4.131
   - pip:
       - -r pip-extra.txt
       - --extra-index-url https://example.invalid/simple
@@ -88,11 +91,19 @@ def test_an_exported_environment_and_its_pip_files(tmp_path: Path) -> None:
     assert main(["init", str(tmp_path)]) == 0
     m = load_manifest(tmp_path / "repro.toml")
     assert m.packages.from_ == ["pip-extra.txt"]  # read at lock time, as pip would
-    assert m.packages.requirements == ["numpy==1.26.4", "opencv-python==4.9.0", "scipy==1.13.*"]
+    # librosa and cuda-python are Python packages, whatever their names start with; cuda-nvcc is not
+    assert m.packages.requirements == [
+        "numpy==1.26.4",
+        "opencv-python==4.9.0",
+        "scipy==1.13.*",
+        "librosa==0.10.2.*",
+        "cuda-python==12.4.0.*",
+    ]
     assert m.python.version == "3.11"
     text = (tmp_path / "repro.toml").read_text(encoding="utf-8")
     assert "environment.yml:5: _libgcc_mutex=0.1=conda_forge: not a requirement" in text
-    assert "environment.yml:13: --extra-index-url https://example.invalid/simple: a pip option" in text
+    assert "environment.yml:13: cuda-nvcc=12.4.131: not a requirement" in text
+    assert "environment.yml:16: --extra-index-url https://example.invalid/simple: a pip option" in text
     assert "/home/someone" not in text
 
 

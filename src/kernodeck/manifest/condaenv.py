@@ -51,7 +51,17 @@ _SYSTEM = {
     "wheel": "a build tool, not needed by installed wheels",
 }
 _CUDA = ("cudatoolkit", "cuda-toolkit", "pytorch-cuda")
-_SYSTEM_PREFIX = ("cuda-", "libcu", "libnv", "lib", "_", "mkl-", "magma-")
+_SYSTEM_PREFIX = ("cuda-", "lib", "_", "mkl-", "magma-")
+#: Python packages whose names start like conda's system packages: they are requirements.
+_PYTHON_DESPITE_PREFIX = {
+    "librosa",
+    "libcst",
+    "libtmux",
+    "libsass",
+    "cuda-python",
+    "cuda-bindings",
+    "cuda-core",
+}
 
 _ITEM = re.compile(r"^(?P<indent>\s*)-\s*(?P<body>.*?)\s*$")
 
@@ -157,7 +167,7 @@ def read_conda_env(path: Path, display: str) -> CondaEnv:
         if name == "python":
             env.python, env.python_spec = _python(body), body
             continue
-        if name in _SYSTEM or name.startswith(_SYSTEM_PREFIX):
+        if name in _SYSTEM or (name.startswith(_SYSTEM_PREFIX) and name not in _PYTHON_DESPITE_PREFIX):
             why = _SYSTEM.get(name, "a conda system package, not a Python requirement")
             cuda = re.search(r"(\d+)\.(\d+)", body) if name in _CUDA else None
             if cuda is not None:
