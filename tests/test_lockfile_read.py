@@ -144,3 +144,20 @@ def test_plain_pins_read_without_the_pep508_parser_equal_what_it_reads(tmp_path:
     bad.write_text("numpy==1.0.abc\n")
     with pytest.raises(LockfileError, match="not a pinned requirement"):
         parse_lockfile(bad.read_text(), path=bad)
+
+
+def test_index_options_are_the_lines_that_say_where_packages_come_from() -> None:
+    from kernodeck.lockfile.read import parse_lockfile
+
+    text = (
+        "--index-url https://${TOKEN}@corp.example.invalid/simple\n"
+        "--extra-index-url https://mirror.example.invalid/simple\n"
+        "--find-links ./wheels\n"
+        "--only-binary :all:\n\n"
+        "dep==1.0 \\\n    --hash=sha256:" + "a" * 64 + "\n"
+    )
+    assert parse_lockfile(text).index_options() == [
+        "--index-url https://${TOKEN}@corp.example.invalid/simple",  # the placeholder kept for pip
+        "--extra-index-url https://mirror.example.invalid/simple",
+        "--find-links ./wheels",
+    ]

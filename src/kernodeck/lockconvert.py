@@ -12,7 +12,6 @@ files. `Rendered` is also what the replay cache (`kernodeck.lockreplay`) records
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -233,7 +232,7 @@ def stale_reasons(
         )
     if suffix == ".txt":
         # a requirement added to the manifest is said once ("repro.toml requires idna now")
-        added = {n for line in out if (m := _REQUIRES_NOW.match(line)) for n in m.group(1).split(", ")}
+        added = {n for names in _root_changes(old, new, filename)[0].values() for n in names}
         out.extend(
             line
             for line in unsatisfied_pins(old, manifest, target, filename)
@@ -250,13 +249,10 @@ def stale_reasons(
     return out
 
 
-#: The options of a requirements file that say where packages come from.
-_INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--find-links", "--no-index")
-
-
 def _changed_header(old: str, new: str, filename: str | None) -> list[str]:
-    """Which lock inputs the headers (and, for a requirements file, the index options) show
-    changed, in words: the platform's Python and tags, exclude-newer, the indexes."""
+    """Which lock inputs the headers (and, for a requirements file, its index options and `# via
+    -r repro.toml` lines) show changed, in words: the platform's Python and tags, exclude-newer,
+    the indexes, the requirements written in the manifest."""
     was, now = header_values(old), header_values(new)
     out: list[str] = []
     for key, what in ((PLATFORM_KEY, "the platform"), (EXCLUDE_NEWER_KEY, "exclude-newer")):
@@ -265,45 +261,47 @@ def _changed_header(old: str, new: str, filename: str | None) -> list[str]:
             if key == PLATFORM_KEY:
                 a, b = a.partition(" ")[2].strip("()"), b.partition(" ")[2].strip("()")
             out.append(f"{what} is now {b} (was {a})")
-    if filename is not None:
-        from kernodeck.lockfile.read import LockfileError, parse_lockfile
+    if filename is None:
+        return out
+    from kernodeck.lockfile.read import LockfileError, parse_lockfile
 
-        try:
-            a_lock, b_lock = (parse_lockfile(t, filename, lenient=True) for t in (old, new))
-        except LockfileError:
-            return out
-        a_ix, b_ix = ([o for o in lock.options if o.startswith(_INDEX_OPTIONS)] for lock in (a_lock, b_lock))
-        if a_ix != b_ix:
-            out.append(f"the indexes are now {' '.join(b_ix) or 'none'} (were {' '.join(a_ix) or 'none'})")
-        out.extend(_changed_roots(a_lock, b_lock))
+    try:
+        a_ix, b_ix = (parse_lockfile(t, filename, lenient=True).index_options() for t in (old, new))
+    except LockfileError:
+        return out
+    if a_ix != b_ix:
+        out.append(f"the indexes are now {' '.join(b_ix) or 'none'} (were {' '.join(a_ix) or 'none'})")
+    added, gone = _root_changes(old, new, filename)
+    for manifest in sorted(added.keys() | gone.keys()):
+        if added.get(manifest):
+            out.append(f"{manifest} requires {', '.join(added[manifest])} now")
+        if gone.get(manifest):
+            out.append(f"{manifest} no longer requires {', '.join(gone[manifest])}")
     return out
 
 
-_REQUIRES_NOW = re.compile(r"^\S+ requires (.+) now$")
+def _root_changes(old: str, new: str, filename: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """({manifest: requirements added}, {manifest: requirements taken out}), as the pins' `# via
+    -r repro.toml` lines of two requirements files say (a changed specifier does not show)."""
+    from kernodeck.lockfile.read import LockfileError, parse_lockfile
 
-
-def _changed_roots(old: LockFile, new: LockFile) -> list[str]:
-    """Which requirements written in the manifest were added or removed, as the pins' `# via -r
-    repro.toml` say (a changed specifier alone does not show there)."""
-
-    def roots(lock: LockFile) -> dict[str, set[str]]:
+    def roots(text: str) -> dict[str, set[str]]:
         by: dict[str, set[str]] = {}
-        for pin in lock.pins:
+        try:
+            pins = parse_lockfile(text, filename, lenient=True).pins
+        except LockfileError:
+            return by
+        for pin in pins:
             for v in pin.via:
                 if v.startswith("-r ") and v.endswith(".toml"):
                     by.setdefault(v[3:], set()).add(pin.name)
         return by
 
     was, now = roots(old), roots(new)
-    out = []
-    for manifest in sorted(was.keys() | now.keys()):
-        added = sorted(now.get(manifest, set()) - was.get(manifest, set()))
-        gone = sorted(was.get(manifest, set()) - now.get(manifest, set()))
-        if added:
-            out.append(f"{manifest} requires {', '.join(added)} now")
-        if gone:
-            out.append(f"{manifest} no longer requires {', '.join(gone)}")
-    return out
+    names = was.keys() | now.keys()
+    added = {m: sorted(now.get(m, set()) - was.get(m, set())) for m in names}
+    gone = {m: sorted(was.get(m, set()) - now.get(m, set())) for m in names}
+    return {m: v for m, v in added.items() if v}, {m: v for m, v in gone.items() if v}
 
 
 def _installs_alike(old: str, new: str, filename: str) -> bool:

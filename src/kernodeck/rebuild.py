@@ -643,15 +643,13 @@ def installs_project(manifest: Manifest) -> bool:
     return any(Path(f) == Path("pyproject.toml") for f in manifest.packages.from_)
 
 
-#: The options of a lock file that say where packages come from: the project's build
-#: requirements are fetched from there too.
-_INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--find-links", "--no-index", "-i ", "-f ")
-
-
 def project_requirements(lock_text: str, folder: Path) -> str:
-    """The requirements file of the `project` stage: the lock's index lines, then `-e FOLDER`."""
-    lines = [line.strip() for line in lock_text.splitlines() if line.strip().startswith(_INDEX_OPTIONS)]
-    return "\n".join([*lines, f"-e {folder}"]) + "\n"
+    """The requirements file of the `project` stage: the lock's index lines (its build
+    requirements come from there too), then `-e FOLDER`."""
+    from kernodeck.lockfile.read import parse_lockfile
+
+    options = parse_lockfile(lock_text, lenient=True).index_options()
+    return "\n".join([*options, f"-e {folder}"]) + "\n"
 
 
 def project_to_install(plan: RebuildPlan) -> tuple[str, Path] | None:

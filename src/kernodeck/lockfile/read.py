@@ -76,6 +76,10 @@ class Pin:
         return Marker(self.marker).evaluate(env)
 
 
+#: The options of a requirements file that say where packages come from.
+INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--find-links", "--no-index", "-i ", "-f ")
+
+
 @dataclass
 class LockFile:
     path: Path
@@ -85,6 +89,11 @@ class LockFile:
 
     def by_name(self) -> dict[NormalizedName, Pin]:
         return {p.key: p for p in self.pins}
+
+    def index_options(self) -> list[str]:
+        """The options that say where packages come from (`--index-url URL`, `--extra-index-url`,
+        `--find-links`, `--no-index`), as written (`${VAR}` placeholders kept)."""
+        return [o for o in self.options if o.startswith(INDEX_OPTIONS)]
 
     @property
     def platform(self) -> str | None:
