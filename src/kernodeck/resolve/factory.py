@@ -607,9 +607,8 @@ class Factory:
         def ordered() -> Iterable[Version]:
             if pref is None:
                 return pf.all_versions
-            return itertools.chain(
-                (pref,), (v for v in pf.all_versions if v != pref)
-            )  # the existing pin first
+            # the existing pin first
+            return itertools.chain((pref,), (v for v in pf.all_versions if v != pref))
 
         def usable() -> Iterator[Version]:
             return (v for v in ordered() if wanted(v) and pf.usable(v, pinned))
@@ -622,9 +621,8 @@ class Factory:
             started = 0
             for n, v in enumerate(usable(), start=1 + len(bad)):
                 cand = self._candidate(pf, v, pinned)
-                if n == 1:
-                    self.session.metadata_future(cand.metadata_file)
-                else:
+                self.session.metadata_future(cand.metadata_file)
+                if n > 1:
                     # The resolver rejected the candidates before this one (their dependencies
                     # conflict with what it has pinned) and walks down this project's versions,
                     # one metadata read at a time: read the next ones now, twice as many each
