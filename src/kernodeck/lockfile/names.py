@@ -32,6 +32,15 @@ def pylock_path(folder: Path, platform: str) -> Path:
     return folder / pylock_filename(platform)
 
 
+def platform_of(name: str) -> str | None:
+    """The platform a lock file's name is for (`requirements-rebuild-<platform>.txt`,
+    `pylock.<platform>.toml`); None for any other name."""
+    for prefix, suffix in ((REQUIREMENTS_PREFIX, REQUIREMENTS_SUFFIX), (PYLOCK_PREFIX, PYLOCK_SUFFIX)):
+        if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(suffix):
+            return name[len(prefix) : -len(suffix)]
+    return None
+
+
 def is_lock_file(name: str) -> bool:
     """Whether a file name (or path) is a requirements or pylock file written by `kernodeck lock`."""
     base = PurePosixPath(name.replace("\\", "/")).name
