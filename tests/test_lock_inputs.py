@@ -344,6 +344,7 @@ def test_a_removed_platforms_files_are_named_by_check_and_removed_by_lock(
     assert main(["lock", str(project), "--format", "pylock", "--json", str(folder / "lock.json")]) == 0
     err = capsys.readouterr().err
     assert "removed requirements-rebuild-windows.txt: repro.toml declares no platform windows any more" in err
+    assert "versions held back to match a removed platform too; `kernodeck lock --upgrade`" in err
     assert not any(f.exists() for f in windows)
     assert other.is_file() and by_hand.is_file()
     report = json.loads((folder / "lock.json").read_text(encoding="utf-8"))

@@ -161,6 +161,12 @@ def lock(
     for left in result.left_over:
         for f in left.paths:
             click.echo(f"removed {f.name}: {left.describe(result.manifest_path.name)}", err=True)
+    if result.left_over:
+        click.echo(
+            "note: the other platforms keep their pins, versions held back to match a removed platform "
+            "too; `kernodeck lock --upgrade` (or --upgrade-package NAME) takes newer ones",
+            err=True,
+        )
     for p in result.platforms:
         verb = "wrote" if p.status == "written" else "unchanged"
         click.echo(
