@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from packaging.utils import canonicalize_name
 
 from kernodeck.errors import IndexError_
+from kernodeck.index.buildenv import BuildSources
 from kernodeck.index.cache import (
     CorruptEntry,
     IndexCache,
@@ -38,6 +39,10 @@ from kernodeck.urls import public_url, redact
 
 class MetadataFetcher(IndexHttp):
     """Core metadata and files of the files a collector found."""
+
+    #: Where an sdist's build requirements come from (the lock's indexes and exclude-newer; set by
+    #: the resolver's session); None: pip's built-in index.
+    build_sources: BuildSources | None = None
 
     # -- files ---------------------------------------------------------------------------------------
 
@@ -217,7 +222,7 @@ class MetadataFetcher(IndexHttp):
                 archive = Path(tmp) / file.filename
                 archive.write_bytes(data)
                 self._bump(sdist_builds=1)
-                return build_sdist_metadata(archive)
+                return build_sdist_metadata(archive, self.build_sources)
         if file.core_metadata:
             got = self._metadata_file(file, local)
             if got is not None:

@@ -19,7 +19,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -27,6 +27,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.index.models import CoreMetadata, MetadataError
+
+if TYPE_CHECKING:
+    from kernodeck.index.buildenv import BuildSources
 
 #: First read from the end of a remote wheel: the end of central directory record and, for most
 #: wheels, the whole central directory and the METADATA member (dist-info is written last).
@@ -500,18 +503,22 @@ def _backend_said(e: BaseException) -> list[str]:
     return [f"| {line}" for line in lines[-BACKEND_TAIL:]]
 
 
-def build_sdist_metadata(archive: Path) -> bytes:
-    """Core metadata of an sdist by a PEP 517 `prepare_metadata_for_build_wheel` in an isolated env."""
+def build_sdist_metadata(archive: Path, sources: BuildSources | None = None) -> bytes:
+    """Core metadata of an sdist by a PEP 517 `prepare_metadata_for_build_wheel` in an isolated
+    env, its build requirements installed from `sources` (see `kernodeck.index.buildenv`)."""
     try:
         from build import BuildBackendException, BuildException, ProjectBuilder
         from build.env import DefaultIsolatedEnv
         from pyproject_hooks import BuildBackendWarning, quiet_subprocess_runner
+
+        from kernodeck.index.buildenv import BuildRequirementsError, BuildSources, install_build_requirements
     except ImportError as e:  # pragma: no cover - build is a dependency
         raise MetadataError(f"cannot build {archive.name}: the 'build' package is missing ({e})") from None
     # The backend's own warnings (setuptools' deprecation notices, dozens of lines per sdist) are
     # the package author's business, not the locker's: pyproject_hooks re-raises them in this
     # process, where they would bury the lock's output.
     warnings.filterwarnings("ignore", category=BuildBackendWarning)
+    got = sources or BuildSources()
     with tempfile.TemporaryDirectory(prefix="kernodeck-sdist-") as tmp:
         src = _safe_extract(archive, Path(tmp) / "src")
         out = Path(tmp) / "meta"
@@ -519,14 +526,21 @@ def build_sdist_metadata(archive: Path) -> bytes:
         try:
             with DefaultIsolatedEnv() as env:
                 builder = ProjectBuilder.from_isolated_env(env, src, runner=quiet_subprocess_runner)
-                env.install(builder.build_system_requires)
-                env.install(builder.get_requires_for_build("wheel"))
+                install_build_requirements(env.python_executable, sorted(builder.build_system_requires), got)
+                install_build_requirements(
+                    env.python_executable, sorted(builder.get_requires_for_build("wheel")), got
+                )
                 dist_info = Path(builder.metadata_path(out))
+        except BuildRequirementsError as e:
+            raise MetadataError(
+                f"building the metadata of {archive.name} failed", context=[e.first_error], hint=e.hint
+            ) from None
         except (BuildException, BuildBackendException, OSError) as e:
             said = _backend_said(e)
             hint = (
                 "its build imports pkg_resources, which setuptools 81 and later no longer ship: pick a "
-                "version with a wheel, or one whose build does not need it"
+                "version with a wheel, or one whose build does not need it (build requirements are "
+                "the releases before exclude-newer, when the manifest sets one)"
                 if any("No module named 'pkg_resources'" in line for line in said)
                 else "the sdist needs its build requirements and a working build backend; "
                 "prefer a wheel, or remove the package from allow-sdist"

@@ -323,7 +323,8 @@ class Packages(_Model):
     constraints: list[RequirementStr] = []
     """Constraints: they limit versions but install nothing by themselves."""
     allow_sdist: list[ProjectName] = []
-    """Projects that may be locked as source distributions (otherwise wheels only)."""
+    """Projects that may be locked as source distributions (otherwise wheels only). Their metadata
+    is built with build requirements from these indexes, released before exclude-newer."""
     prereleases: bool = False
     """Allow pre-release versions."""
     exclude_newer: Annotated[

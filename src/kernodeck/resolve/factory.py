@@ -41,6 +41,7 @@ from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import PYTORCH_INDEX_BASE, routes_to_backend
 from kernodeck.errors import ResolutionError
+from kernodeck.index.buildenv import BuildSources
 from kernodeck.index.evaluate import Accepted, Rejected, evaluate
 from kernodeck.index.models import CoreMetadata, IndexFile, IndexSource, NotFound, ProjectPage
 from kernodeck.index.sources import default_index_url
@@ -176,6 +177,10 @@ class Session:
             exclude_newer=settings.exclude_newer,
             transport=transport,
             concurrency=concurrency,
+        )
+        # an sdist's build requirements: from the indexes an unrouted package resolves from
+        self.client.build_sources = BuildSources.of(
+            ((s.format, s.url) for s in routing.defaults), settings.exclude_newer
         )
         self._lock = threading.Lock()
         self._pages: dict[tuple[str, str], Future[ProjectPage | NotFound]] = {}
