@@ -201,7 +201,6 @@ POETRY_PYPROJECT = (
 @pytest.mark.parametrize(
     ("files", "note"),
     [
-        ({"pyproject.toml": POETRY_PYPROJECT}, "[tool.poetry.dependencies], Poetry's own format"),
         ({"pyproject.toml": '[build-system]\nrequires = ["setuptools"]\n'}, "has no [project] table"),
         ({}, "found no requirements*.txt, requirements*.in or pyproject.toml [project] table"),
         ({"requirements.txt": "rich\n"}, None),

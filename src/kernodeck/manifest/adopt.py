@@ -37,6 +37,7 @@ from kernodeck.fingerprint import fingerprint
 from kernodeck.lockfile.names import is_kernodeck_file
 from kernodeck.lockfile.read import read_pins
 from kernodeck.manifest.condaenv import find_conda_env, read_conda_env
+from kernodeck.manifest.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
 from kernodeck.reqfile import (
     BackendHint,
     ParsedRequirements,
@@ -76,6 +77,8 @@ class Discovery:
     # copied from a conda environment file when the project has no other dependency list
     requirements: list[str] = field(default_factory=list)
     python: tuple[str, str] | None = None  # (major.minor, why) when a source names the Python
+    # (PEP 440 specifier, why) when a source allows a range of Pythons (Poetry's `python = "^3.10"`)
+    python_range: tuple[str, str] | None = None
 
 
 #: Without any dependency list a lock can read.
@@ -198,7 +201,10 @@ def discover(directory: Path) -> Discovery:
         try:
             data = read_pyproject(pyproject, "pyproject.toml")
             project = data.get("project")
-            if not isinstance(project, dict) and not project_in_reqs:
+            poetry = read_poetry(data) if not isinstance(project, dict) and not project_in_reqs else None
+            if poetry is not None and not out.sources:
+                _copy_poetry(out, poetry)
+            elif not isinstance(project, dict) and not project_in_reqs:
                 unread = _without_project_table(data)
                 out.comments.append(unread)
             if isinstance(project, dict):
@@ -237,6 +243,22 @@ def discover(directory: Path) -> Discovery:
     if not out.sources and not out.requirements:
         out.missing = unread or NO_DEPENDENCIES
     return out
+
+
+def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
+    """Poetry's own dependency table, the project's only list: its requirements copied (`from`
+    cannot read it), with what was left out and why (see manifest.poetrydeps)."""
+    out.requirements = deps.requirements
+    out.comments.append(
+        "requirements: copied from pyproject.toml [tool.poetry.dependencies], Poetry's own format, "
+        "which `from` cannot read (^ and ~ written as PEP 440 ranges); edit them here from now on"
+    )
+    out.comments.extend(deps.notes)
+    if deps.python is not None:
+        with contextlib.suppress(ValueError):
+            spec = poetry_specifier(deps.python)
+            why = f"pyproject.toml [tool.poetry.dependencies] python = {deps.python!r}"
+            out.python_range = (spec, why)
 
 
 def _read_conda(out: Discovery, path: Path, root: Path) -> None:

@@ -180,6 +180,21 @@ def host_facts(python: str | None = None) -> HostFacts:
     return facts
 
 
+def _python_within(spec: str, current: str) -> str:
+    """`current` (major.minor) when a release of it meets `spec`, else the oldest 3.x that does
+    (the current one when none does: the lock then says why)."""
+    from packaging.specifiers import SpecifierSet
+
+    allowed = SpecifierSet(spec)
+
+    def fits(minor: str) -> bool:
+        return any(allowed.contains(f"{minor}.{patch}", prereleases=True) for patch in (0, 99))
+
+    if fits(current):
+        return current
+    return next((f"3.{m}" for m in range(8, 16) if fits(f"3.{m}")), current)
+
+
 def _platform_name(f: HostFacts, backend: str | None) -> str:
     return f"{f.os}-{f.arch}" + (f"-{backend}" if backend else "")
 
@@ -245,6 +260,10 @@ def starter_document(
     found = found or discover(directory)
     if env is None and found.python is not None and found.python[0] != facts.python_version:
         facts = dataclasses.replace(facts, python_version=found.python[0], python_note=found.python[1])
+    if env is None and found.python_range is not None:
+        fit = _python_within(found.python_range[0], facts.python_version)
+        if fit != facts.python_version:
+            facts = dataclasses.replace(facts, python_version=fit, python_note=found.python_range[1])
     py = tomlkit.table()
     _kv(
         py,
