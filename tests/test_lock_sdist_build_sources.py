@@ -12,40 +12,9 @@ from kernodeck.errors import KernodeckError
 from kernodeck.index.buildenv import BuildSources, install_argv
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import lock, read_lock, write_manifest
+from tests.fixtures.old_sdist import MISSING, NEEDS_HELPER, publish_old_sdist
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
-
-# The sdist's backend asks for kd-build-helper and needs what its 1.0 has; 2.0 (released later)
-# took it away, as setuptools 81 took pkg_resources away.
-_NEEDS_HELPER = """
-
-def get_requires_for_build_wheel(config_settings=None):
-    return ["kd-build-helper"]
-
-
-_prepare = prepare_metadata_for_build_wheel
-
-
-def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
-    import kd_build_helper
-
-    if kd_build_helper.__version__ != "1.0":
-        raise ModuleNotFoundError("No module named 'kd_build_helper.legacy'")
-    return _prepare(metadata_directory, config_settings)
-"""
-
-
-def _publish(index_factory: IndexFactory) -> None:
-    index_factory.add_wheel("kd-build-helper", "1.0", upload_time="2025-01-10T00:00:00Z")
-    index_factory.add_wheel("kd-build-helper", "2.0", upload_time="2026-03-01T00:00:00Z")
-    index_factory.add_wheel("foo", "1.0", upload_time="2025-01-10T00:00:00Z")
-    index_factory.add_sdist(
-        "oldsrc",
-        "0.4",
-        requires=["foo>=1"],
-        upload_time="2025-02-01T00:00:00Z",
-        backend_extra=_NEEDS_HELPER,
-    )
 
 
 def test_build_requirements_come_from_the_manifest_index_before_exclude_newer(
@@ -54,7 +23,7 @@ def test_build_requirements_come_from_the_manifest_index_before_exclude_newer(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _publish(index_factory)
+    publish_old_sdist(index_factory)
     # the locking user's own pip settings name an index that does not answer and a constraint
     # the build could not meet: neither reaches the build
     constraints = tmp_path / "user-constraints.txt"
@@ -82,14 +51,15 @@ def test_without_exclude_newer_the_newest_build_requirement_is_used_and_its_fail
     served_index: Server,
     tmp_path: Path,
 ) -> None:
-    _publish(index_factory)
+    publish_old_sdist(index_factory)
     manifest = write_manifest(
         tmp_path / "proj", requirements=["oldsrc"], default_url=served_index.url(), allow_sdist=["oldsrc"]
     )
     with pytest.raises(KernodeckError) as e:
         lock(manifest, tmp_path / "cache")
     assert "building the metadata of oldsrc-0.4.tar.gz failed" in e.value.message
-    assert any("kd_build_helper.legacy" in line for line in e.value.context)
+    assert any(MISSING in line for line in e.value.context)
+    assert e.value.hint and "build-constraints" in e.value.hint
 
 
 def test_a_build_requirement_the_index_lacks_is_named_with_the_manifest_as_its_source(
@@ -98,7 +68,7 @@ def test_a_build_requirement_the_index_lacks_is_named_with_the_manifest_as_its_s
     tmp_path: Path,
 ) -> None:
     index_factory.add_wheel("foo", "1.0")
-    index_factory.add_sdist("oldsrc", "0.4", requires=["foo>=1"], backend_extra=_NEEDS_HELPER)
+    index_factory.add_sdist("oldsrc", "0.4", requires=["foo>=1"], backend_extra=NEEDS_HELPER)
     manifest = write_manifest(
         tmp_path / "proj", requirements=["oldsrc"], default_url=served_index.url(), allow_sdist=["oldsrc"]
     )

@@ -166,12 +166,31 @@ def _any_interpreter(
     return Step.passed("rebuild", "interpreter"), info
 
 
+def _run_by_hand(md: str, folder: Path, bindir: Path, home: Path) -> tuple[str, Any]:
+    """(script, finished process) of REBUILD.md's stage block run in bash from `folder`, with only
+    `bindir` (where `python3.X` is) and the system's folders on PATH."""
+    import os
+    import subprocess
+
+    after = md[md.index(INTRO) :]
+    start = after.index("```sh\n") + len("```sh\n")
+    script = after[start : after.index("\n```", start)].replace("<platform>", "here")
+    done = subprocess.run(
+        ["bash", "-euc", script],
+        cwd=folder,
+        env={"PATH": f"{bindir}{os.pathsep}/usr/bin:/bin", "HOME": str(home), "PIP_NO_INPUT": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    return script, done
+
+
 def test_rebuild_md_stage_commands_build_the_environment_when_run_by_hand(tmp_path: Path) -> None:
     """A reader who runs REBUILD.md's stage block in a shell, from the folder, gets the locked
     environment: the printed commands are not only the right ones, they work."""
     import hashlib
-    import os
-    import subprocess
 
     from tests.fixtures.index_factory import IndexFactory
 
@@ -195,20 +214,46 @@ def test_rebuild_md_stage_commands_build_the_environment_when_run_by_hand(tmp_pa
             digest = hashlib.sha256((factory.files_dir() / f"{name}-{version}-py3-none-any.whl").read_bytes())
             lines += [f"{name}=={version} \\", f"    --hash=sha256:{digest.hexdigest()}"]
         (folder / "requirements-rebuild-here.txt").write_text("\n".join(lines) + "\n")
-        md = _md(m)
-        after = md[md.index(INTRO) :]
-        start = after.index("```sh\n") + len("```sh\n")
-        script = after[start : after.index("\n```", start)].replace("<platform>", "here")
-        done = subprocess.run(
-            ["bash", "-euc", script],
-            cwd=folder,
-            env={"PATH": f"{bindir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path), "PIP_NO_INPUT": "1"},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        _, done = _run_by_hand(_md(m), folder, bindir, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     inventory = (folder / rebuild.INVENTORY_FILE).read_text()
     assert "alpha==1.0" in inventory and "beta==2.0" in inventory
     assert (folder / MD_PYTHON).exists()
+
+
+def test_rebuild_md_passes_the_build_constraints_to_a_readers_pip(tmp_path: Path) -> None:
+    """With [packages] build-constraints, REBUILD.md writes them to a file that the pip of the
+    fresh venv reads (PIP_CONSTRAINT) when it builds an allowed sdist: run by hand, the old sdist
+    builds with the old build requirement it needs."""
+
+    import tomlkit
+
+    from kernodeck.lock import lock_manifest
+    from tests.fixtures.index_factory import IndexFactory
+    from tests.fixtures.lock_project import write_manifest
+    from tests.fixtures.old_sdist import publish_old_sdist
+
+    factory = IndexFactory(tmp_path / "index")
+    publish_old_sdist(factory)
+    py = f"{sys.version_info.major}.{sys.version_info.minor}"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / f"python{py}").symlink_to(sys.executable)
+    with factory.serve() as server:
+        path = write_manifest(
+            tmp_path / "bundle",
+            requirements=["oldsrc"],
+            default_url=server.url(),
+            allow_sdist=["oldsrc"],
+            python=py,
+            platforms=[{"name": "here", "os": "linux", "arch": "x86_64"}],
+        )
+        doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+        doc["packages"]["build-constraints"] = ["kd-build-helper<2"]
+        path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+        lock_manifest(path, cache_dir=tmp_path / "cache")
+        script, done = _run_by_hand(_md(load_manifest(path)), path.parent, bindir, tmp_path)
+    assert "PIP_CONSTRAINT=build-constraints.txt" in script
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (path.parent / "build-constraints.txt").read_text() == "kd-build-helper<2\n"
+    assert "oldsrc==0.4" in (path.parent / rebuild.INVENTORY_FILE).read_text()

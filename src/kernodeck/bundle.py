@@ -468,11 +468,24 @@ _MD_PREFIX = {"install": "PIP_CONFIG_FILE=/dev/null "}
 _MD_SUFFIX = {"inventory": f" > {INVENTORY_FILE}   # an observation, not a lock"}
 
 
+#: Where REBUILD.md writes the manifest's build constraints for pip to read.
+MD_BUILD_CONSTRAINTS = "build-constraints.txt"
+
+
 def _md_stage_commands(m: Manifest) -> str:
-    return "\n".join(
-        _MD_PREFIX.get(name, "") + " ".join(_sh(a) for a in argv) + _MD_SUFFIX.get(name, "")
-        for name, argv in rebuild_stage_commands(m)
-    )
+    prefix = dict(_MD_PREFIX)
+    lines = []
+    if m.packages.build_constraints and m.packages.allow_sdist:
+        # the pip of a fresh venv (older than 25.3) reads them from PIP_CONSTRAINT in the build
+        # environments it starts; the install itself runs --isolated and ignores the variable
+        quoted = " ".join(_sh(c) for c in m.packages.build_constraints)
+        lines.append(
+            f"printf '%s\\n' {quoted} > {MD_BUILD_CONSTRAINTS}   # [packages] build-constraints, for sdist builds"
+        )
+        prefix["install"] += f"PIP_CONSTRAINT={MD_BUILD_CONSTRAINTS} "
+    for name, argv in rebuild_stage_commands(m):
+        lines.append(prefix.get(name, "") + " ".join(_sh(a) for a in argv) + _MD_SUFFIX.get(name, ""))
+    return "\n".join(lines)
 
 
 def _md_credentials(creds: list[str]) -> list[str]:

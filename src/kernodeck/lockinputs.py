@@ -62,6 +62,8 @@ def lock_inputs(
     # The order of requirements and constraints cannot change a pin; the order of indexes can.
     packages["requirements"] = sorted(pk.requirements)
     packages["constraints"] = sorted(pk.constraints)
+    if pk.build_constraints:
+        packages["build-constraints"] = sorted(pk.build_constraints)
     packages["allow-sdist"] = sorted(canonicalize_name(n) for n in pk.allow_sdist)
     packages["exclude-newer"] = format_time(pk.exclude_newer) if pk.exclude_newer else None
     doc: dict[str, Any] = {

@@ -570,17 +570,47 @@ def select_interpreter(
     return Step.passed(LAYER, "interpreter", expected=expected, observed=observed), chosen
 
 
-def install_command(plan: RebuildPlan, py: Path, uv: str | None, extra: Sequence[str] = ()) -> list[str]:
+def install_command(
+    plan: RebuildPlan,
+    py: Path,
+    uv: str | None,
+    extra: Sequence[str] = (),
+    *,
+    build_constraints: str | None = None,
+) -> list[str]:
     """The installer command line of a rebuild plan (see `install_argv`); `extra` are the network
-    arguments (`InstallerEnvironment.args`)."""
+    arguments (`InstallerEnvironment.args`), `build_constraints` the file of the manifest's
+    build constraints when they go as an option (`build_constraints_route`)."""
+    more = [*extra]
+    if build_constraints is not None:
+        more += [_BUILD_CONSTRAINT_OPTION[plan.installer], build_constraints]
     return install_argv(
         plan.installer,
         str(py),
         str(plan.requirements),
         allow_sdist=plan.manifest.packages.allow_sdist,
         uv=uv,
-        extra=extra,
+        extra=more,
     )
+
+
+#: The option that constrains the build requirements of sdists: uv's, and pip's since 25.3 (an
+#: older pip reads them from PIP_CONSTRAINT in the build environment it starts: see
+#: `build_constraints_route`).
+_BUILD_CONSTRAINT_OPTION = {"pip": "--build-constraint", "uv": "--build-constraints"}
+PIP_BUILD_CONSTRAINT = (25, 3)
+
+
+def build_constraints_route(installer: Installer, pip_version: str | None) -> str:
+    """How the manifest's build constraints reach the installer: "option" (uv; pip 25.3 and later),
+    or "environment" (an older pip: PIP_CONSTRAINT, which the isolated install itself ignores and
+    the pip it starts to install build requirements reads)."""
+    if installer == "uv":
+        return "option"
+    m = re.search(r"pip (\d+)\.(\d+)", pip_version or "")
+    if m is not None and (int(m[1]), int(m[2])) >= PIP_BUILD_CONSTRAINT:
+        return "option"
+    return "environment"
 
 
 def install_argv(
@@ -906,8 +936,23 @@ def _stage_pip_version(r: _Rebuild) -> StageResult:
 
 
 def _stage_install(r: _Rebuild) -> StageResult:
+    with tempfile.TemporaryDirectory(prefix="kernodeck-install-") as tmp:
+        return _install(r, Path(tmp))
+
+
+def _install(r: _Rebuild, tmp: Path) -> StageResult:
     plan, ienv, py, uv = r.plan, r.ienv, r.py, r.uv
-    argv = install_command(plan, py, uv, ienv.args(plan.installer))
+    env = dict(ienv.env)
+    constraints = None
+    if plan.manifest.packages.build_constraints and plan.manifest.packages.allow_sdist:
+        constraints = tmp / "build-constraints.txt"
+        constraints.write_text("\n".join(plan.manifest.packages.build_constraints) + "\n", encoding="utf-8")
+        if build_constraints_route(plan.installer, r.pip_version) == "environment":
+            env["PIP_CONSTRAINT"] = str(constraints)
+            constraints = None
+    argv = install_command(
+        plan, py, uv, ienv.args(plan.installer), build_constraints=str(constraints) if constraints else None
+    )
     if plan.installer == "uv" and uv is None:
         run = _Run(127, "", "error: uv not found next to this Python or on PATH", 0.0)
     else:
@@ -920,10 +965,10 @@ def _stage_install(r: _Rebuild) -> StageResult:
                 if shown is not None:
                     show(shown)
 
-        run = _run(argv, ienv.env, cwd=plan.requirements.parent, on_line=stream)
+        run = _run(argv, env, cwd=plan.requirements.parent, on_line=stream)
     details: dict[str, Any] = {
         "command": _pretty_argv(plan, argv),
-        "environment": sorted(ienv.env),
+        "environment": sorted(env),
         "returncode": run.returncode,
     }
     if ienv.settings.describe():
@@ -935,7 +980,7 @@ def _stage_install(r: _Rebuild) -> StageResult:
     expected = f"every pin of {plan.requirements.name} installed with matching hashes"
     if run.returncode != 0:
         details["output"] = _tail(run.output)
-        cause = _install_cause(plan, run, py, uv, ienv, details)
+        cause = _install_cause(plan, run, argv, env, details)
         details["cause"] = cause.kind
         step = Step.failed(
             LAYER,
@@ -1223,16 +1268,12 @@ def run_rebuild(
 
 
 def _install_cause(
-    plan: RebuildPlan,
-    run: _Run,
-    py: Path,
-    uv: str | None,
-    ienv: InstallerEnvironment,
-    details: dict[str, Any],
+    plan: RebuildPlan, run: _Run, argv: Sequence[str], env: Mapping[str, str], details: dict[str, Any]
 ) -> InstallerCause:
     """The real cause of a failed install. pip prints HTTP errors (401, 403) and wheels skipped for
-    their tags only with -vv, so when its output names no cause the same install is run again with
-    -vv (it fails as fast) and the cause is read from that."""
+    their tags only with -vv, so when its output names no cause the same install (`argv`, `env`)
+    is run again with -vv (it fails as fast) and the cause is read from that. An sdist whose build
+    failed is named with the error its build backend ended with."""
 
     def pick(output: str) -> InstallerCause:
         return installer_cause(
@@ -1244,16 +1285,32 @@ def _install_cause(
         )
 
     cause = pick(run.output)
+    said = backend_error(run.output)
+    if cause.kind == "other" and said is not None:
+        return InstallerCause("build", f"building a source distribution failed: {said}", _build_hint(said))
     if plan.installer != "pip" or cause.kind not in ("not-found", "other") or run.returncode == 124:
         return cause
-    argv = install_command(plan, py, uv, ienv.args(plan.installer))
-    at = argv.index("install") + 1
-    diag = _run([*argv[:at], "-vv", *argv[at:]], ienv.env, cwd=plan.requirements.parent, timeout=600)
+    at = list(argv).index("install") + 1
+    diag = _run([*argv[:at], "-vv", *argv[at:]], env, cwd=plan.requirements.parent, timeout=600)
     better = pick(diag.output)
     if better.kind in ("not-found", "other"):
         return cause
     details["diagnosis"] = f"pip install -vv: {better.kind}"
     return better
+
+
+def _build_hint(said: str) -> str:
+    """What to do when an sdist's build failed with `said` (its backend's last error)."""
+    if "No module named 'pkg_resources'" in said:
+        return (
+            "its build imports pkg_resources, which setuptools 81 and later no longer ship: add "
+            'build-constraints = ["setuptools<81"] to [packages] in the manifest, or lock a version '
+            "with a wheel"
+        )
+    return (
+        "the sdist's build failed with its build requirements as the installer chose them: constrain "
+        "them with [packages] build-constraints, or lock a version with a wheel"
+    )
 
 
 def _verify_rebuilt(

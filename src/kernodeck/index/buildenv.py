@@ -48,23 +48,31 @@ _NETWORK_KINDS = frozenset({"certificate", "proxy", "dns", "connection", "timeou
 
 _HINT = (
     "an sdist's build requirements come from the manifest's indexes, released before its "
-    "exclude-newer: they must be there; or pick a version with a wheel, or take the package out of "
-    "allow-sdist"
+    "exclude-newer, within [packages] build-constraints: they must be there; or pick a version with "
+    "a wheel, or take the package out of allow-sdist"
 )
 
 
 @dataclass(frozen=True)
 class BuildSources:
     """The sources of an sdist build's requirements: requirements-file option lines (`--index-url
-    URL`, credentials as `${VAR}`), the variables those lines name, and exclude-newer. The default
-    (no lines) is pip's built-in index, as for a lock that declares none."""
+    URL`, credentials as `${VAR}`), the variables those lines name, exclude-newer, and the
+    manifest's build constraints. The default (no lines) is pip's built-in index, as for a lock
+    that declares none."""
 
     options: tuple[str, ...] = ()
     variables: tuple[str, ...] = ()
     uploaded_before: datetime | None = None
+    constraints: tuple[str, ...] = ()  # [packages] build-constraints
 
     @classmethod
-    def of(cls, sources: Iterable[tuple[str, str]], uploaded_before: datetime | None) -> BuildSources:
+    def of(
+        cls,
+        sources: Iterable[tuple[str, str]],
+        uploaded_before: datetime | None,
+        *,
+        constraints: Iterable[str] = (),
+    ) -> BuildSources:
         """From (format, url) pairs in the lock's order: the first index is `--index-url`, later
         ones `--extra-index-url`, find-links folders `--find-links`."""
         options: list[str] = []
@@ -77,7 +85,9 @@ class BuildSources:
             else:
                 options.append(f"--index-url {url}")
             names += PLACEHOLDER.findall(url)
-        return cls(tuple(dict.fromkeys(options)), tuple(dict.fromkeys(names)), uploaded_before)
+        return cls(
+            tuple(dict.fromkeys(options)), tuple(dict.fromkeys(names)), uploaded_before, tuple(constraints)
+        )
 
 
 class BuildRequirementsError(Exception):
@@ -124,27 +134,29 @@ def install_build_requirements(python: str, requirements: Sequence[str], sources
     if not requirements:
         return
     inst = installer_environment(os.environ, sources.variables, installer="pip")
-    fd, path = tempfile.mkstemp(prefix="kernodeck-build-requirements-", suffix=".txt")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join([*sources.options, *requirements]) + "\n")
+    with tempfile.TemporaryDirectory(prefix="kernodeck-build-requirements-") as tmp:
+        path = os.path.join(tmp, "requirements.txt")
+        lines = [*sources.options, *requirements]
+        if sources.constraints:  # [packages] build-constraints, as a constraints file
+            constraints = os.path.join(tmp, "build-constraints.txt")
+            with open(constraints, "w", encoding="utf-8") as f:
+                f.write("\n".join(sources.constraints) + "\n")
+            lines.insert(len(sources.options), f"-c {constraints}")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
         argv = install_argv(python, path, sources)
         argv[-2:-2] = inst.pip_args
         proc = _run(argv, inst.env)
         if proc.returncode != 0 and _NO_UPLOAD_TIMES in proc.stdout and "--uploaded-prior-to" in argv:
             at = argv.index("--uploaded-prior-to")
             proc = _run([*argv[:at], *argv[at + 2 :]], inst.env)
-        if proc.returncode != 0:
-            cause = installer_cause(
-                proc.stdout, requirements="the manifest", credentials=list(sources.variables)
-            )
-            listed = ", ".join(requirements)
-            raise BuildRequirementsError(
-                f"installing its build requirements ({listed}) failed: {cause.error}",
-                hint=redact(cause.hint) if cause.kind in _NETWORK_KINDS else _HINT,
-            )
-    finally:
-        os.unlink(path)
+    if proc.returncode != 0:
+        cause = installer_cause(proc.stdout, requirements="the manifest", credentials=list(sources.variables))
+        listed = ", ".join(requirements)
+        raise BuildRequirementsError(
+            f"installing its build requirements ({listed}) failed: {cause.error}",
+            hint=redact(cause.hint) if cause.kind in _NETWORK_KINDS else _HINT,
+        )
 
 
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

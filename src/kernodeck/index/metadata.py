@@ -538,12 +538,12 @@ def build_sdist_metadata(archive: Path, sources: BuildSources | None = None) -> 
         except (BuildException, BuildBackendException, OSError) as e:
             said = _backend_said(e)
             hint = (
-                "its build imports pkg_resources, which setuptools 81 and later no longer ship: pick a "
-                "version with a wheel, or one whose build does not need it (build requirements are "
-                "the releases before exclude-newer, when the manifest sets one)"
+                "its build imports pkg_resources, which setuptools 81 and later no longer ship: add "
+                'build-constraints = ["setuptools<81"] to [packages], or pick a version with a wheel'
                 if any("No module named 'pkg_resources'" in line for line in said)
-                else "the sdist needs its build requirements and a working build backend; "
-                "prefer a wheel, or remove the package from allow-sdist"
+                else "the sdist needs its build requirements and a working build backend; constrain "
+                "them with [packages] build-constraints, prefer a wheel, or remove the package from "
+                "allow-sdist"
             )
             raise MetadataError(
                 f"building the metadata of {archive.name} failed",

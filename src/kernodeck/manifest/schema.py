@@ -325,6 +325,10 @@ class Packages(_Model):
     allow_sdist: list[ProjectName] = []
     """Projects that may be locked as source distributions (otherwise wheels only). Their metadata
     is built with build requirements from these indexes, released before exclude-newer."""
+    build_constraints: list[RequirementStr] = []
+    """Constraints on the build requirements of those source distributions, when the lock builds
+    their metadata and when rebuild builds them (uv's build-constraint-dependencies, pip's
+    --build-constraint): e.g. "setuptools<81" for an old setup.py that imports pkg_resources."""
     prereleases: bool = False
     """Allow pre-release versions."""
     exclude_newer: Annotated[

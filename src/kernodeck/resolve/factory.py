@@ -83,6 +83,7 @@ class ResolveSettings:
     allow_sdist: frozenset[NormalizedName] = frozenset()
     prereleases: bool = False
     exclude_newer: datetime | None = None
+    build_constraints: tuple[str, ...] = ()  # on an sdist build's requirements
 
     @classmethod
     def from_packages(cls, packages: Packages) -> ResolveSettings:
@@ -92,6 +93,7 @@ class ResolveSettings:
             allow_sdist=frozenset(canonicalize_name(n) for n in packages.allow_sdist),
             prereleases=packages.prereleases,
             exclude_newer=packages.exclude_newer,
+            build_constraints=tuple(packages.build_constraints),
         )
 
 
@@ -180,7 +182,9 @@ class Session:
         )
         # an sdist's build requirements: from the indexes an unrouted package resolves from
         self.client.build_sources = BuildSources.of(
-            ((s.format, s.url) for s in routing.defaults), settings.exclude_newer
+            ((s.format, s.url) for s in routing.defaults),
+            settings.exclude_newer,
+            constraints=settings.build_constraints,
         )
         self._lock = threading.Lock()
         self._pages: dict[tuple[str, str], Future[ProjectPage | NotFound]] = {}
