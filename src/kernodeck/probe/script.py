@@ -643,12 +643,24 @@ def _record_rows(path: str) -> list[list[str]]:
 
 
 #: Rows that may carry no hash (the wheel spec: RECORD itself and its signatures; compiled
-#: bytecode an installer writes after the fact). Every other row without a hash is a problem.
-_UNHASHED_OK = ("/RECORD", "/RECORD.jws", "/RECORD.p7s")
+#: bytecode an installer writes after the fact, and the `__pycache__` folders virtualenv lists).
+#: Every other row without a hash is a problem, except in a distribution virtualenv seeded
+#: (`seeded_by_virtualenv`): it records no hash for the scripts and INSTALLER it writes.
+_UNHASHED_OK = ("/RECORD", "/RECORD.jws", "/RECORD.p7s", "/__pycache__")
 
 
 def _may_be_unhashed(rel: str) -> bool:
-    return rel.endswith(".pyc") or rel.endswith(_UNHASHED_OK) or rel in ("RECORD",)
+    return rel.endswith(".pyc") or rel.endswith(_UNHASHED_OK) or rel in ("RECORD", "__pycache__")
+
+
+def seeded_by_virtualenv(location: str, meta_dir: str) -> bool:
+    """Whether virtualenv seeded this distribution into the environment it created (pip,
+    setuptools and wheel of a Poetry, Hatch, tox or `virtualenv` venv): it leaves
+    `<name>-<version>.virtualenv` beside the .dist-info folder."""
+    stem = os.path.basename(meta_dir.rstrip("/\\"))
+    if not stem.endswith(".dist-info"):
+        return False
+    return os.path.isfile(os.path.join(location, stem[: -len(".dist-info")] + ".virtualenv"))
 
 
 #: A file changed this recently may change again within the same timestamp tick; its digest is
@@ -883,8 +895,9 @@ def _check_records(
                 {"path": "RECORD", "problem": "unreadable", "expected": None, "observed": str(e)}
             )
             continue
+        seeded = seeded_by_virtualenv(d["location"], meta_dir)
         for row in rows:
-            if (len(row) < 2 or not row[1]) and not _may_be_unhashed(row[0]):
+            if (len(row) < 2 or not row[1]) and not (seeded or _may_be_unhashed(row[0])):
                 d["record_problems"].append(
                     {"path": row[0], "problem": "unhashed", "expected": "sha256=…", "observed": None}
                 )
@@ -1069,7 +1082,12 @@ def unlisted_files(
         names = listed.setdefault(base, set())
         dirs = tops.setdefault(base, set())
         for row in rows:
-            rel = row[0].replace("\\", "/") if os.sep != "/" else row[0]
+            rel = row[0]
+            if os.path.isabs(rel):  # an absolute row (Poetry writes them) inside `base`: relative
+                full = os.path.normpath(rel)
+                if full.startswith(base + os.sep):
+                    rel = os.path.relpath(full, base)
+            rel = rel.replace("\\", "/") if os.sep != "/" else rel
             if "./" in rel or "//" in rel or rel.startswith("/"):
                 rel = posixpath.normpath(rel)
             names.add(rel)

@@ -1,7 +1,8 @@
 """Unlocked packages that come with a part of the project the manifest does not select: a PEP 735
 dependency group (`uv sync` installs `dev` by default) or an extra (`pip install -e .[test]`) of
-its pyproject.toml. verify's `unlocked` warning names the part and the fix instead of only saying
-"uninstall them".
+its pyproject.toml, or a Poetry group or extra (`poetry install` installs every non-optional
+group). verify's `unlocked` warning names the part and the fix instead of only saying "uninstall
+them".
 
     parts = unselected(manifest, folder, facts, unlocked)   # [Part("group", "dev", {...}), ...]
     hint = part_hint(parts, unlocked, names, otherwise)
@@ -22,20 +23,47 @@ from kernodeck.manifest.schema import Manifest, is_pyproject
 from kernodeck.probe.facts import Facts
 from kernodeck.verify.contract import required_by
 
+Kind = Literal["group", "extra", "poetry-group", "poetry-extra"]
+
 
 @dataclass(frozen=True)
 class Part:
-    kind: Literal["group", "extra"]
+    kind: Kind
     name: str
     brings: frozenset[NormalizedName]  # the unlocked distributions that come with it
 
     @property
     def key(self) -> str:
-        """The [packages] key that selects it."""
+        """The [packages] key that selects it ("requirements" for Poetry's: init copies Poetry's
+        dependencies, so its groups and extras are selected by copying theirs too)."""
+        if self.kind.startswith("poetry-"):
+            return "requirements"
         return "groups" if self.kind == "group" else "extras"
 
     def said(self) -> str:
+        if self.kind.startswith("poetry-"):
+            return f'Poetry {self.kind.removeprefix("poetry-")} "{self.name}"'
         return f'{"dependency group" if self.kind == "group" else "extra"} "{self.name}"'
+
+
+def _poetry_parts(data: dict[str, object]) -> list[tuple[Kind, str, set[NormalizedName]]]:
+    """Poetry's groups (`[tool.poetry.group.NAME.dependencies]`, Poetry 1.1's `dev-dependencies`)
+    and extras (`[tool.poetry.extras]`), each with the names it requires directly."""
+    tool = data.get("tool")
+    poetry = tool.get("poetry") if isinstance(tool, dict) else None
+    if not isinstance(poetry, dict):
+        return []
+    out: list[tuple[Kind, str, set[NormalizedName]]] = []
+    tables = {g: t.get("dependencies") for g, t in (poetry.get("group") or {}).items() if isinstance(t, dict)}
+    if isinstance(poetry.get("dev-dependencies"), dict):
+        tables["dev"] = {**(tables.get("dev") or {}), **poetry["dev-dependencies"]}
+    for group, deps in tables.items():
+        if isinstance(deps, dict):
+            out.append(("poetry-group", str(group), {canonicalize_name(n) for n in deps if n != "python"}))
+    for extra, names in (poetry.get("extras") or {}).items():
+        if isinstance(names, list):
+            out.append(("poetry-extra", str(extra), {canonicalize_name(str(n)) for n in names}))
+    return out
 
 
 def _names(requirements: list[str]) -> set[NormalizedName]:
@@ -53,7 +81,7 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
     pk = manifest.packages
     found: list[Part] = []
 
-    def add(kind: Literal["group", "extra"], name: str, direct: set[NormalizedName]) -> None:
+    def add(kind: Kind, name: str, direct: set[NormalizedName]) -> None:
         brings = required_by(facts, direct & unlocked) & unlocked
         if brings:
             found.append(Part(kind, name, frozenset(brings)))
@@ -74,6 +102,8 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
             for extra in optional:
                 if canonicalize_name(extra) not in chosen:
                     add("extra", extra, _names(project_dependencies(pyproject, [extra])) - base)
+        for kind, name, direct in _poetry_parts(data):
+            add(kind, name, direct)
     except (KernodeckError, OSError, ValueError):
         return []  # no readable pyproject.toml, groups or extras: the general hint stands
     return found
@@ -90,16 +120,26 @@ def part_hint(
     covered: set[NormalizedName] = set().union(*(p.brings for p in parts))
     who = "they come" if covered == unlocked else f"{shown(covered)} come"
     what = ", ".join(p.said() for p in parts)
-    fixes = []
+    keys = []
     for key in ("groups", "extras"):
         chosen = [f'"{p.name}"' for p in parts if p.key == key]
         if chosen:
-            fixes.append(f"{key} = [{', '.join(chosen)}]")
+            keys.append(f"{key} = [{', '.join(chosen)}]")
+    fixes = [f"{' and '.join(keys)} to [packages]"] if keys else []
+    if any(p.key == "requirements" for p in parts):
+        fixes.append("their requirements to [packages] requirements")
     groups = [p.name for p in parts if p.kind == "group"]
-    leave = f" (`uv sync --no-group {groups[0]}`)" if groups else ""
+    poetry = [p.name for p in parts if p.kind == "poetry-group"]
+    leave = (
+        f" (`uv sync --no-group {groups[0]}`)"
+        if groups
+        else f" (`poetry install --without {','.join(poetry)}`)"
+        if poetry
+        else ""
+    )
     text = (
         f"{who} with {what} of pyproject.toml, which [packages] does not select: add "
-        f"{' and '.join(fixes)} to [packages] and run `kernodeck lock`, or leave "
+        f"{' and '.join(fixes)} and run `kernodeck lock`, or leave "
         f"{'it' if len(parts) == 1 else 'them'} out of this environment{leave}"
     )
     return text if covered == unlocked else f"{text}; the others: {otherwise}"
