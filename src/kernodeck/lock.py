@@ -295,7 +295,7 @@ def lock_manifest(
     prefs: dict[str, dict[str, Version]] = {}
     firsts: dict[str, tuple[str, dict[str, Version]]] = {}  # first locks: the adopted pins' source
     for n in names:
-        # a platform's first lock prefers the pins of the project's uv.lock/pylock.toml/poetry.lock
+        # a platform's first lock prefers the pins of the project's uv.lock/pylock.toml/poetry.lock/Pipfile.lock
         pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
         first = None if upgrade or pinned else first_lock_source(path.parent)
         if first is not None:

@@ -37,6 +37,7 @@ from kernodeck.fingerprint import fingerprint
 from kernodeck.lockfile.names import is_kernodeck_file
 from kernodeck.lockfile.read import read_pins
 from kernodeck.manifest.condaenv import find_conda_env, read_conda_env
+from kernodeck.manifest.pipfile import find_pipfile, read_pipfile
 from kernodeck.manifest.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
 from kernodeck.reqfile import (
     BackendHint,
@@ -236,6 +237,9 @@ def discover(directory: Path) -> Discovery:
             f"{existing.file} found: a platform's first `kernodeck lock` keeps its {len(existing.pins)} pins "
             "where they still fit"
         )
+    pipfile = find_pipfile(root)
+    if pipfile is not None:
+        _read_pipfile(out, pipfile)
     conda = find_conda_env(root)
     if conda is not None:
         _read_conda(out, conda, root)
@@ -261,12 +265,34 @@ def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
             out.python_range = (spec, why)
 
 
+def _read_pipfile(out: Discovery, path: Path) -> None:
+    """A Pipenv Pipfile: named when the project has another dependency list; else its [packages]
+    are copied (`from` cannot read it) and its [requires] Python gives [python] (see
+    manifest.pipfile)."""
+    if out.sources or out.requirements:
+        out.comments.append("also found Pipfile (Pipenv's, which `from` cannot read): not used")
+        return
+    try:
+        deps = read_pipfile(path)
+    except ManifestError as e:
+        out.comments.append(f"not used: {_first_issue(e)}")
+        return
+    out.requirements = deps.requirements
+    out.comments.append(
+        "requirements: copied from Pipfile [packages], Pipenv's own format, which `from` cannot "
+        "read; edit them here from now on"
+    )
+    out.comments.extend(deps.notes)
+    if deps.python is not None:
+        out.python = (deps.python, f"Pipfile [requires] {deps.python_spec}")
+
+
 def _read_conda(out: Discovery, path: Path, root: Path) -> None:
     """A conda environment file: named when the project has another dependency list; else its
     PyPI requirements are copied (`from` cannot read it), its pip: list's files go to `from`
     and its Python gives [python] (see manifest.condaenv)."""
     name = path.name
-    if out.sources:
+    if out.sources or out.requirements:
         out.comments.append(f"also found {name} (a conda environment, which `from` cannot read): not used")
         return
     env = read_conda_env(path, name)
@@ -390,7 +416,7 @@ def propose_data(root: Path) -> list[DataProposal]:
 
 
 #: Lock files of other tools whose pins a first `kernodeck lock` prefers, in this order.
-PROJECT_LOCKS = ("uv.lock", "pylock.toml", "poetry.lock")
+PROJECT_LOCKS = ("uv.lock", "pylock.toml", "poetry.lock", "Pipfile.lock")
 
 
 @dataclass(frozen=True)
@@ -403,7 +429,7 @@ class ProjectLock:
 
 
 def project_lock(folder: Path) -> ProjectLock | None:
-    """The pins of the project's existing lock (uv.lock, pylock.toml, poetry.lock), if any.
+    """The pins of the project's existing lock (uv.lock, pylock.toml, poetry.lock, Pipfile.lock), if any.
 
     A package pinned at more than one version (a lock forked by markers) is left out: there is
     no single version to prefer. A lock merged with git conflict markers gives the pins outside
@@ -423,13 +449,15 @@ def project_lock(folder: Path) -> ProjectLock | None:
         lines = blank_conflicts(lines, regions)
         merged = f"{name} has git merge conflict markers ({regions_text(regions)})" if regions else None
         try:
-            data = tomllib.loads("\n".join(lines))
-        except tomllib.TOMLDecodeError as e:
+            data = (
+                _pipfile_lock("\n".join(lines)) if name == "Pipfile.lock" else tomllib.loads("\n".join(lines))
+            )
+        except (tomllib.TOMLDecodeError, ValueError) as e:
             if unread is None:
                 why = (
                     f"{merged} and is not valid TOML without them"
                     if merged
-                    else f"{name} is not valid TOML ({e})"
+                    else f"{name} is not valid {'JSON' if name == 'Pipfile.lock' else 'TOML'} ({e})"
                 )
                 unread = ProjectLock(name, {}, f"{why}: a first lock does not prefer its pins")
             continue
@@ -468,6 +496,23 @@ def project_lock(folder: Path) -> ProjectLock | None:
         agreed = {k: next(iter(v)) for k, v in sorted(pinned.items()) if len(v) == 1}
         return ProjectLock(files, agreed, unread.note if unread is not None else None)
     return unread
+
+
+def _pipfile_lock(text: str) -> dict[str, object]:
+    """Pipfile.lock (JSON: `default` and `develop` map names to `{"version": "==1.2.3", ...}`) in
+    the shape of poetry.lock: `package` entries with a name and a version. Entries without an
+    exact version (git, path) are left out."""
+    import json
+
+    data = json.loads(text)
+    entries = []
+    for section in ("default", "develop"):
+        table = data.get(section) if isinstance(data, dict) else None
+        for pkg, entry in (table if isinstance(table, dict) else {}).items():
+            version = entry.get("version") if isinstance(entry, dict) else None
+            if isinstance(version, str) and version.startswith("==") and "*" not in version:
+                entries.append({"name": pkg, "version": version[2:].strip()})
+    return {"package": entries}
 
 
 def first_lock_source(folder: Path) -> tuple[str, dict[str, Version], str | None] | None:

@@ -125,10 +125,23 @@ def _requirement(name: str, spec: Any, sources: dict[str, str]) -> tuple[str | N
     platform = spec.get("platform")
     if isinstance(platform, str):
         markers.append(f'sys_platform == "{_PLATFORMS.get(platform, platform)}"')
+    text, problem = requirement_of(name, spec, version, markers)
+    if text is None:
+        return None, problem
+    source = spec.get("source")
+    note = source_note(name, "Poetry", source, sources.get(source, "")) if isinstance(source, str) else None
+    return text, note
+
+
+def requirement_of(
+    name: str, spec: dict[str, Any], version: str, markers: list[str]
+) -> tuple[str, None] | tuple[None, str]:
+    """The PEP 508 requirement of a Poetry or Pipfile entry (its `extras`, `version` as a
+    specifier, `markers` and the entry's own `markers` string), or None and what to do."""
     if isinstance(spec.get("markers"), str) and spec["markers"].strip():
-        markers.append(spec["markers"].strip())
+        markers = [*markers, spec["markers"].strip()]
     extras = spec.get("extras")
-    head = name + (f"[{','.join(extras)}]" if isinstance(extras, list) and extras else "")
+    head = name + (f"[{','.join(map(str, extras))}]" if isinstance(extras, list) and extras else "")
     text = head + version
     if markers:
         text += "; " + " and ".join(f"({m})" if len(markers) > 1 else m for m in markers)
@@ -136,22 +149,22 @@ def _requirement(name: str, spec: Any, sources: dict[str, str]) -> tuple[str | N
         Requirement(text)
     except InvalidRequirement as e:
         return None, f"{name}: cannot be written as a requirement ({e}): write it in requirements"
-    note = None
-    source = spec.get("source")
-    if isinstance(source, str):
-        url = sources.get(source, "")
-        if url.rstrip("/").startswith(PYTORCH_INDEX_BASE + "/"):
-            backend = url.rstrip("/").rsplit("/", 1)[1]
-            note = (
-                f'{name}: from Poetry source {source!r} ({url}): set backend = "{backend}" on the '
-                "[[platform]] that installs this build"
-            )
-        else:
-            note = (
-                f"{name}: from Poetry source {source!r} ({url or 'not declared'}): declare it as a "
-                f"[[packages.index]] and name it in [packages] sources ({name} = {source!r})"
-            )
-    return text, note
+    return text, None
+
+
+def source_note(name: str, tool: str, source: str, url: str) -> str:
+    """What to write in the manifest for a dependency that `tool` (Poetry, Pipenv) takes from its
+    own named index: the PyTorch index is a platform's `backend`, another a [[packages.index]]."""
+    if url.rstrip("/").startswith(PYTORCH_INDEX_BASE + "/"):
+        backend = url.rstrip("/").rsplit("/", 1)[1]
+        return (
+            f'{name}: from {tool} source {source!r} ({url}): set backend = "{backend}" on the '
+            "[[platform]] that installs this build"
+        )
+    return (
+        f"{name}: from {tool} source {source!r} ({url or 'not declared'}): declare it as a "
+        f"[[packages.index]] and name it in [packages] sources ({name} = {source!r})"
+    )
 
 
 def read_poetry(data: dict[str, Any]) -> PoetryDeps | None:

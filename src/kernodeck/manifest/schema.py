@@ -821,7 +821,7 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
         if p.os != "macos" and p.macos:
             out.append((("platform", i, "macos"), "macos applies only to os = 'macos'"))
         for key, value in p.markers.items():
-            if key not in _MARKER_KEYS:
+            if key not in MARKER_VARIABLES:
                 out.append((("platform", i, "markers", key), f"unknown marker variable {key!r}"))
             elif not _MARKER_VALUE.fullmatch(value):
                 out.append(
@@ -888,7 +888,8 @@ def _disjoint(m: Manifest, a: str, b: str) -> bool:
     return bool(pa) and bool(pb) and not (pa & pb)
 
 
-_MARKER_KEYS = {
+#: The PEP 508 marker variables.
+MARKER_VARIABLES = (
     "os_name",
     "sys_platform",
     "platform_machine",
@@ -900,7 +901,7 @@ _MARKER_KEYS = {
     "python_full_version",
     "implementation_name",
     "implementation_version",
-}
+)
 
 
 def leaves_project(rel: str) -> bool:

@@ -1,0 +1,107 @@
+"""A Pipenv project's `Pipfile`: what `kernodeck init` can take from it.
+
+Pipenv keeps a project's dependencies in `Pipfile` (TOML, its own layout), which `[packages] from`
+does not read. `init` copies its `[packages]` into `[packages] requirements` and says what it left
+out and why (as for a conda environment file or Poetry's table):
+
+    deps = read_pipfile(Path("Pipfile"))
+    deps.requirements   # ["numpy>=1.26", "requests[socks]==2.31.0", ...]
+    deps.python         # "3.8" from [requires] python_version
+    deps.notes          # dev-packages, git/path/file dependencies, sources
+
+Pipfile's versions are PEP 440 specifiers already (`"*"` is any version); a table's `extras`,
+`markers` and marker keys (`sys_platform = "== 'win32'"`, `platform_machine`, `python_version`,
+...) become the requirement's extras and markers. `index = "name"` names a `[[source]]`: the
+PyTorch index is a platform's `backend`, another index a `[[packages.index]]` to declare.
+Pipfile.lock's pins are what a platform's first lock prefers (`manifest.adopt.project_lock`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernodeck.manifest.poetrydeps import requirement_of, source_note
+from kernodeck.manifest.schema import MARKER_VARIABLES
+from kernodeck.tomltext import parse_toml
+
+NAME = "Pipfile"
+
+_NOT_REQUIREMENTS = ("git", "path", "file", "hg", "svn", "bzr")
+_PYTHON = re.compile(r"^3\.\d+")
+
+
+@dataclass
+class PipfileDeps:
+    """What `init` takes from a Pipfile (see the module docstring)."""
+
+    requirements: list[str] = field(default_factory=list)
+    python: str | None = None  # "3.8" from [requires]
+    python_spec: str = ""  # as written, for the comment
+    notes: list[str] = field(default_factory=list)
+
+
+def _requirement(name: str, spec: Any, sources: dict[str, str]) -> tuple[str | None, str | None]:
+    """(requirement, note) of one Pipfile entry."""
+    if isinstance(spec, str):
+        spec = {"version": spec}
+    if not isinstance(spec, dict):
+        return None, f"{name}: {spec!r} is not a Pipfile entry Kernodeck can read: write it in requirements"
+    kind = next((k for k in _NOT_REQUIREMENTS if k in spec), None)
+    if kind is not None:
+        return None, (
+            f"{name}: a Pipfile {kind} dependency ({spec[kind]}): not copied; a lock pins index "
+            "releases: install it from its checkout, or publish it to an index and require it"
+        )
+    version = str(spec.get("version", "*")).strip()
+    version = "" if version in ("", "*") else version
+    markers = [
+        f"{key} {str(spec[key]).strip()}" for key in MARKER_VARIABLES if isinstance(spec.get(key), str)
+    ]
+    text, problem = requirement_of(name, spec, version, markers)
+    if text is None:
+        return None, problem
+    index = spec.get("index")
+    note = source_note(name, "Pipfile", index, sources.get(index, "")) if isinstance(index, str) else None
+    return text, note
+
+
+def read_pipfile(path: Path) -> PipfileDeps:
+    """The requirements of a Pipfile's [packages]; raises ManifestError (located) when it is not
+    valid TOML."""
+    data = parse_toml(path.read_text(encoding="utf-8"), NAME)
+    out = PipfileDeps()
+    sources = {
+        str(s.get("name")): str(s.get("url", ""))
+        for s in data.get("source", [])
+        if isinstance(s, dict) and s.get("name")
+    }
+    packages = data.get("packages")
+    for name, spec in (packages if isinstance(packages, dict) else {}).items():
+        req, note = _requirement(str(name), spec, sources)
+        if req is not None:
+            out.requirements.append(req)
+        if note is not None:
+            out.notes.append(note)
+    dev = data.get("dev-packages")
+    if isinstance(dev, dict) and dev:
+        out.notes.append(
+            f"Pipfile [dev-packages] ({', '.join(sorted(dev))}): not copied; add them to requirements "
+            "if the reproduction installs them (`pipenv install --dev`)"
+        )
+    requires = data.get("requires")
+    if isinstance(requires, dict):
+        for key in ("python_full_version", "python_version"):
+            value = requires.get(key)
+            m = _PYTHON.match(value.strip()) if isinstance(value, str) else None
+            if m is not None:
+                out.python, out.python_spec = m.group(0), f"{key} = {value!r}"
+                break
+    return out
+
+
+def find_pipfile(folder: Path) -> Path | None:
+    path = folder / NAME
+    return path if path.is_file() else None

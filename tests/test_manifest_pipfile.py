@@ -1,0 +1,120 @@
+"""`kernodeck init` in a Pipenv project: Pipfile's [packages] copied as requirements, its Python
+taken for [python], Pipfile.lock's pins preferred by a first lock (manifest.pipfile, adopt)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from kernodeck.cli import main
+from kernodeck.manifest import load_manifest
+from kernodeck.manifest.adopt import project_lock
+from kernodeck.manifest.pipfile import read_pipfile
+
+_PIPFILE = """\
+[[source]]
+name = "pypi"
+url = "https://pypi.example.invalid/simple"
+verify_ssl = true
+
+[[source]]
+name = "pytorch"
+url = "https://download.pytorch.org/whl/cu121"
+verify_ssl = true
+
+[packages]
+numpy = "*"
+requests = {version = "==2.31.0", extras = ["socks"]}
+pywin32 = {version = "*", sys_platform = "== 'win32'"}
+uvloop = {version = ">=0.17", markers = "sys_platform != 'win32'"}
+torch = {version = "==2.1.0", index = "pytorch"}
+mylib = {git = "https://example.invalid/mylib.git", ref = "v1"}
+local = {path = "./local", editable = true}
+
+[dev-packages]
+pytest = "*"
+black = "*"
+
+[requires]
+python_version = "3.9"
+"""
+
+_LOCK = {
+    "_meta": {"requires": {"python_version": "3.9"}},
+    "default": {
+        "numpy": {"hashes": ["sha256:" + "a" * 64], "index": "pypi", "version": "==1.26.4"},
+        "requests": {"version": "==2.31.0", "extras": ["socks"]},
+        "mylib": {"git": "https://example.invalid/mylib.git", "ref": "abc"},
+    },
+    "develop": {"pytest": {"version": "==8.0.0"}},
+}
+
+
+def test_read_pipfile(tmp_path: Path) -> None:
+    (tmp_path / "Pipfile").write_text(_PIPFILE, encoding="utf-8")
+    deps = read_pipfile(tmp_path / "Pipfile")
+    assert deps.requirements == [
+        "numpy",
+        "requests[socks]==2.31.0",
+        "pywin32; sys_platform == 'win32'",
+        "uvloop>=0.17; sys_platform != 'win32'",
+        "torch==2.1.0",
+    ]
+    assert deps.python == "3.9"
+    notes = "\n".join(deps.notes)
+    assert (
+        "torch: from Pipfile source 'pytorch' (https://download.pytorch.org/whl/cu121): set backend = \"cu121\""
+        in notes
+    )
+    assert "mylib: a Pipfile git dependency (https://example.invalid/mylib.git): not copied" in notes
+    assert "local: a Pipfile path dependency (./local): not copied" in notes
+    assert "Pipfile [dev-packages] (black, pytest): not copied" in notes
+
+
+def test_init_in_a_pipenv_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "Pipfile").write_text(_PIPFILE, encoding="utf-8")
+    (tmp_path / "Pipfile.lock").write_text(json.dumps(_LOCK), encoding="utf-8")
+    assert main(["init", str(tmp_path)]) == 0
+    assert "note:" not in capsys.readouterr().err  # not "found no dependency list"
+    m = load_manifest(tmp_path / "repro.toml")
+    assert m.python.version == "3.9" and m.packages.from_ == []
+    assert m.packages.requirements[:2] == ["numpy", "requests[socks]==2.31.0"]
+    text = (tmp_path / "repro.toml").read_text(encoding="utf-8")
+    assert "version = \"3.9\" # Pipfile [requires] python_version = '3.9'" in text
+    assert "copied from Pipfile [packages], Pipenv's own format" in text
+    assert "Pipfile.lock found: a platform's first `kernodeck lock` keeps its 3 pins" in text
+    found = project_lock(tmp_path)
+    assert found is not None and found.file == "Pipfile.lock"
+    assert found.pins == {
+        "numpy": Version("1.26.4"),
+        "pytest": Version("8.0.0"),
+        "requests": Version("2.31.0"),
+    }
+
+
+def test_a_requirements_file_wins_and_the_pipfile_is_named(tmp_path: Path) -> None:
+    (tmp_path / "Pipfile").write_text(_PIPFILE, encoding="utf-8")
+    (tmp_path / "requirements.txt").write_text("rich\n", encoding="utf-8")
+    assert main(["init", str(tmp_path)]) == 0
+    m = load_manifest(tmp_path / "repro.toml")
+    assert m.packages.from_ == ["requirements.txt"] and m.packages.requirements == []
+    assert "also found Pipfile (Pipenv's, which `from` cannot read): not used" in (
+        tmp_path / "repro.toml"
+    ).read_text(encoding="utf-8")
+
+
+def test_a_broken_pipfile_is_named_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "Pipfile").write_text("[packages]\nnumpy = \n", encoding="utf-8")
+    assert main(["init", str(tmp_path)]) == 0
+    text = (tmp_path / "repro.toml").read_text(encoding="utf-8")
+    assert "not used: Pipfile:2" in text
+
+
+def test_a_broken_pipfile_lock_is_no_preference(tmp_path: Path) -> None:
+    (tmp_path / "Pipfile.lock").write_text("{not json", encoding="utf-8")
+    found = project_lock(tmp_path)
+    assert found is not None and found.pins == {} and found.note is not None
+    assert "Pipfile.lock is not valid JSON" in found.note
