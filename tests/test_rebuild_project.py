@@ -121,3 +121,55 @@ def test_a_bundle_rebuilds_the_locked_dependencies_and_says_how_to_add_the_proje
     report = rebuild(out, dest=tmp_path / "rebuilt", environ=_env(tmp_path), compute=False)
     assert report.ok, report.summary()
     assert "project" not in [s.name for s in report.steps if s.layer == "rebuild"]
+
+
+# The same project described the way Poetry describes it: no [project] table; `kernodeck init`
+# copies its dependencies into requirements, and `poetry install` installs the project itself.
+POETRY_PYPROJECT = """[build-system]
+requires = []
+build-backend = "backend"
+backend-path = ["."]
+
+[tool.poetry]
+name = "trainer"
+version = "0.3"
+
+[tool.poetry.dependencies]
+python = ">=3.8"
+app = "*"
+"""
+
+
+@pytest.mark.parametrize("package_mode", [True, False])
+def test_a_poetry_project_is_installed_as_poetry_install_does(
+    tmp_path: Path, served: Server, package_mode: bool
+) -> None:
+    from kernodeck.cli import main
+
+    project = tmp_path / "trainer"
+    (project / "src" / "trainer").mkdir(parents=True)
+    (project / "src" / "trainer" / "__init__.py").write_text("ANSWER = 42\n")
+    (project / "backend.py").write_text(BACKEND)
+    mode = "" if package_mode else "package-mode = false\n"
+    (project / "pyproject.toml").write_text(
+        POETRY_PYPROJECT.replace("[tool.poetry]\n", f"[tool.poetry]\n{mode}")
+    )
+    assert main(["init", str(project)]) == 0
+    text = (project / "repro.toml").read_text()
+    assert 'requirements = ["app"]' in text
+    text = text.replace(
+        "[packages]\n", f'[packages]\nindex = [{{name = "local", url = "{served.url()}", default = true}}]\n'
+    )
+    # this machine's torch build, which init notes as the platform's backend, is not the point here
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("backend ="))
+    (project / "repro.toml").write_text(text)
+    assert lock_manifest(project / "repro.toml", cache_dir=tmp_path / "cache").ok
+    dest = tmp_path / "rebuilt"
+    report = rebuild(project, dest=dest, environ=_env(tmp_path), compute=False)
+    assert report.ok, report.summary()
+    steps = {(Layer(s.layer).value, s.name): s for s in report.steps}
+    if not package_mode:  # a Poetry project that is not a package: nothing to install
+        assert ("rebuild", "project") not in steps
+        return
+    assert steps[("rebuild", "project")].status is Status.PASSED
+    assert steps[("packages", "project:trainer")].status is Status.PASSED

@@ -683,23 +683,41 @@ def project_requirements(lock_text: str, folder: Path) -> str:
 
 
 def project_to_install(plan: RebuildPlan) -> tuple[str, Path] | None:
-    """(name, folder) of the project whose own dependencies the lock holds (`installs_project`),
-    when its pyproject.toml beside the manifest has a [project] name; None otherwise, and for a
-    bundle."""
+    """(name, folder) of the project to install: the one whose own dependencies the lock holds
+    (`installs_project`), when its pyproject.toml beside the manifest has a [project] name; or a
+    Poetry project there (`poetry_project`), which `poetry install` installs with its
+    dependencies. None otherwise, and for a bundle."""
     # A bundle is left as it is: its own folders (observed/, _kernodeck/) beside the code make
     # setuptools' discovery of a flat-layout project fail, and an editable install would write
     # into the checked folder.
-    if plan.bundle_sums is not None or not installs_project(plan.manifest):
-        return None
     folder = plan.manifest_path.parent
+    if plan.bundle_sums is not None or not (folder / "pyproject.toml").is_file():
+        return None
     try:
         from kernodeck.reqfile import read_pyproject
 
-        project = read_pyproject(folder / "pyproject.toml", "pyproject.toml").get("project")
+        data = read_pyproject(folder / "pyproject.toml", "pyproject.toml")
     except KernodeckError:
         return None
+    project = data.get("project")
+    if not installs_project(plan.manifest):
+        name = poetry_project(data) if not isinstance(project, dict) else None
+        return (name, folder) if name else None
     name = project.get("name") if isinstance(project, dict) else None
     return (name, folder) if isinstance(name, str) and name else None
+
+
+def poetry_project(pyproject: Mapping[str, Any]) -> str | None:
+    """The name of the Poetry project a pyproject.toml without a [project] table describes
+    (`[tool.poetry] name`, a [build-system], not `package-mode = false`): `poetry install`
+    installs it, editable, beside its dependencies (which `kernodeck init` copies into
+    requirements); None for anything else."""
+    tool = pyproject.get("tool")
+    poetry = tool.get("poetry") if isinstance(tool, Mapping) else None
+    if not isinstance(poetry, Mapping) or poetry.get("package-mode") is False:
+        return None
+    name = poetry.get("name")
+    return name if isinstance(name, str) and name and "build-system" in pyproject else None
 
 
 def venv_argv(interpreter: str, dest: str) -> list[str]:
