@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -39,6 +40,7 @@ from kernodeck.lockfile.read import read_pins
 from kernodeck.manifest.condaenv import find_conda_env, read_conda_env
 from kernodeck.manifest.pipfile import find_pipfile, read_pipfile
 from kernodeck.manifest.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
+from kernodeck.manifest.setuppy import SetupDeps, read_setup
 from kernodeck.reqfile import (
     BackendHint,
     ParsedRequirements,
@@ -243,10 +245,32 @@ def discover(directory: Path) -> Discovery:
     conda = find_conda_env(root)
     if conda is not None:
         _read_conda(out, conda, root)
+    setup = read_setup(root) if not out.sources and not out.requirements else None
+    if setup is not None:
+        if unread in out.comments:  # "pyproject.toml has no [project] table": setup.py said more
+            out.comments.remove(unread)
+        unread = None
+        _copy_setup(out, setup)
     out.data = propose_data(root)
     if not out.sources and not out.requirements:
         out.missing = unread or NO_DEPENDENCIES
     return out
+
+
+def _copy_setup(out: Discovery, deps: SetupDeps) -> None:
+    """setup.py's (read, not run) or setup.cfg's install_requires, the project's only list: copied
+    (`from` cannot read them), with what was left out and why (see manifest.setuppy)."""
+    out.requirements = deps.requirements
+    if deps.requirements:
+        out.comments.append(
+            f"requirements: copied from {deps.file} install_requires, which `from` cannot read "
+            f"({deps.file} is read, never run); edit them here from now on"
+        )
+    out.comments.extend(deps.notes)
+    if deps.python:
+        with contextlib.suppress(InvalidSpecifier):
+            SpecifierSet(deps.python)
+            out.python_range = (deps.python, f"{deps.file} python_requires = {deps.python!r}")
 
 
 def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
