@@ -146,3 +146,15 @@ def test_a_project_installed_as_poetry_installs_it(project: Path, tmp_path: Path
     assert unlocked is not None and unlocked.status is Status.WARNING  # type: ignore[attr-defined]
     hint = unlocked.hint or ""  # type: ignore[attr-defined]
     assert 'Poetry group "dev" of pyproject.toml' in hint and "`poetry install --without dev`" in hint
+
+
+def test_packages_pipenv_installed_with_dev_are_named_with_the_pipfile(project: Path, tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    _pip(python, tmp_path / "wheels", "alpha==1.0", "beta==1.0")  # `pipenv install --dev`
+    (project / "Pipfile").write_text('[packages]\nalpha = "*"\n\n[dev-packages]\nbeta = "*"\n')
+    unlocked = _step(_verify(project, python), "unlocked")
+    assert unlocked is not None and unlocked.status is Status.WARNING  # type: ignore[attr-defined]
+    hint = unlocked.hint or ""  # type: ignore[attr-defined]
+    assert hint.startswith("they come with Pipfile's [dev-packages], which [packages] does not select")
+    assert "`pipenv sync`, without --dev" in hint

@@ -23,7 +23,7 @@ from kernodeck.manifest.schema import Manifest, is_pyproject
 from kernodeck.probe.facts import Facts
 from kernodeck.verify.contract import required_by
 
-Kind = Literal["group", "extra", "poetry-group", "poetry-extra"]
+Kind = Literal["group", "extra", "poetry-group", "poetry-extra", "pipenv-dev"]
 
 
 @dataclass(frozen=True)
@@ -36,11 +36,13 @@ class Part:
     def key(self) -> str:
         """The [packages] key that selects it ("requirements" for Poetry's: init copies Poetry's
         dependencies, so its groups and extras are selected by copying theirs too)."""
-        if self.kind.startswith("poetry-"):
+        if self.kind.startswith(("poetry-", "pipenv-")):
             return "requirements"
         return "groups" if self.kind == "group" else "extras"
 
     def said(self) -> str:
+        if self.kind == "pipenv-dev":
+            return "Pipfile's [dev-packages]"
         if self.kind.startswith("poetry-"):
             return f'Poetry {self.kind.removeprefix("poetry-")} "{self.name}"'
         return f'{"dependency group" if self.kind == "group" else "extra"} "{self.name}"'
@@ -105,8 +107,21 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
         for kind, name, direct in _poetry_parts(data):
             add(kind, name, direct)
     except (KernodeckError, OSError, ValueError):
-        return []  # no readable pyproject.toml, groups or extras: the general hint stands
+        pass  # no readable pyproject.toml, groups or extras: the general hint stands
+    add("pipenv-dev", "dev-packages", _pipenv_dev(folder))
     return found
+
+
+def _pipenv_dev(folder: Path) -> set[NormalizedName]:
+    """The names in the Pipfile's [dev-packages] (`pipenv install --dev` installs them)."""
+    from kernodeck.tomltext import parse_toml
+
+    try:
+        data = parse_toml((folder / "Pipfile").read_text(encoding="utf-8"), "Pipfile")
+    except (KernodeckError, OSError, UnicodeDecodeError):
+        return set()
+    dev = data.get("dev-packages")
+    return {canonicalize_name(str(n)) for n in dev} if isinstance(dev, dict) else set()
 
 
 def part_hint(
@@ -119,7 +134,6 @@ def part_hint(
     (or leave it out); `otherwise` for the packages that come with none."""
     covered: set[NormalizedName] = set().union(*(p.brings for p in parts))
     who = "they come" if covered == unlocked else f"{shown(covered)} come"
-    what = ", ".join(p.said() for p in parts)
     keys = []
     for key in ("groups", "extras"):
         chosen = [f'"{p.name}"' for p in parts if p.key == key]
@@ -135,10 +149,19 @@ def part_hint(
         if groups
         else f" (`poetry install --without {','.join(poetry)}`)"
         if poetry
+        else " (`pipenv sync`, without --dev)"
+        if any(p.kind == "pipenv-dev" for p in parts)
         else ""
     )
+    of_pyproject = ", ".join(p.said() for p in parts if p.kind != "pipenv-dev")
+    what = ", ".join(
+        [
+            *([f"{of_pyproject} of pyproject.toml"] if of_pyproject else []),
+            *(p.said() for p in parts if p.kind == "pipenv-dev"),
+        ]
+    )
     text = (
-        f"{who} with {what} of pyproject.toml, which [packages] does not select: add "
+        f"{who} with {what}, which [packages] does not select: add "
         f"{' and '.join(fixes)} and run `kernodeck lock`, or leave "
         f"{'it' if len(parts) == 1 else 'them'} out of this environment{leave}"
     )
