@@ -1,7 +1,7 @@
 """Unlocked packages that come with a part of the project the manifest does not select: a PEP 735
 dependency group (`uv sync` installs `dev` by default) or an extra (`pip install -e .[test]`) of
-its pyproject.toml, or a Poetry group or extra (`poetry install` installs every non-optional
-group). verify's `unlocked` warning names the part and the fix instead of only saying "uninstall
+its pyproject.toml, a Poetry group or extra (`poetry install` installs every non-optional
+group), or a Pipfile's [dev-packages] (`pipenv install --dev`). verify's `unlocked` warning names the part and the fix instead of only saying "uninstall
 them".
 
     parts = unselected(manifest, folder, facts, unlocked)   # [Part("group", "dev", {...}), ...]
