@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -234,3 +235,24 @@ def test_a_lock_of_no_requirements_says_so(
     out = capsys.readouterr()
     assert "note: repro.toml lists no requirements" in out.err + out.out
     assert "0 pins" in out.err + out.out
+
+
+@pytest.mark.parametrize("written", ["3.9\n", "3.9.18\n", "cpython-3.9\n", "# pyenv\n3.9\n"])
+def test_init_takes_the_python_of_a_python_version_file(tmp_path: Path, written: str) -> None:
+    """pyenv and uv run the project with the Python its `.python-version` names: so does the
+    manifest init writes (when no project environment says otherwise)."""
+    (tmp_path / "requirements.txt").write_text("rich\n")
+    (tmp_path / ".python-version").write_text(written)
+    assert main(["init", str(tmp_path)]) == 0
+    m = load_manifest(tmp_path / "repro.toml")
+    assert m.python.version == "3.9"
+    first = next(ln for ln in written.splitlines() if not ln.startswith("#"))
+    assert f'version = "3.9" # .python-version: {first}' in (tmp_path / "repro.toml").read_text()
+
+
+def test_a_python_version_file_that_names_no_cpython_is_ignored(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("rich\n")
+    (tmp_path / ".python-version").write_text("pypy3.10\n")
+    assert main(["init", str(tmp_path)]) == 0
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert load_manifest(tmp_path / "repro.toml").python.version == running

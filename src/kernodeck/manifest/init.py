@@ -129,13 +129,28 @@ def fit_requires_python(facts: HostFacts, directory: Path) -> HostFacts:
         spec = SpecifierSet(str(project["requires-python"]))  # type: ignore[index]
     except (ManifestError, InvalidSpecifier, KeyError, TypeError):
         return facts
-    if any(spec.contains(f"{facts.python_version}.{patch}", prereleases=True) for patch in range(40)):
+    fit = _python_within(str(spec), facts.python_version)
+    if fit == facts.python_version:
         return facts
-    for version in _PYTHONS:
-        if any(spec.contains(f"{version}.{patch}", prereleases=True) for patch in range(40)):
-            note = f"pyproject.toml requires-python {spec}; Kernodeck runs on {facts.python_version}"
-            return dataclasses.replace(facts, python_version=version, python_note=note)
-    return facts
+    note = f"pyproject.toml requires-python {spec}; Kernodeck runs on {facts.python_version}"
+    return dataclasses.replace(facts, python_version=fit, python_note=note)
+
+
+_PYTHON_VERSION_FILE = re.compile(r"^(?:cpython-|python)?(3\.\d+)(?:\.\d+)?\s*$")
+
+
+def pinned_python(facts: HostFacts, directory: Path) -> HostFacts:
+    """`facts` with the Python of the project's `.python-version` (what pyenv and uv run it with:
+    `3.11`, `3.11.7`, `cpython-3.11`), when it names one and differs from `facts`'."""
+    try:
+        lines = (directory / ".python-version").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return facts
+    first = next((ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), "")
+    m = _PYTHON_VERSION_FILE.match(first)
+    if m is None or m.group(1) == facts.python_version:
+        return facts
+    return dataclasses.replace(facts, python_version=m.group(1), python_note=f".python-version: {first}")
 
 
 def host_facts(python: str | None = None) -> HostFacts:
@@ -181,18 +196,18 @@ def host_facts(python: str | None = None) -> HostFacts:
 
 
 def _python_within(spec: str, current: str) -> str:
-    """`current` (major.minor) when a release of it meets `spec`, else the oldest 3.x that does
-    (the current one when none does: the lock then says why)."""
+    """`current` (major.minor) when a release of it meets `spec`, else the newest of `_PYTHONS`
+    that does (the current one when none does: the lock then says why), as for requires-python."""
     from packaging.specifiers import SpecifierSet
 
     allowed = SpecifierSet(spec)
 
     def fits(minor: str) -> bool:
-        return any(allowed.contains(f"{minor}.{patch}", prereleases=True) for patch in (0, 99))
+        return any(allowed.contains(f"{minor}.{patch}", prereleases=True) for patch in range(40))
 
     if fits(current):
         return current
-    return next((f"3.{m}" for m in range(8, 16) if fits(f"3.{m}")), current)
+    return next((v for v in _PYTHONS if fits(v)), current)
 
 
 def _platform_name(f: HostFacts, backend: str | None) -> str:
@@ -440,7 +455,7 @@ def write_starter(
     interpreter = project_interpreter(directory) if env is None else None
     facts = host_facts(interpreter) if env is None else None
     if facts is not None and interpreter is None:
-        facts = fit_requires_python(facts, directory)
+        facts = pinned_python(fit_requires_python(facts, directory), directory)
     found = discover(directory)
     notes = [found.missing] if found.missing is not None and env is None else []
     text = tomlkit.dumps(
