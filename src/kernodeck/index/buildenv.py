@@ -159,7 +159,23 @@ def install_build_requirements(python: str, requirements: Sequence[str], sources
         )
 
 
+#: How long one install of build requirements may take (a hung index must not hang the lock).
+INSTALL_TIMEOUT = 900.0
+
+
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    try:
+        return subprocess.run(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise BuildRequirementsError(
+            f"installing its build requirements took longer than {INSTALL_TIMEOUT:.0f} s",
+            hint="the index is slow or unreachable: retry, or raise PIP_DEFAULT_TIMEOUT",
+        ) from None
