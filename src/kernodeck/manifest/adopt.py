@@ -6,6 +6,7 @@
     found.backends    # local labels (torch==2.3.0+cu121) of the sources: the host platform's backend
     found.data        # data / model folders proposed as commented-out [[data]] / [[weights]]
     found.missing     # no dependency list a lock can read: why, and what to do (else None)
+    found.requirements  # copied from a list `from` cannot read (see below), else []
 
 Data: top-level folders `data`, `datasets` (as [[data]]) and `checkpoints`, `weights`, `models`
 (as [[weights]]), and every file of at least 10 MB elsewhere (outside hidden folders such as .git
@@ -17,6 +18,11 @@ includes (`-r`/`-c`: they are read through it). Files whose name says they are f
 (dev, test, docs, lint, ci) are listed in a comment, not used. A requirements file with `-e .`
 stands for the project's own dependencies, so pyproject.toml is then not named a second time.
 A file Kernodeck cannot read (a VCS line, `--no-binary`) is left out with the located reason.
+
+Lists `from` cannot read are copied into `requirements` when the project has nothing `from` reads,
+the first found in this order: Poetry's `[tool.poetry.dependencies]` (`poetrydeps`), a Pipfile
+(`pipfile`), a conda environment file (`condaenv`), setup.py's literal `install_requires` or
+setup.cfg's (`setuppy`); the others are then named as not used.
 """
 
 from __future__ import annotations
@@ -277,10 +283,11 @@ def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
     """Poetry's own dependency table, the project's only list: its requirements copied (`from`
     cannot read it), with what was left out and why (see manifest.poetrydeps)."""
     out.requirements = deps.requirements
-    out.comments.append(
-        "requirements: copied from pyproject.toml [tool.poetry.dependencies], Poetry's own format, "
-        "which `from` cannot read (^ and ~ written as PEP 440 ranges); edit them here from now on"
-    )
+    if deps.requirements:
+        out.comments.append(
+            "requirements: copied from pyproject.toml [tool.poetry.dependencies], Poetry's own format, "
+            "which `from` cannot read (^ and ~ written as PEP 440 ranges); edit them here from now on"
+        )
     out.comments.extend(deps.notes)
     if deps.python is not None:
         with contextlib.suppress(ValueError):
