@@ -10,6 +10,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from kernodeck.cli import main
+from kernodeck.errors import KernodeckError
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.poetrydeps import poetry_specifier, read_poetry
 from kernodeck.tomltext import parse_toml
@@ -159,4 +160,63 @@ def test_a_poetry_project_that_allows_this_python_keeps_it(tmp_path: Path) -> No
     )
     assert main(["init", str(tmp_path)]) == 0
     m = load_manifest(tmp_path / "repro.toml")
-    assert m.python.version == running and m.packages.requirements == ["rich>=13,<14"]
+    assert m.python.version == running
+    # every entry a requirement can say: `from` reads them at lock time, nothing is copied
+    assert m.packages.from_ == ["pyproject.toml"] and m.packages.requirements == []
+
+
+def test_lock_reads_poetry_dependencies_through_from_and_goes_stale_when_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`from = ["pyproject.toml"]` of a Poetry project: its [tool.poetry.dependencies] are read at
+    lock time, Poetry extras and groups selected by [packages] extras and groups, and a `poetry
+    add` (an edit of the table) makes `lock --check` fail naming pyproject.toml."""
+    from kernodeck.lock import lock_manifest
+    from tests.fixtures.index_factory import IndexFactory
+
+    factory = IndexFactory(tmp_path / "index")
+    for name in ("alpha", "beta", "gamma", "delta"):
+        factory.add_wheel(name, "1.0")
+        factory.add_wheel(name, "2.0")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text(
+        '[tool.poetry]\nname = "app"\nversion = "1"\n\n[tool.poetry.dependencies]\npython = ">=3.8"\n'
+        'alpha = "^1.0"\nbeta = { version = "^2.0", optional = true }\n\n[tool.poetry.extras]\nfast = ["beta"]\n\n'
+        '[tool.poetry.group.dev.dependencies]\ngamma = "~1.0"\n\n'
+        '[build-system]\nrequires = ["poetry-core"]\nbuild-backend = "poetry.core.masonry.api"\n'
+    )
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    with factory.serve() as server:
+        assert main(["init", str(proj)]) == 0
+        text = (proj / "repro.toml").read_text()
+        assert 'from = ["pyproject.toml"]' in text
+        assert "extras = []   # Poetry extras: fast" in text and "groups = []   # Poetry groups: dev" in text
+        text = text.replace(
+            "[packages]\n",
+            f'[packages]\nextras = ["fast"]\ngroups = ["dev"]\nindex = [{{name = "local", url = "{server.url()}", default = true}}]\n',
+        )
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("backend ="))
+        (proj / "repro.toml").write_text(text + "\n")
+        result = lock_manifest(proj / "repro.toml")
+        assert result.ok
+        lock_text = next(proj.glob("requirements-rebuild-*.txt")).read_text()
+        assert "alpha==1.0" in lock_text and "beta==2.0" in lock_text and "gamma==1.0" in lock_text
+        assert "delta" not in lock_text
+        # `poetry add delta`: the table changes, the lock is stale and says which file changed
+        pyproject = (proj / "pyproject.toml").read_text()
+        (proj / "pyproject.toml").write_text(
+            pyproject.replace('alpha = "^1.0"\n', 'alpha = "^1.0"\ndelta = "*"\n')
+        )
+        check = lock_manifest(proj / "repro.toml", check=True)
+        assert not check.ok
+        # a git dependency cannot be locked from an index: a located error, not a silent drop
+        (proj / "pyproject.toml").write_text(
+            pyproject.replace(
+                'alpha = "^1.0"\n', 'alpha = "^1.0"\nmylib = { git = "https://example.invalid/m.git" }\n'
+            )
+        )
+        with pytest.raises(KernodeckError) as e:
+            lock_manifest(proj / "repro.toml")
+        assert "tool.poetry.dependencies.mylib" in str(e.value.render())
+        assert "a Poetry git dependency" in str(e.value.render())

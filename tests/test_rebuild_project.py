@@ -156,7 +156,7 @@ def test_a_poetry_project_is_installed_as_poetry_install_does(
     )
     assert main(["init", str(project)]) == 0
     text = (project / "repro.toml").read_text()
-    assert 'requirements = ["app"]' in text
+    assert 'from = ["pyproject.toml"]' in text  # Poetry's table, read at lock time
     text = text.replace(
         "[packages]\n", f'[packages]\nindex = [{{name = "local", url = "{served.url()}", default = true}}]\n'
     )

@@ -699,25 +699,16 @@ def project_to_install(plan: RebuildPlan) -> tuple[str, Path] | None:
         data = read_pyproject(folder / "pyproject.toml", "pyproject.toml")
     except KernodeckError:
         return None
+    from kernodeck.manifest.poetrydeps import poetry_project
+
     project = data.get("project")
-    if not installs_project(plan.manifest):
-        name = poetry_project(data) if not isinstance(project, dict) else None
-        return (name, folder) if name else None
-    name = project.get("name") if isinstance(project, dict) else None
+    if not isinstance(
+        project, dict
+    ):  # `poetry install` installs the project, wherever its deps are read from
+        name = poetry_project(data)
+    else:
+        name = project.get("name") if installs_project(plan.manifest) else None
     return (name, folder) if isinstance(name, str) and name else None
-
-
-def poetry_project(pyproject: Mapping[str, Any]) -> str | None:
-    """The name of the Poetry project a pyproject.toml without a [project] table describes
-    (`[tool.poetry] name`, a [build-system], not `package-mode = false`): `poetry install`
-    installs it, editable, beside its dependencies (which `kernodeck init` copies into
-    requirements); None for anything else."""
-    tool = pyproject.get("tool")
-    poetry = tool.get("poetry") if isinstance(tool, Mapping) else None
-    if not isinstance(poetry, Mapping) or poetry.get("package-mode") is False:
-        return None
-    name = poetry.get("name")
-    return name if isinstance(name, str) and name and "build-system" in pyproject else None
 
 
 def venv_argv(interpreter: str, dest: str) -> list[str]:

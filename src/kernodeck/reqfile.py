@@ -37,7 +37,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -48,6 +48,9 @@ from kernodeck.conflicts import conflict_issue
 from kernodeck.errors import Issue, ManifestError
 from kernodeck.tomltext import parse_toml
 from kernodeck.urls import is_placeholder_userinfo, strip_userinfo
+
+if TYPE_CHECKING:
+    from kernodeck.manifest.poetrydeps import PoetryDeps
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -204,8 +207,13 @@ def parse_pyproject(
     for req in dependency_groups(pyproject, list(groups), display=shown):
         reader.requirement(req, origin, constraint=False)
     reader.files[shown] = file_sha256(pyproject)
-    project = read_pyproject(pyproject, shown).get("project")
+    data = read_pyproject(pyproject, shown)
+    project = data.get("project")
     name = project.get("name") if isinstance(project, dict) else None
+    if not isinstance(project, dict):  # a Poetry project: its [tool.poetry] name
+        from kernodeck.manifest.poetrydeps import poetry_project
+
+        name = poetry_project(data)
     return ParsedRequirements(
         requirements=tuple(reader.requirements),
         backends=tuple(reader.backends),
@@ -572,6 +580,9 @@ def project_dependencies(pyproject: Path, extras: list[str], *, display: str | N
     data = read_pyproject(pyproject, shown)
     project = data.get("project")
     if not isinstance(project, dict):
+        poetry = _poetry(data)
+        if poetry is not None:
+            return _poetry_dependencies(poetry, extras, shown)
         raise ManifestError([Issue(shown, "project", "no [project] table: its dependencies cannot be read")])
     dynamic = project.get("dynamic") or []
     if "dependencies" in dynamic:
@@ -629,6 +640,48 @@ def project_dependencies(pyproject: Path, extras: list[str], *, display: str | N
     return out
 
 
+def _poetry(data: dict[str, object]) -> PoetryDeps | None:
+    """Poetry's `[tool.poetry.dependencies]` (a pyproject.toml without [project]), read as
+    requirements; None without one."""
+    from kernodeck.manifest.poetrydeps import read_poetry
+
+    return read_poetry(data)
+
+
+def _poetry_dependencies(poetry: PoetryDeps, extras: list[str], shown: str) -> list[str]:
+    """Poetry's dependencies plus the optional ones of the named Poetry extras. A dependency a
+    requirement cannot say (git, path, `||`) is a located error, as a direct URL in [project] is."""
+    if poetry.unreadable:
+        where, why = poetry.unreadable[0]
+        raise ManifestError(
+            [
+                Issue(
+                    shown,
+                    where,
+                    why,
+                    hint="copy the other dependencies into [packages] requirements and take "
+                    "pyproject.toml out of `from`, or make this one an index release",
+                )
+            ]
+        )
+    out = list(poetry.requirements)
+    known = {canonicalize_name(k): k for k in poetry.optional}
+    for extra in extras:
+        key = canonicalize_name(extra)
+        if key not in known:
+            raise ManifestError(
+                [
+                    Issue(
+                        shown,
+                        "tool.poetry.extras",
+                        f"no extra {extra!r}; the project has: {', '.join(sorted(known)) or 'none'}",
+                    )
+                ]
+            )
+        out += [r for r in poetry.optional[known[key]] if r not in out]
+    return out
+
+
 def read_pyproject(pyproject: Path, shown: str) -> dict[str, object]:
     try:
         text = pyproject.read_text(encoding="utf-8")
@@ -647,6 +700,25 @@ def dependency_groups(pyproject: Path, groups: list[str], *, display: str | None
     shown = display or pyproject.as_posix()
     data = read_pyproject(pyproject, shown)
     table = data.get("dependency-groups") or {}
+    poetry = _poetry(data) if "dependency-groups" not in data else None
+    if poetry is not None:  # Poetry's groups, `[tool.poetry.group.NAME.dependencies]`
+        known_groups = {canonicalize_name(k): k for k in poetry.groups}
+        found: list[str] = []
+        for group in groups:
+            key = canonicalize_name(group)
+            if key not in known_groups:
+                listed = ", ".join(sorted(known_groups)) or "none"
+                raise ManifestError(
+                    [
+                        Issue(
+                            shown,
+                            "tool.poetry.group",
+                            f"no Poetry group {group!r}; the project has: {listed}",
+                        )
+                    ]
+                )
+            found += [r for r in poetry.groups[known_groups[key]] if r not in found]
+        return found
     if not isinstance(table, dict):
         raise ManifestError([Issue(shown, "dependency-groups", "must be a table of lists")])
     known = {canonicalize_name(k): k for k in table}

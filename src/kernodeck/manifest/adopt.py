@@ -19,9 +19,10 @@ includes (`-r`/`-c`: they are read through it). Files whose name says they are f
 stands for the project's own dependencies, so pyproject.toml is then not named a second time.
 A file Kernodeck cannot read (a VCS line, `--no-binary`) is left out with the located reason.
 
-Lists `from` cannot read are copied into `requirements` when the project has nothing `from` reads,
-the first found in this order: Poetry's `[tool.poetry.dependencies]` (`poetrydeps`), a Pipfile
-(`pipfile`), a conda environment file (`condaenv`), setup.py's literal `install_requires` or
+Poetry's `[tool.poetry.dependencies]` is read through `from` too (`poetrydeps`), unless an entry
+cannot be a requirement. Lists `from` cannot read are copied into `requirements` when the project
+has nothing `from` reads, the first found in this order: Poetry's table with such an entry, a
+Pipfile (`pipfile`), a conda environment file (`condaenv`), setup.py's literal `install_requires` or
 setup.cfg's (`setuppy`); the others are then named as not used.
 """
 
@@ -211,7 +212,9 @@ def discover(directory: Path) -> Discovery:
             data = read_pyproject(pyproject, "pyproject.toml")
             project = data.get("project")
             poetry = read_poetry(data) if not isinstance(project, dict) and not project_in_reqs else None
-            if poetry is not None and not out.sources:
+            if poetry is not None and not out.sources and not poetry.unreadable:
+                _read_poetry_from(out, poetry)
+            elif poetry is not None and not out.sources:
                 _copy_poetry(out, poetry)
             elif not isinstance(project, dict) and not project_in_reqs:
                 unread = _without_project_table(data)
@@ -279,6 +282,33 @@ def _copy_setup(out: Discovery, deps: SetupDeps) -> None:
             out.python_range = (deps.python, f"{deps.file} python_requires = {deps.python!r}")
 
 
+def _read_poetry_from(out: Discovery, deps: PoetryDeps) -> None:
+    """Poetry's own dependency table, every entry a requirement can say: `from` reads it at lock
+    time (so `poetry add` makes the lock stale), its extras and groups offered as [packages]
+    extras and groups."""
+    out.sources.insert(0, "pyproject.toml")
+    out.comments.append(
+        "pyproject.toml: its [tool.poetry.dependencies] are read at lock time (Poetry's ^ and ~ as "
+        "PEP 440 ranges)"
+    )
+    extras = sorted(e for e, reqs in deps.optional.items() if reqs)
+    groups = sorted(g for g, reqs in deps.groups.items() if reqs)
+    if extras:
+        out.comments.append(f"extras = []   # Poetry extras: {', '.join(extras)}")
+    if groups:
+        out.comments.append(f"groups = []   # Poetry groups: {', '.join(groups)}")
+    out.comments.extend(deps.index_notes)
+    _poetry_python(out, deps)
+
+
+def _poetry_python(out: Discovery, deps: PoetryDeps) -> None:
+    if deps.python is not None:
+        with contextlib.suppress(ValueError):
+            spec = poetry_specifier(deps.python)
+            why = f"pyproject.toml [tool.poetry.dependencies] python = {deps.python!r}"
+            out.python_range = (spec, why)
+
+
 def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
     """Poetry's own dependency table, the project's only list: its requirements copied (`from`
     cannot read it), with what was left out and why (see manifest.poetrydeps)."""
@@ -289,11 +319,7 @@ def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
             "which `from` cannot read (^ and ~ written as PEP 440 ranges); edit them here from now on"
         )
     out.comments.extend(deps.notes)
-    if deps.python is not None:
-        with contextlib.suppress(ValueError):
-            spec = poetry_specifier(deps.python)
-            why = f"pyproject.toml [tool.poetry.dependencies] python = {deps.python!r}"
-            out.python_range = (spec, why)
+    _poetry_python(out, deps)
 
 
 def _read_pipfile(out: Discovery, path: Path) -> None:

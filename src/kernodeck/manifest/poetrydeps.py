@@ -1,8 +1,9 @@
-"""Poetry's own dependency table (`[tool.poetry.dependencies]`): what `kernodeck init` can take from it.
+"""Poetry's own dependency table (`[tool.poetry.dependencies]`), as PEP 508 requirements.
 
-A Poetry project without a PEP 621 `[project]` table lists its dependencies in Poetry's format,
-which `[packages] from` does not read. `init` copies them into `[packages] requirements`, as PEP
-508, and says what it left out and why (as for a conda environment file):
+A Poetry project without a PEP 621 `[project]` table lists its dependencies in Poetry's format.
+`[packages] from = ["pyproject.toml"]` reads them through here at lock time (`reqfile`), with
+Poetry's extras and groups; `init` names that `from`, or, when an entry cannot be a requirement,
+copies the others into `[packages] requirements` and says what it left out and why:
 
     deps = read_poetry(pyproject_data)
     deps.requirements   # ["numpy>=1.26,<2.0", "requests>=2.31,<2.32", ...]
@@ -21,6 +22,7 @@ dependency groups are named with what to add to lock them too.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,11 +38,16 @@ _NOT_REQUIREMENTS = ("git", "path", "url", "file")
 
 @dataclass
 class PoetryDeps:
-    """What `init` takes from `[tool.poetry]` (see the module docstring)."""
+    """What `[tool.poetry]` declares, as requirements (see the module docstring)."""
 
     requirements: list[str] = field(default_factory=list)
     python: str | None = None  # Poetry's `python` constraint, as written
     notes: list[str] = field(default_factory=list)
+    optional: dict[str, list[str]] = field(default_factory=dict)  # extra -> its requirements
+    groups: dict[str, list[str]] = field(default_factory=dict)  # group -> its requirements
+    # (location, why) of each dependency a requirement cannot say (git, path, `||`)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    index_notes: list[str] = field(default_factory=list)  # dependencies from Poetry's own sources
 
 
 def poetry_specifier(constraint: str) -> str:
@@ -180,39 +187,64 @@ def read_poetry(data: dict[str, Any]) -> PoetryDeps | None:
         for s in poetry.get("source", [])
         if isinstance(s, dict) and s.get("name")
     }
-    optional: dict[str, list[str]] = {}
+    extras_of: dict[str, list[str]] = {}
     for extra, names in (poetry.get("extras") or {}).items():
         for n in names if isinstance(names, list) else []:
-            optional.setdefault(str(n).lower(), []).append(str(extra))
+            extras_of.setdefault(str(n).lower(), []).append(str(extra))
+    for extra in poetry.get("extras") or {}:
+        out.optional.setdefault(str(extra), [])
     for name, spec in deps.items():
         if name.lower() == "python":
             out.python = str(spec)
             continue
-        specs = spec if isinstance(spec, list) else [spec]
-        for one in specs:
+        for one in spec if isinstance(spec, list) else [spec]:
             req, note = _requirement(name, one, sources)
-            if isinstance(one, dict) and one.get("optional") and req is not None:
-                extras = ", ".join(optional.get(name.lower(), [])) or "none"
+            if req is None:
+                out.unreadable.append((f"tool.poetry.dependencies.{name}", note or name))
+                out.notes.append(note or name)
+                continue
+            if isinstance(one, dict) and one.get("optional"):
+                for extra in extras_of.get(name.lower(), []):
+                    out.optional[extra].append(req)
+                extras = ", ".join(extras_of.get(name.lower(), [])) or "none"
                 out.notes.append(
                     f"{name}: optional (extras: {extras}): not copied; add {req!r} to requirements "
                     "if the reproduction installs it"
                 )
                 continue
-            if req is not None:
-                out.requirements.append(req)
+            out.requirements.append(req)
             if note is not None:
                 out.notes.append(note)
-    groups: dict[str, set[str]] = {}
+                out.index_notes.append(note)
+    tables: dict[str, dict[str, Any]] = {}
     for group, table in (poetry.get("group") or {}).items():
         found = table.get("dependencies") if isinstance(table, dict) else None
-        groups.setdefault(str(group), set()).update(found if isinstance(found, dict) else {})
+        tables.setdefault(str(group), {}).update(found if isinstance(found, dict) else {})
     if isinstance(poetry.get("dev-dependencies"), dict):  # Poetry 1.1's spelling of group "dev"
-        groups.setdefault("dev", set()).update(poetry["dev-dependencies"])
-    for group, members in groups.items():
-        names = sorted(members)
-        if names:
+        tables.setdefault("dev", {}).update(poetry["dev-dependencies"])
+    for group, members in tables.items():
+        reqs = out.groups.setdefault(group, [])
+        for name, spec in members.items():
+            for one in spec if isinstance(spec, list) else [spec]:
+                req, _ = _requirement(name, one, sources)
+                if req is not None:
+                    reqs.append(req)
+        if members:
             out.notes.append(
-                f"Poetry group {group!r} ({', '.join(names)}): not copied; add them to requirements "
-                "if the reproduction installs them"
+                f"Poetry group {group!r} ({', '.join(sorted(members))}): not copied; add them to "
+                "requirements if the reproduction installs them"
             )
     return out
+
+
+def poetry_project(pyproject: Mapping[str, Any]) -> str | None:
+    """The name of the Poetry project a pyproject.toml without a [project] table describes
+    (`[tool.poetry] name`, a [build-system], not `package-mode = false`): `poetry install`
+    installs it, editable, beside its dependencies (which `kernodeck init` copies into
+    requirements); None for anything else."""
+    tool = pyproject.get("tool")
+    poetry = tool.get("poetry") if isinstance(tool, Mapping) else None
+    if not isinstance(poetry, Mapping) or poetry.get("package-mode") is False:
+        return None
+    name = poetry.get("name")
+    return name if isinstance(name, str) and name and "build-system" in pyproject else None

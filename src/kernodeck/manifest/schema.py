@@ -311,13 +311,16 @@ class Packages(_Model):
     pip reads them), relative to the manifest's folder and read at lock time."""
 
     from_: Annotated[list[RelPath], Field(alias="from")] = []
-    """Files the requirements are read from at lock time: a `*.toml` is a pyproject.toml, anything else a
-    requirements file read the way pip reads it (nested `-r`/`-c`, indexes, `-e .`). Their content is part
-    of the lock inputs (`# input-sha256` lines)."""
+    """Files the requirements are read from at lock time: a `*.toml` is a pyproject.toml (its
+    `[project]` dependencies, or Poetry's `[tool.poetry.dependencies]` when it has no `[project]`
+    table), anything else a requirements file read the way pip reads it (nested `-r`/`-c`, indexes,
+    `-e .`). Their content is part of the lock inputs (`# input-sha256` lines)."""
     extras: list[Name] = []
-    """Extras of the pyproject.toml named in `from` whose dependencies are locked too."""
+    """Extras of the pyproject.toml named in `from` whose dependencies are locked too (Poetry's
+    `[tool.poetry.extras]` for a Poetry project)."""
     groups: list[Name] = []
-    """PEP 735 dependency groups of the pyproject.toml named in `from` (`{include-group}` expanded)."""
+    """PEP 735 dependency groups of the pyproject.toml named in `from` (`{include-group}` expanded),
+    or Poetry's `[tool.poetry.group.NAME]` for a Poetry project."""
     requirements: list[RequirementStr] = []
     """Requirements written here (besides those read from `from`)."""
     constraints: list[RequirementStr] = []

@@ -31,14 +31,15 @@ class Part:
     kind: Kind
     name: str
     brings: frozenset[NormalizedName]  # the unlocked distributions that come with it
+    read: bool = True  # `from` reads the file it belongs to (else its requirements were copied)
 
     @property
     def key(self) -> str:
-        """The [packages] key that selects it ("requirements" for Poetry's: init copies Poetry's
-        dependencies, so its groups and extras are selected by copying theirs too)."""
-        if self.kind.startswith(("poetry-", "pipenv-")):
+        """The [packages] key that selects it: `groups` or `extras` when `from` reads its file,
+        else `requirements` (init copied the dependencies of a file `from` does not read)."""
+        if self.kind.startswith("pipenv-") or not self.read:
             return "requirements"
-        return "groups" if self.kind == "group" else "extras"
+        return "groups" if self.kind in ("group", "poetry-group") else "extras"
 
     def said(self) -> str:
         if self.kind == "pipenv-dev":
@@ -83,10 +84,10 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
     pk = manifest.packages
     found: list[Part] = []
 
-    def add(kind: Kind, name: str, direct: set[NormalizedName]) -> None:
+    def add(kind: Kind, name: str, direct: set[NormalizedName], read: bool = True) -> None:
         brings = required_by(facts, direct & unlocked) & unlocked
         if brings:
-            found.append(Part(kind, name, frozenset(brings)))
+            found.append(Part(kind, name, frozenset(brings), read))
 
     try:
         data = read_pyproject(pyproject, pyproject.name)
@@ -104,8 +105,10 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
             for extra in optional:
                 if canonicalize_name(extra) not in chosen:
                     add("extra", extra, _names(project_dependencies(pyproject, [extra])) - base)
+        selected = {canonicalize_name(n) for n in (*pk.groups, *pk.extras)} if named else set()
         for kind, name, direct in _poetry_parts(data):
-            add(kind, name, direct)
+            if canonicalize_name(name) not in selected:
+                add(kind, name, direct, read=bool(named))
     except (KernodeckError, OSError, ValueError):
         pass  # no readable pyproject.toml, groups or extras: the general hint stands
     add("pipenv-dev", "dev-packages", _pipenv_dev(folder))
