@@ -119,8 +119,8 @@ def test_read_poetry_copies_what_a_requirement_can_say_and_names_the_rest() -> N
         "internal: from Poetry source 'corp' (https://pypi.corp.invalid/simple): declare it as a [[packages.index]]"
         in notes
     )
-    assert "mylib: a Poetry git dependency (https://example.invalid/mylib.git): not copied" in notes
-    assert "local: a Poetry path dependency (../local): not copied" in notes
+    assert "mylib: a Poetry git dependency (https://example.invalid/mylib.git), which a lock" in notes
+    assert "local: a Poetry path dependency (../local), which a lock" in notes
     assert "either: '^1.0 || ^2.0' has alternatives (||)" in notes
     assert "Poetry group 'dev' (black, pytest, ruff): not copied" in notes
 

@@ -664,21 +664,21 @@ def _poetry_dependencies(poetry: PoetryDeps, extras: list[str], shown: str) -> l
                 )
             ]
         )
-    out = list(poetry.requirements)
-    known = {canonicalize_name(k): k for k in poetry.optional}
-    for extra in extras:
-        key = canonicalize_name(extra)
+    return _selected(poetry.optional, extras, [*poetry.requirements], shown, "tool.poetry.extras", "extra")
+
+
+def _selected(
+    parts: dict[str, list[str]], names: list[str], out: list[str], shown: str, where: str, what: str
+) -> list[str]:
+    """`out` plus the requirements of the named `parts` (Poetry's extras or groups; names compared
+    normalised), each once; an unknown name is a located error."""
+    known = {canonicalize_name(k): k for k in parts}
+    for name in names:
+        key = canonicalize_name(name)
         if key not in known:
-            raise ManifestError(
-                [
-                    Issue(
-                        shown,
-                        "tool.poetry.extras",
-                        f"no extra {extra!r}; the project has: {', '.join(sorted(known)) or 'none'}",
-                    )
-                ]
-            )
-        out += [r for r in poetry.optional[known[key]] if r not in out]
+            listed = ", ".join(sorted(known)) or "none"
+            raise ManifestError([Issue(shown, where, f"no {what} {name!r}; the project has: {listed}")])
+        out += [r for r in parts[known[key]] if r not in out]
     return out
 
 
@@ -702,23 +702,7 @@ def dependency_groups(pyproject: Path, groups: list[str], *, display: str | None
     table = data.get("dependency-groups") or {}
     poetry = _poetry(data) if "dependency-groups" not in data else None
     if poetry is not None:  # Poetry's groups, `[tool.poetry.group.NAME.dependencies]`
-        known_groups = {canonicalize_name(k): k for k in poetry.groups}
-        found: list[str] = []
-        for group in groups:
-            key = canonicalize_name(group)
-            if key not in known_groups:
-                listed = ", ".join(sorted(known_groups)) or "none"
-                raise ManifestError(
-                    [
-                        Issue(
-                            shown,
-                            "tool.poetry.group",
-                            f"no Poetry group {group!r}; the project has: {listed}",
-                        )
-                    ]
-                )
-            found += [r for r in poetry.groups[known_groups[key]] if r not in found]
-        return found
+        return _selected(poetry.groups, groups, [], shown, "tool.poetry.group", "Poetry group")
     if not isinstance(table, dict):
         raise ManifestError([Issue(shown, "dependency-groups", "must be a table of lists")])
     known = {canonicalize_name(k): k for k in table}

@@ -119,8 +119,8 @@ def _requirement(name: str, spec: Any, sources: dict[str, str]) -> tuple[str | N
     kind = next((k for k in _NOT_REQUIREMENTS if k in spec), None)
     if kind is not None:
         return None, (
-            f"{name}: a Poetry {kind} dependency ({spec[kind]}): not copied; a lock pins index "
-            "releases: install it from its checkout, or publish it to an index and require it"
+            f"{name}: a Poetry {kind} dependency ({spec[kind]}), which a lock of index releases "
+            "cannot pin: install it from its checkout, or publish it to an index and require it"
         )
     try:
         version = poetry_specifier(str(spec.get("version", "*")))
