@@ -276,6 +276,26 @@ def test_wheel_less_package_fails_naming_package_platform_and_tags(
     assert not (path.parent / requirements_filename("linux")).exists()
 
 
+def test_a_pre_release_wheel_does_not_hide_that_the_wanted_versions_are_sdists(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
+) -> None:
+    """pandoc's case in a Poetry dev group: `pandoc = "^2.3"`, 2.3 and 2.4 only as sdists, a
+    2.4b0 wheel (a pre-release the lock does not take). The error names the sdists and the
+    allow-sdist hint, as when no wheel exists at all."""
+    f = index_factory
+    f.add_sdist("srconly", "2.3")
+    f.add_sdist("srconly", "2.4")
+    f.add_wheel("srconly", "2.4b0")
+    f.add_wheel("srconly", "1.1.0")
+    path = write_manifest(tmp_path / "p", requirements=["srconly>=2.3,<3.0"], default_url=served_index.url())
+    with pytest.raises(ResolutionError) as ei:
+        lock(path, cache)
+    text = ei.value.render()
+    assert "no file of srconly 2.4, 2.3 can be installed" in ei.value.message
+    assert "its source distributions: srconly-2.3.tar.gz, srconly-2.4.tar.gz" in text
+    assert ei.value.hint and "add 'srconly' to [packages] allow-sdist" in ei.value.hint
+
+
 def test_allow_sdist_locks_the_sdist(
     index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
 ) -> None:

@@ -102,11 +102,13 @@ def why_no_candidates(
     usable_line = f"versions of {name} usable on {target.name} ({_where(pf)}): {_short_list(shown)}"
     # The versions asked for exist, but none has a file for this platform: say which tags they have.
     constraints = factory.constraints.get(name, [])
+    allow_pre = factory.prereleases_allowed(name, requirements)
     wanted = [
         v
         for v in pf.all_versions
         if all(r.allows(v) for r in requirements)
         and all(c.specifier.contains(v, prereleases=True) for c in constraints)
+        and (allow_pre or not v.is_prerelease)
     ]
     if requirements and wanted and not any(pf.usable(v, True) for v in wanted):
         blocked = wanted[:3]

@@ -569,6 +569,16 @@ class Factory:
 
     # -- what the provider calls -----------------------------------------------------------------
 
+    def prereleases_allowed(self, name: NormalizedName, requirements: Sequence[BaseRequirement]) -> bool:
+        """Whether pre-releases of `name` may be candidates: the manifest allows them, a
+        requirement or constraint names one, or the project has nothing else (as pip and uv)."""
+        return (
+            self.settings.prereleases
+            or any(_names_prerelease(r.specifier) for r in requirements)
+            or any(_names_prerelease(c.specifier) for c in self.constraints.get(name, []))
+            or self.project(name).only_prereleases
+        )
+
     def find_matches(
         self,
         identifier: str,
@@ -593,12 +603,7 @@ class Factory:
             pins_exactly(c.specifier) for c in constraints
         )
         bad = {c.version for c in incompatibilities}
-        allow_pre = (
-            self.settings.prereleases
-            or any(_names_prerelease(r.specifier) for r in requirements)
-            or any(_names_prerelease(c.specifier) for c in constraints)
-            or pf.only_prereleases
-        )
+        allow_pre = self.prereleases_allowed(name, requirements)
         cons = [c.specifier for c in constraints]
 
         def wanted(v: Version) -> bool:
