@@ -69,9 +69,10 @@ def test_read_pipfile(tmp_path: Path) -> None:
         "torch: from Pipfile source 'pytorch' (https://download.pytorch.org/whl/cu121): set backend = \"cu121\""
         in notes
     )
-    assert "mylib: a Pipfile git dependency (https://example.invalid/mylib.git): not copied" in notes
-    assert "local: a Pipfile path dependency (./local): not copied" in notes
-    assert "Pipfile [dev-packages] (black, pytest): not copied" in notes
+    assert "mylib: a Pipfile git dependency (https://example.invalid/mylib.git), which a lock" in notes
+    assert "local: a Pipfile path dependency (./local), which a lock" in notes
+    assert "Pipfile [dev-packages] (black, pytest): not locked" in notes
+    assert [where for where, _ in deps.unreadable] == ["packages.mylib", "packages.local"]
 
 
 def test_init_in_a_pipenv_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,3 +119,47 @@ def test_a_broken_pipfile_lock_is_no_preference(tmp_path: Path) -> None:
     found = project_lock(tmp_path)
     assert found is not None and found.pins == {} and found.note is not None
     assert "Pipfile.lock is not valid JSON" in found.note
+
+
+def test_lock_reads_a_pipfile_through_from_and_goes_stale_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Pipfile whose every entry is a requirement: init names it in `from`, the lock reads its
+    [packages], `pipenv install delta` (an edit) makes `lock --check` fail, and a git entry is a
+    located error at lock time."""
+    from kernodeck.errors import KernodeckError
+    from kernodeck.lock import lock_manifest
+    from tests.fixtures.index_factory import IndexFactory
+
+    factory = IndexFactory(tmp_path / "index")
+    for name in ("alpha", "beta", "delta"):
+        factory.add_wheel(name, "1.0")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    pipfile = '[packages]\nalpha = "*"\nbeta = {version = "==1.0"}\n\n[dev-packages]\npytest = "*"\n'
+    (proj / "Pipfile").write_text(pipfile)
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    with factory.serve() as server:
+        assert main(["init", str(proj)]) == 0
+        text = (proj / "repro.toml").read_text()
+        assert 'from = ["Pipfile"]' in text and "# Pipfile [dev-packages] (pytest): not locked" in text
+        text = text.replace(
+            "[packages]\n",
+            f'[packages]\nindex = [{{name = "local", url = "{server.url()}", default = true}}]\n',
+        )
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("backend ="))
+        (proj / "repro.toml").write_text(text + "\n")
+        assert lock_manifest(proj / "repro.toml").ok
+        lock_text = next(proj.glob("requirements-rebuild-*.txt")).read_text()
+        assert (
+            "alpha==1.0" in lock_text and "beta==1.0" in lock_text and "# input-sha256: Pipfile" in lock_text
+        )
+        (proj / "Pipfile").write_text(pipfile.replace('alpha = "*"\n', 'alpha = "*"\ndelta = "*"\n'))
+        assert not lock_manifest(proj / "repro.toml", check=True).ok
+        (proj / "Pipfile").write_text(
+            pipfile.replace('alpha = "*"\n', 'alpha = "*"\nmylib = {git = "https://example.invalid/m.git"}\n')
+        )
+        with pytest.raises(KernodeckError) as e:
+            lock_manifest(proj / "repro.toml")
+        rendered = e.value.render()
+        assert "packages.mylib" in rendered and "a Pipfile git dependency" in rendered

@@ -222,6 +222,31 @@ def parse_pyproject(
     )
 
 
+def parse_pipfile(pipfile: Path, *, display_root: Path | None = None) -> ParsedRequirements:
+    """A Pipenv Pipfile's [packages] as requirements (see `kernodeck.manifest.pipfile`); an entry a
+    requirement cannot say (git, path) is a located error, as a direct URL in pyproject.toml is."""
+    from kernodeck.manifest.pipfile import read_pipfile
+
+    root = (display_root or pipfile.parent).resolve()
+    reader = _Reader(pipfile.parent.resolve(), root)
+    shown = reader.show(pipfile)
+    try:
+        deps = read_pipfile(pipfile)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ManifestError([Issue(shown, "", f"cannot read: {getattr(e, 'strerror', None) or e}")]) from None
+    if deps.unreadable:
+        where, why = deps.unreadable[0]
+        hint = "copy the other packages into [packages] requirements and take the Pipfile out of `from`"
+        raise ManifestError([Issue(shown, where, why, hint=hint)])
+    origin = Origin(shown, 0)
+    for req in deps.requirements:
+        reader.requirement(req, origin, constraint=False)
+    reader.files[shown] = file_sha256(pipfile)
+    return ParsedRequirements(
+        requirements=tuple(reader.requirements), backends=tuple(reader.backends), files=reader.files
+    )
+
+
 def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first physical line number, text) of every non-empty logical line, comments removed.
 

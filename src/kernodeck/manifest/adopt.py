@@ -19,11 +19,11 @@ includes (`-r`/`-c`: they are read through it). Files whose name says they are f
 stands for the project's own dependencies, so pyproject.toml is then not named a second time.
 A file Kernodeck cannot read (a VCS line, `--no-binary`) is left out with the located reason.
 
-Poetry's `[tool.poetry.dependencies]` is read through `from` too (`poetrydeps`), unless an entry
-cannot be a requirement. Lists `from` cannot read are copied into `requirements` when the project
-has nothing `from` reads, the first found in this order: Poetry's table with such an entry, a
-Pipfile (`pipfile`), a conda environment file (`condaenv`), setup.py's literal `install_requires` or
-setup.cfg's (`setuppy`); the others are then named as not used.
+Poetry's `[tool.poetry.dependencies]` (`poetrydeps`) and a Pipfile (`pipfile`) are read through
+`from` too, unless an entry cannot be a requirement. Lists `from` cannot read are copied into
+`requirements` when the project has nothing `from` reads, the first found in this order: Poetry's
+table or a Pipfile with such an entry, a conda environment file (`condaenv`), setup.py's literal
+`install_requires` or setup.cfg's (`setuppy`); the others are then named as not used.
 """
 
 from __future__ import annotations
@@ -323,9 +323,9 @@ def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
 
 
 def _read_pipfile(out: Discovery, path: Path) -> None:
-    """A Pipenv Pipfile: named when the project has another dependency list; else its [packages]
-    are copied (`from` cannot read it) and its [requires] Python gives [python] (see
-    manifest.pipfile)."""
+    """A Pipenv Pipfile: named as not used when the project has another dependency list; else
+    `from` reads its [packages] at lock time (copied instead when an entry cannot be a
+    requirement), and its [requires] Python gives [python] (see manifest.pipfile)."""
     if out.sources or out.requirements:
         out.comments.append("also found Pipfile (Pipenv's, which `from` cannot read): not used")
         return
@@ -334,14 +334,19 @@ def _read_pipfile(out: Discovery, path: Path) -> None:
     except ManifestError as e:
         out.comments.append(f"not used: {_first_issue(e)}")
         return
+    if deps.python is not None:
+        out.python = (deps.python, f"Pipfile [requires] {deps.python_spec}")
+    if not deps.unreadable:  # every entry a requirement: `from` reads it at lock time
+        out.sources.append("Pipfile")
+        out.comments.append("Pipfile: its [packages] are read at lock time")
+        out.comments.extend(deps.notes)
+        return
     out.requirements = deps.requirements
     out.comments.append(
         "requirements: copied from Pipfile [packages], Pipenv's own format, which `from` cannot "
         "read; edit them here from now on"
     )
     out.comments.extend(deps.notes)
-    if deps.python is not None:
-        out.python = (deps.python, f"Pipfile [requires] {deps.python_spec}")
 
 
 def _read_conda(out: Discovery, path: Path, root: Path) -> None:

@@ -41,6 +41,9 @@ class PipfileDeps:
     python: str | None = None  # "3.8" from [requires]
     python_spec: str = ""  # as written, for the comment
     notes: list[str] = field(default_factory=list)
+    # (location, why) of each entry a requirement cannot say (git, path, an invalid one)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    index_notes: list[str] = field(default_factory=list)  # entries from the Pipfile's own sources
 
 
 def _requirement(name: str, spec: Any, sources: dict[str, str]) -> tuple[str | None, str | None]:
@@ -52,8 +55,8 @@ def _requirement(name: str, spec: Any, sources: dict[str, str]) -> tuple[str | N
     kind = next((k for k in _NOT_REQUIREMENTS if k in spec), None)
     if kind is not None:
         return None, (
-            f"{name}: a Pipfile {kind} dependency ({spec[kind]}): not copied; a lock pins index "
-            "releases: install it from its checkout, or publish it to an index and require it"
+            f"{name}: a Pipfile {kind} dependency ({spec[kind]}), which a lock of index releases "
+            "cannot pin: install it from its checkout, or publish it to an index and require it"
         )
     version = str(spec.get("version", "*")).strip()
     version = "" if version in ("", "*") else version
@@ -83,12 +86,16 @@ def read_pipfile(path: Path) -> PipfileDeps:
         req, note = _requirement(str(name), spec, sources)
         if req is not None:
             out.requirements.append(req)
+            if note is not None:
+                out.index_notes.append(note)
+        elif note is not None:
+            out.unreadable.append((f"packages.{name}", note))
         if note is not None:
             out.notes.append(note)
     dev = data.get("dev-packages")
     if isinstance(dev, dict) and dev:
         out.notes.append(
-            f"Pipfile [dev-packages] ({', '.join(sorted(dev))}): not copied; add them to requirements "
+            f"Pipfile [dev-packages] ({', '.join(sorted(dev))}): not locked; add them to requirements "
             "if the reproduction installs them (`pipenv install --dev`)"
         )
     requires = data.get("requires")

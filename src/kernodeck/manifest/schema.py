@@ -313,8 +313,9 @@ class Packages(_Model):
     from_: Annotated[list[RelPath], Field(alias="from")] = []
     """Files the requirements are read from at lock time: a `*.toml` is a pyproject.toml (its
     `[project]` dependencies, or Poetry's `[tool.poetry.dependencies]` when it has no `[project]`
-    table), anything else a requirements file read the way pip reads it (nested `-r`/`-c`, indexes,
-    `-e .`). Their content is part of the lock inputs (`# input-sha256` lines)."""
+    table), a `Pipfile` is Pipenv's (its `[packages]`), anything else a requirements file read the
+    way pip reads it (nested `-r`/`-c`, indexes, `-e .`). Their content is part of the lock inputs
+    (`# input-sha256` lines)."""
     extras: list[Name] = []
     """Extras of the pyproject.toml named in `from` whose dependencies are locked too (Poetry's
     `[tool.poetry.extras]` for a Poetry project)."""

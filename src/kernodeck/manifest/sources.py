@@ -9,7 +9,8 @@
 Entries are relative to the manifest's folder. A `*.toml` entry is a pyproject.toml: its
 `[project] dependencies`, the `extras` named in `[packages]` and the PEP 735 dependency `groups`
 (for a Poetry project without `[project]`: `[tool.poetry.dependencies]` as PEP 508, Poetry's extras
-and groups; see `kernodeck.manifest.poetrydeps`).
+and groups; see `kernodeck.manifest.poetrydeps`). A `Pipfile` entry is Pipenv's: its [packages]
+(`kernodeck.manifest.pipfile`).
 Anything else is a requirements file, read by `kernodeck.reqfile` the way pip reads it (and every
 file it includes is an input too). `inputs` maps every file read to the sha256 of its bytes: a
 lock records them, so editing pyproject.toml makes `kernodeck lock --check` fail naming it.
@@ -34,6 +35,7 @@ from kernodeck.reqfile import (
     BackendHint,
     IndexRef,
     ParsedRequirements,
+    parse_pipfile,
     parse_pyproject,
     parse_requirements_file,
 )
@@ -103,6 +105,8 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
             )
         if is_pyproject(entry):
             parsed.append(parse_pyproject(path, extras=pk.extras, groups=pk.groups, display_root=root))
+        elif path.name == "Pipfile":
+            parsed.append(parse_pipfile(path, display_root=root))
         else:
             parsed.append(parse_requirements_file(path, project_root=root, display_root=root))
     reqs: list[str] = []
