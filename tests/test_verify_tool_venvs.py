@@ -158,3 +158,14 @@ def test_packages_pipenv_installed_with_dev_are_named_with_the_pipfile(project: 
     hint = unlocked.hint or ""  # type: ignore[attr-defined]
     assert hint.startswith("they come with Pipfile's [dev-packages], which [packages] does not select")
     assert "`pipenv sync`, without --dev" in hint
+
+
+def test_one_package_of_a_part_among_others_is_said_in_the_singular(project: Path, tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    _wheel(tmp_path / "wheels", "gamma")
+    _pip(python, tmp_path / "wheels", "alpha==1.0", "beta==1.0", "gamma==1.0")
+    (project / "Pipfile").write_text('[packages]\nalpha = "*"\n\n[dev-packages]\nbeta = "*"\n')
+    unlocked = _step(_verify(project, python), "unlocked")
+    hint = unlocked.hint or ""  # type: ignore[attr-defined]
+    assert hint.startswith("beta comes with Pipfile's [dev-packages]"), hint

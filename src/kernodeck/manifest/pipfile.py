@@ -44,6 +44,7 @@ class PipfileDeps:
     # (location, why) of each entry a requirement cannot say (git, path, an invalid one)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     index_notes: list[str] = field(default_factory=list)  # entries from the Pipfile's own sources
+    dev: list[str] = field(default_factory=list)  # the names in [dev-packages]
 
 
 def _requirement(name: str, spec: Any, sources: dict[str, str]) -> tuple[str | None, str | None]:
@@ -94,6 +95,7 @@ def read_pipfile(path: Path) -> PipfileDeps:
             out.notes.append(note)
     dev = data.get("dev-packages")
     if isinstance(dev, dict) and dev:
+        out.dev = [str(n) for n in dev]
         out.notes.append(
             f"Pipfile [dev-packages] ({', '.join(sorted(dev))}): not locked; add them to requirements "
             "if the reproduction installs them (`pipenv install --dev`)"

@@ -117,14 +117,13 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
 
 def _pipenv_dev(folder: Path) -> set[NormalizedName]:
     """The names in the Pipfile's [dev-packages] (`pipenv install --dev` installs them)."""
-    from kernodeck.tomltext import parse_toml
+    from kernodeck.manifest.pipfile import find_pipfile, read_pipfile
 
+    path = find_pipfile(folder)
     try:
-        data = parse_toml((folder / "Pipfile").read_text(encoding="utf-8"), "Pipfile")
+        return {canonicalize_name(n) for n in read_pipfile(path).dev} if path is not None else set()
     except (KernodeckError, OSError, UnicodeDecodeError):
         return set()
-    dev = data.get("dev-packages")
-    return {canonicalize_name(str(n)) for n in dev} if isinstance(dev, dict) else set()
 
 
 def part_hint(
@@ -136,7 +135,8 @@ def part_hint(
     """The hint of the `unlocked` warning: which part each package comes with and how to select it
     (or leave it out); `otherwise` for the packages that come with none."""
     covered: set[NormalizedName] = set().union(*(p.brings for p in parts))
-    who = "they come" if covered == unlocked else f"{shown(covered)} come"
+    verb = "comes" if len(covered) == 1 else "come"
+    who = "they come" if covered == unlocked else f"{shown(covered)} {verb}"
     keys = []
     for key in ("groups", "extras"):
         chosen = [f'"{p.name}"' for p in parts if p.key == key]
