@@ -106,7 +106,9 @@ def _replayed(manifest: Path, cache: Path) -> tuple[dict[str, object], list[str]
         "print('RESULT=' + json.dumps({'statuses': [p.status for p in r.platforms], 'resolutions': len(calls),"
         " 'differences': [d.to_json() for d in r.differences]}))\n"
     )
-    probe = f"{code}import sys\nprint('LOADED=' + ','.join(m for m in {(*HEAVY, 'tomlkit')!r} if m in sys.modules))\n"
+    # nor what only a platform's first lock reads (the project's other lock files: adopt, pinreport)
+    watch = (*HEAVY, "tomlkit", "kernodeck.manifest.adopt", "kernodeck.manifest.pinreport")
+    probe = f"{code}import sys\nprint('LOADED=' + ','.join(m for m in {watch!r} if m in sys.modules))\n"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()

@@ -143,8 +143,10 @@ def run() -> NoReturn:
     # httpx imports its own command line (rich, pygments) and httpcore its async backends and
     # HTTP/2 stack whenever they are installed; this process runs none of them (see httpmods).
     from kernodeck.httpmods import keep_unused_out
+    from kernodeck.pydanticplugins import load_none
 
     keep_unused_out()
+    load_none()
     leave(main())
 
 

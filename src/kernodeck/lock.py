@@ -69,9 +69,7 @@ from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements
 from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
 from kernodeck.lockinputs import default_index_for, lock_inputs_sha256
 from kernodeck.lockmirrors import mirror_hint, mirrored, parse_mirrors, replace_all, unmirror
-from kernodeck.manifest.adopt import first_lock_source
 from kernodeck.manifest.load import load_manifest
-from kernodeck.manifest.pinreport import PinReport, first_lock_reports
 from kernodeck.manifest.sources import merge, read_sources, root_via
 from kernodeck.urls import redact, strip_userinfo
 
@@ -80,6 +78,7 @@ if TYPE_CHECKING:
 
     from packaging.utils import NormalizedName
 
+    from kernodeck.manifest.pinreport import PinReport
     from kernodeck.manifest.schema import Manifest, Packages
     from kernodeck.resolve import Resolution, Routing
     from kernodeck.resolve.candidates import Candidate
@@ -211,6 +210,14 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def _first_lock_source(folder: Path) -> tuple[str, dict[str, Version], str | None] | None:
+    """The pins a platform's first lock prefers (`kernodeck.manifest.adopt`, imported only for a
+    first lock: a re-lock never reads the project's other lock files)."""
+    from kernodeck.manifest.adopt import first_lock_source
+
+    return first_lock_source(folder)
+
+
 def _upgrade_requirement(text: str) -> Requirement:
     """`NAME` or `NAME<specifier>` given to --upgrade-package."""
     try:
@@ -297,7 +304,7 @@ def lock_manifest(
     for n in names:
         # a platform's first lock prefers the pins of the project's uv.lock/pylock.toml/poetry.lock/Pipfile.lock
         pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
-        first = None if upgrade or pinned else first_lock_source(path.parent)
+        first = None if upgrade or pinned else _first_lock_source(path.parent)
         if first is not None:
             source, pinned, note = first
             firsts[n] = (source, pinned)
@@ -377,6 +384,8 @@ def lock_manifest(
     )
     if not firsts or check:  # the pin report is for a platform's first written lock only
         return result
+    from kernodeck.manifest.pinreport import first_lock_reports
+
     locked = {n: pins_of_text(rendered[n].text) for n in firsts if n not in failures}
     return replace(result, adopted=first_lock_reports(manifest, path, firsts, locked))
 
