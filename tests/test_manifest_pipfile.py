@@ -71,8 +71,13 @@ def test_read_pipfile(tmp_path: Path) -> None:
     )
     assert "mylib: a Pipfile git dependency (https://example.invalid/mylib.git), which a lock" in notes
     assert "local: a Pipfile path dependency (./local), which a lock" in notes
-    assert "Pipfile [dev-packages] (black, pytest): not locked" in notes
     assert [where for where, _ in deps.unreadable] == ["packages.mylib", "packages.local"]
+    # the other package categories, which [packages] groups select
+    assert list(deps.categories) == ["dev-packages"]
+    assert deps.categories["dev-packages"].requirements == ["pytest", "black"] and deps.dev == [
+        "pytest",
+        "black",
+    ]
 
 
 def test_init_in_a_pipenv_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,7 +147,8 @@ def test_lock_reads_a_pipfile_through_from_and_goes_stale_when_it_changes(
     with factory.serve() as server:
         assert main(["init", str(proj)]) == 0
         text = (proj / "repro.toml").read_text()
-        assert 'from = ["Pipfile"]' in text and "# Pipfile [dev-packages] (pytest): not locked" in text
+        assert 'from = ["Pipfile"]' in text
+        assert "# groups = []   # Pipfile package categories: dev-packages" in text
         text = text.replace(
             "[packages]\n",
             f'[packages]\nindex = [{{name = "local", url = "{server.url()}", default = true}}]\n',
@@ -163,3 +169,58 @@ def test_lock_reads_a_pipfile_through_from_and_goes_stale_when_it_changes(
             lock_manifest(proj / "repro.toml")
         rendered = e.value.render()
         assert "packages.mylib" in rendered and "a Pipfile git dependency" in rendered
+
+
+def test_groups_lock_a_pipfile_s_package_categories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`groups` select a Pipfile's [dev-packages] (`pipenv install --dev`) or another category
+    (`pipenv install --categories docs`) by table name, as a pyproject.toml's dependency groups;
+    an unknown one is a located error naming those the Pipfile has, and a git entry in a category
+    matters only once selected."""
+    from kernodeck.errors import KernodeckError
+    from kernodeck.lock import lock_manifest
+    from tests.fixtures.index_factory import IndexFactory
+
+    factory = IndexFactory(tmp_path / "index")
+    for name in ("alpha", "pytest", "sphinx"):
+        factory.add_wheel(name, "1.0")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "Pipfile").write_text(
+        '[packages]\nalpha = "*"\n\n[dev-packages]\npytest = "*"\n\n[docs]\nsphinx = "==1.0"\n'
+        'tool = {git = "https://example.invalid/tool.git"}\n'
+    )
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    with factory.serve() as server:
+        head = (
+            'schema-version = 1\n[reference]\nname = "p"\nid = "1"\n[python]\nversion = "3.11"\n'
+            f'[packages]\nfrom = ["Pipfile"]\nindex = [{{name = "local", url = "{server.url()}", default = true}}]\n'
+        )
+        tail = '[[platform]]\nname = "linux"\nos = "linux"\narch = "x86_64"\n'
+        manifest = proj / "repro.toml"
+        manifest.write_text(head + 'groups = ["dev-packages"]\n' + tail)
+        assert lock_manifest(manifest).ok
+        lock_text = (proj / "requirements-rebuild-linux.txt").read_text()
+        assert "alpha==1.0" in lock_text and "pytest==1.0" in lock_text and "sphinx" not in lock_text
+        manifest.write_text(head + 'groups = ["test"]\n' + tail)
+        with pytest.raises(KernodeckError) as e:
+            lock_manifest(manifest)
+        said = e.value.render()
+        assert "no package category 'test'" in said and "the Pipfile has: [dev-packages], [docs]" in said
+        manifest.write_text(head + 'groups = ["docs"]\n' + tail)
+        with pytest.raises(KernodeckError) as e:
+            lock_manifest(manifest)
+        assert "docs.tool" in e.value.render() and "a Pipfile git dependency" in e.value.render()
+
+
+def test_groups_need_a_pyproject_or_a_pipfile_in_from(tmp_path: Path) -> None:
+    from kernodeck.errors import ManifestError
+
+    (tmp_path / "requirements.txt").write_text("alpha\n")
+    (tmp_path / "repro.toml").write_text(
+        'schema-version = 1\n[reference]\nname = "p"\nid = "1"\n[python]\nversion = "3.11"\n'
+        '[packages]\nfrom = ["requirements.txt"]\ngroups = ["dev-packages"]\n'
+        '[[platform]]\nname = "linux"\nos = "linux"\narch = "x86_64"\n'
+    )
+    with pytest.raises(ManifestError) as e:
+        load_manifest(tmp_path / "repro.toml")
+    assert "groups apply to a pyproject.toml (its dependency groups) or a Pipfile" in e.value.render()

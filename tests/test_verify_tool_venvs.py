@@ -160,6 +160,21 @@ def test_packages_pipenv_installed_with_dev_are_named_with_the_pipfile(project: 
     assert "`pipenv sync`, without --dev" in hint
 
 
+def test_dev_packages_of_a_pipfile_from_reads_are_selected_with_groups(project: Path, tmp_path: Path) -> None:
+    # `from` reads the Pipfile: its [dev-packages] are a group the manifest can select
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    _pip(python, tmp_path / "wheels", "alpha==1.0", "beta==1.0")  # `pipenv install --dev`
+    (project / "Pipfile").write_text('[packages]\nalpha = "*"\n\n[dev-packages]\nbeta = "*"\n')
+    manifest = project / "repro.toml"
+    manifest.write_text(manifest.read_text().replace('requirements = ["alpha"]', 'from = ["Pipfile"]'))
+    unlocked = _step(_verify(project, python), "unlocked")
+    assert unlocked is not None and unlocked.status is Status.WARNING  # type: ignore[attr-defined]
+    hint = unlocked.hint or ""  # type: ignore[attr-defined]
+    assert hint.startswith("they come with Pipfile's [dev-packages], which [packages] does not select: add ")
+    assert 'groups = ["dev-packages"] to [packages]' in hint and "requirements to [packages]" not in hint
+
+
 def test_one_package_of_a_part_among_others_is_said_in_the_singular(project: Path, tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv" / "bin" / "python"

@@ -222,9 +222,13 @@ def parse_pyproject(
     )
 
 
-def parse_pipfile(pipfile: Path, *, display_root: Path | None = None) -> ParsedRequirements:
-    """A Pipenv Pipfile's [packages] as requirements (see `kernodeck.manifest.pipfile`); an entry a
-    requirement cannot say (git, path) is a located error, as a direct URL in pyproject.toml is."""
+def parse_pipfile(
+    pipfile: Path, *, groups: list[str] | tuple[str, ...] = (), display_root: Path | None = None
+) -> ParsedRequirements:
+    """A Pipenv Pipfile's [packages] and the package categories named in `groups` ([dev-packages],
+    ...; names compared normalised) as requirements (see `kernodeck.manifest.pipfile`); an entry a
+    requirement cannot say (git, path) is a located error, as a direct URL in pyproject.toml is,
+    and so is a category the Pipfile does not have."""
     from kernodeck.manifest.pipfile import read_pipfile
 
     root = (display_root or pipfile.parent).resolve()
@@ -234,12 +238,31 @@ def parse_pipfile(pipfile: Path, *, display_root: Path | None = None) -> ParsedR
         deps = read_pipfile(pipfile)
     except (OSError, UnicodeDecodeError) as e:
         raise ManifestError([Issue(shown, "", f"cannot read: {getattr(e, 'strerror', None) or e}")]) from None
-    if deps.unreadable:
-        where, why = deps.unreadable[0]
+    known = {canonicalize_name(t): t for t in deps.categories}
+    requirements = list(deps.requirements)
+    unreadable = list(deps.unreadable)
+    for name in groups:
+        table = known.get(canonicalize_name(name))
+        if table is None:
+            listed = ", ".join(f"[{t}]" for t in deps.categories) or "none"
+            raise ManifestError(
+                [
+                    Issue(
+                        shown,
+                        "",
+                        f"no package category {name!r} (named in [packages] groups); the Pipfile has: {listed}",
+                        hint='groups name a Pipfile\'s tables besides [packages], e.g. "dev-packages"',
+                    )
+                ]
+            )
+        requirements += [r for r in deps.categories[table].requirements if r not in requirements]
+        unreadable += deps.categories[table].unreadable
+    if unreadable:
+        where, why = unreadable[0]
         hint = "copy the other packages into [packages] requirements and take the Pipfile out of `from`"
         raise ManifestError([Issue(shown, where, why, hint=hint)])
     origin = Origin(shown, 0)
-    for req in deps.requirements:
+    for req in requirements:
         reader.requirement(req, origin, constraint=False)
     reader.files[shown] = file_sha256(pipfile)
     return ParsedRequirements(

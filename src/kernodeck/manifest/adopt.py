@@ -45,7 +45,7 @@ from kernodeck.fingerprint import fingerprint
 from kernodeck.lockfile.names import is_kernodeck_file
 from kernodeck.lockfile.read import read_pins
 from kernodeck.manifest.condaenv import find_conda_env, read_conda_env
-from kernodeck.manifest.pipfile import find_pipfile, read_pipfile
+from kernodeck.manifest.pipfile import category_note, find_pipfile, read_pipfile
 from kernodeck.manifest.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
 from kernodeck.manifest.setuppy import SetupDeps, read_setup
 from kernodeck.reqfile import (
@@ -340,6 +340,12 @@ def _read_pipfile(out: Discovery, path: Path) -> None:
         out.sources.append("Pipfile")
         out.comments.append("Pipfile: its [packages] are read at lock time")
         out.comments.extend(deps.notes)
+        categories = [t for t, c in deps.categories.items() if c.requirements]
+        if categories:
+            out.comments.append(
+                f"groups = []   # Pipfile package categories: {', '.join(categories)} "
+                "(`pipenv install --dev` installs dev-packages)"
+            )
         return
     out.requirements = deps.requirements
     out.comments.append(
@@ -347,6 +353,9 @@ def _read_pipfile(out: Discovery, path: Path) -> None:
         "read; edit them here from now on"
     )
     out.comments.extend(deps.notes)
+    note = category_note(deps)
+    if note is not None:
+        out.comments.append(note)
 
 
 def _read_conda(out: Discovery, path: Path, root: Path) -> None:

@@ -7,13 +7,18 @@ out and why (as for a conda environment file or Poetry's table):
     deps = read_pipfile(Path("Pipfile"))
     deps.requirements   # ["numpy>=1.26", "requests[socks]==2.31.0", ...]
     deps.python         # "3.8" from [requires] python_version
-    deps.notes          # dev-packages, git/path/file dependencies, sources
+    deps.notes          # git/path/file dependencies, sources
+    deps.categories     # {"dev-packages": Category([...], []), "docs": ...}: what `groups` selects
 
 Pipfile's versions are PEP 440 specifiers already (`"*"` is any version); a table's `extras`,
 `markers` and marker keys (`sys_platform = "== 'win32'"`, `platform_machine`, `python_version`,
 ...) become the requirement's extras and markers. `index = "name"` names a `[[source]]`: the
 PyTorch index is a platform's `backend`, another index a `[[packages.index]]` to declare.
 Pipfile.lock's pins are what a platform's first lock prefers (`manifest.adopt.project_lock`).
+
+Pipenv's other package categories ([dev-packages], which `pipenv install --dev` installs, and any
+other table `pipenv install --categories NAME` installs) are read as [packages] `groups` select
+them, by their table names (`groups = ["dev-packages"]`), as a pyproject.toml's dependency groups.
 """
 
 from __future__ import annotations
@@ -33,6 +38,21 @@ _NOT_REQUIREMENTS = ("git", "path", "file", "hg", "svn", "bzr")
 _PYTHON = re.compile(r"^3\.\d+")
 
 
+#: Top-level tables of a Pipfile that are not package categories.
+_NOT_CATEGORIES = ("source", "requires", "pipenv", "scripts", "packages")
+#: The category `pipenv install --dev` installs.
+DEV = "dev-packages"
+
+
+@dataclass
+class Category:
+    """One package category besides [packages]: its entries that are requirements, and (location,
+    why) of those that cannot be one."""
+
+    requirements: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+
 @dataclass
 class PipfileDeps:
     """What `init` takes from a Pipfile (see the module docstring)."""
@@ -45,6 +65,7 @@ class PipfileDeps:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     index_notes: list[str] = field(default_factory=list)  # entries from the Pipfile's own sources
     dev: list[str] = field(default_factory=list)  # the names in [dev-packages]
+    categories: dict[str, Category] = field(default_factory=dict)  # [dev-packages] and the others
 
 
 def _requirement(name: str, spec: Any, sources: dict[str, str]) -> tuple[str | None, str | None]:
@@ -93,13 +114,19 @@ def read_pipfile(path: Path) -> PipfileDeps:
             out.unreadable.append((f"packages.{name}", note))
         if note is not None:
             out.notes.append(note)
-    dev = data.get("dev-packages")
-    if isinstance(dev, dict) and dev:
+    for table, entries in data.items():
+        if table in _NOT_CATEGORIES or not isinstance(entries, dict):
+            continue
+        category = out.categories[table] = Category()
+        for name, spec in entries.items():
+            req, note = _requirement(str(name), spec, sources)
+            if req is not None:
+                category.requirements.append(req)
+            elif note is not None:
+                category.unreadable.append((f"{table}.{name}", note))
+    dev = data.get(DEV)
+    if isinstance(dev, dict):
         out.dev = [str(n) for n in dev]
-        out.notes.append(
-            f"Pipfile [dev-packages] ({', '.join(sorted(dev))}): not locked; add them to requirements "
-            "if the reproduction installs them (`pipenv install --dev`)"
-        )
     requires = data.get("requires")
     if isinstance(requires, dict):
         for key in ("python_full_version", "python_version"):
@@ -109,6 +136,20 @@ def read_pipfile(path: Path) -> PipfileDeps:
                 out.python, out.python_spec = m.group(0), f"{key} = {value!r}"
                 break
     return out
+
+
+def category_note(deps: PipfileDeps) -> str | None:
+    """What init says of the categories besides [packages] when it copies the Pipfile's packages
+    (`from` does not read it, so `groups` cannot select them); None when there are none."""
+    named = [
+        f"[{t}] ({', '.join(sorted(c.requirements))})" for t, c in deps.categories.items() if c.requirements
+    ]
+    if not named:
+        return None
+    return (
+        f"Pipfile {'; '.join(named)}: not locked; add them to requirements if the reproduction "
+        "installs them (`pipenv install --dev` installs [dev-packages])"
+    )
 
 
 def find_pipfile(folder: Path) -> Path | None:

@@ -321,7 +321,9 @@ class Packages(_Model):
     `[tool.poetry.extras]` for a Poetry project)."""
     groups: list[Name] = []
     """PEP 735 dependency groups of the pyproject.toml named in `from` (`{include-group}` expanded),
-    or Poetry's `[tool.poetry.group.NAME]` for a Poetry project."""
+    or Poetry's `[tool.poetry.group.NAME]` for a Poetry project; with a `Pipfile` in `from` and no
+    pyproject.toml, its package categories by table name (`"dev-packages"`, which `pipenv install
+    --dev` installs, or another)."""
     requirements: list[RequirementStr] = []
     """Requirements written here (besides those read from `from`)."""
     constraints: list[RequirementStr] = []
@@ -699,6 +701,11 @@ def is_pyproject(source: str) -> bool:
     return source.endswith(".toml")
 
 
+def is_pipfile(source: str) -> bool:
+    """Whether a `[packages] from` entry is read as a Pipenv Pipfile."""
+    return source.replace("\\", "/").rsplit("/", 1)[-1] == "Pipfile"
+
+
 # --- cross-field rules ---------------------------------------------------------------------------
 
 Problem = tuple[tuple[str | int, ...], str]
@@ -738,12 +745,19 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                 (("packages", "from", i), f"{src!r} is listed twice (first at from[{seen_from[src]}])")
             )
         seen_from.setdefault(src, i)
-    if (m.packages.extras or m.packages.groups) and not any(is_pyproject(s) for s in m.packages.from_):
-        key = "extras" if m.packages.extras else "groups"
+    if m.packages.extras and not any(is_pyproject(s) for s in m.packages.from_):
         out.append(
             (
-                ("packages", key),
-                f'{key} apply to a pyproject.toml; name one in `from`, e.g. from = ["pyproject.toml"]',
+                ("packages", "extras"),
+                'extras apply to a pyproject.toml; name one in `from`, e.g. from = ["pyproject.toml"]',
+            )
+        )
+    if m.packages.groups and not any(is_pyproject(s) or is_pipfile(s) for s in m.packages.from_):
+        out.append(
+            (
+                ("packages", "groups"),
+                "groups apply to a pyproject.toml (its dependency groups) or a Pipfile (its package "
+                'categories); name one in `from`, e.g. from = ["pyproject.toml"]',
             )
         )
 

@@ -30,7 +30,7 @@ from packaging.utils import canonicalize_name
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
-from kernodeck.manifest.schema import Index, Manifest, is_pyproject, unfingerprinted
+from kernodeck.manifest.schema import Index, Manifest, is_pipfile, is_pyproject, unfingerprinted
 from kernodeck.reqfile import (
     BackendHint,
     IndexRef,
@@ -105,8 +105,10 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
             )
         if is_pyproject(entry):
             parsed.append(parse_pyproject(path, extras=pk.extras, groups=pk.groups, display_root=root))
-        elif path.name == "Pipfile":
-            parsed.append(parse_pipfile(path, display_root=root))
+        elif is_pipfile(entry):
+            # `groups` select a pyproject.toml's groups when `from` names one, else the Pipfile's categories
+            own = () if any(is_pyproject(f) for f in pk.from_) else pk.groups
+            parsed.append(parse_pipfile(path, groups=own, display_root=root))
         else:
             parsed.append(parse_requirements_file(path, project_root=root, display_root=root))
     reqs: list[str] = []

@@ -19,7 +19,8 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
 from kernodeck.errors import KernodeckError
-from kernodeck.manifest.schema import Manifest, is_pyproject
+from kernodeck.manifest.pipfile import DEV
+from kernodeck.manifest.schema import Manifest, is_pipfile, is_pyproject
 from kernodeck.probe.facts import Facts
 from kernodeck.verify.contract import required_by
 
@@ -37,9 +38,9 @@ class Part:
     def key(self) -> str:
         """The [packages] key that selects it: `groups` or `extras` when `from` reads its file,
         else `requirements` (init copied the dependencies of a file `from` does not read)."""
-        if self.kind.startswith("pipenv-") or not self.read:
+        if not self.read:
             return "requirements"
-        return "groups" if self.kind in ("group", "poetry-group") else "extras"
+        return "groups" if self.kind in ("group", "poetry-group", "pipenv-dev") else "extras"
 
     def said(self) -> str:
         if self.kind == "pipenv-dev":
@@ -111,7 +112,10 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
                 add(kind, name, direct, read=bool(named))
     except (KernodeckError, OSError, ValueError):
         pass  # no readable pyproject.toml, groups or extras: the general hint stands
-    add("pipenv-dev", "dev-packages", _pipenv_dev(folder))
+    # a Pipfile's categories are `groups` when `from` reads it (and no pyproject.toml)
+    pipfile_read = not named and any(is_pipfile(f) for f in pk.from_)
+    if not (pipfile_read and canonicalize_name(DEV) in {canonicalize_name(g) for g in pk.groups}):
+        add("pipenv-dev", DEV, _pipenv_dev(folder), read=pipfile_read)
     return found
 
 
