@@ -95,3 +95,18 @@ def test_a_loader_already_imported_is_left_as_it_is(tmp_path: Path, plugin_site:
     )
     out, _mark = _run(code, plugin_site, tmp_path)
     assert out.split() == ["True"]
+
+
+def test_what_else_pydantic_asks_of_its_loader_comes_from_the_real_one(
+    tmp_path: Path, plugin_site: Path
+) -> None:
+    # a later pydantic may import more than get_plugins from its loader: the stand-in hands the
+    # real module's names on instead of failing the import (and still loads no plugin itself)
+    code = (
+        "from kernodeck.pydanticplugins import load_none\n"
+        "load_none()\n"
+        "from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP, get_plugins\n"
+        "print(PYDANTIC_ENTRY_POINT_GROUP, list(get_plugins()))\n"
+    )
+    out, mark = _run(code, plugin_site, tmp_path)
+    assert out.split() == ["pydantic", "[]"] and mark == ""

@@ -11,6 +11,8 @@ plugins)."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import sys
 import types
 from collections.abc import Iterable
@@ -24,6 +26,26 @@ def _no_plugins(*_args: Any, **_kwargs: Any) -> Iterable[Any]:
     return ()
 
 
+def _real_loader() -> types.ModuleType:
+    """pydantic's own loader module, loaded beside the stand-in (not put in sys.modules)."""
+    import pydantic.plugin
+
+    spec = importlib.machinery.PathFinder.find_spec(LOADER, list(pydantic.plugin.__path__))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot find {LOADER}", name=LOADER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _from_the_real_loader(name: str) -> Any:
+    # Anything else a later pydantic asks of its loader comes from the real one: the stand-in
+    # answers only `get_plugins`, and never breaks an import.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(_real_loader(), name)
+
+
 def load_none() -> None:
     """Answer pydantic's plugin loader with "no plugins", before pydantic is imported (a loader
     already imported, or pydantic already in use, is left as it is)."""
@@ -33,4 +55,5 @@ def load_none() -> None:
         LOADER, "kernodeck.pydanticplugins: the kernodeck process loads no pydantic plugins"
     )
     loader.get_plugins = _no_plugins  # type: ignore[attr-defined]
+    loader.__getattr__ = _from_the_real_loader  # type: ignore[method-assign]
     sys.modules[LOADER] = loader
