@@ -1,5 +1,5 @@
 """`kernodeck rebuild` installs the project itself when the lock holds its dependencies
-(`[packages] from = ["pyproject.toml"]`), editable, as the reference environment a developer made
+(`[packages] from = ["pyproject.toml"]`, or a requirements file in `from` with `-e .`), editable, as the reference environment a developer made
 with `pip install -e .` or `uv sync` has it; a project that cannot be installed so is a warning.
 Real lock over a loopback index, real venvs, real pip and uv, real verify of the result; the
 project builds with an in-tree PEP 660 backend, so nothing is fetched for it."""
@@ -96,6 +96,33 @@ def test_a_lock_of_requirements_alone_installs_no_project(tmp_path: Path, served
     (project / "repro.toml").write_text(text)
     assert lock_manifest(project / "repro.toml", cache_dir=tmp_path / "cache").ok
     report = rebuild(project, dest=tmp_path / "rebuilt", environ=_env(tmp_path), compute=False)
+    assert report.ok and "project" not in [s.name for s in report.steps if s.layer == "rebuild"]
+
+
+def test_a_requirements_file_that_installs_the_project_makes_rebuild_install_it(
+    tmp_path: Path, served: Server
+) -> None:
+    # `pip install -r requirements.txt` with `-e .` in it installs the project itself: so does
+    # rebuild when `from` reads that file (the lock holds the project's dependencies through it)
+    project = _project(tmp_path, served)
+    (project / "requirements.txt").write_text("app\n-e .\n")
+    text = (
+        (project / "repro.toml")
+        .read_text()
+        .replace('from = ["pyproject.toml"]', 'from = ["requirements.txt"]')
+    )
+    (project / "repro.toml").write_text(text)
+    assert lock_manifest(project / "repro.toml", cache_dir=tmp_path / "cache").ok
+    dest = tmp_path / "rebuilt"
+    report = rebuild(project, dest=dest, environ=_env(tmp_path), compute=False)
+    steps = {(Layer(s.layer).value, s.name): s for s in report.steps}
+    assert report.ok, report.summary()
+    assert steps[("rebuild", "project")].observed == "trainer installed editable"
+    assert steps[("packages", "project:trainer")].status is Status.PASSED
+    # without `-e .` the file installs only its requirements, and so does rebuild
+    (project / "requirements.txt").write_text("app\n")
+    assert lock_manifest(project / "repro.toml", cache_dir=tmp_path / "cache").ok
+    report = rebuild(project, dest=tmp_path / "rebuilt2", environ=_env(tmp_path), compute=False)
     assert report.ok and "project" not in [s.name for s in report.steps if s.layer == "rebuild"]
 
 

@@ -541,15 +541,16 @@ def _md_no_code(m: Manifest, with_code: bool) -> list[str]:
     ]
 
 
-def _md_project(m: Manifest, with_code: bool) -> list[str]:
-    """What to do for the project itself when the lock holds its dependencies: rebuild from this
-    folder installs only the locked dependencies."""
-    if not (with_code and installs_project(m)):
+def _md_project(with_project: bool) -> list[str]:
+    """What to do for the project itself when the lock holds its dependencies (`with_project`:
+    `rebuild.installs_project`, the code included): rebuild from this folder installs only the
+    locked dependencies."""
+    if not with_project:
         return []
     argv = project_argv("pip", MD_PYTHON, ["-e", "."])
     return [
         "",
-        "The lock holds the project's own dependencies (`[packages] from` names its pyproject.toml);",
+        "The lock holds the project's own dependencies (`[packages] from` reads its pyproject.toml);",
         "rebuild from this folder installs those, not the project itself (this folder's own files",
         "would be taken for the project's packages). To import it from the environment, install it",
         "from the project's checkout at the pinned revision, editable and without dependencies:",
@@ -652,8 +653,10 @@ def rebuild_markdown(
     creds: list[str],
     report: Report | None,
     with_code: bool,
+    with_project: bool = False,
 ) -> str:
     """REBUILD.md: the exact commands in order, and what must be provided (names, never values).
+    `with_project`: the lock holds the project's own dependencies and the code is included.
     The text is `templates/REBUILD.md.tmpl`; its commands come from the functions that run them."""
     py = m.python.version
     by_name = {p.name: p for p in m.platform}
@@ -687,7 +690,7 @@ def rebuild_markdown(
         rebuild=rebuild_command(None),
         platform_rows="\n".join(rows),
         stage_commands=_md_stage_commands(m),
-        project=block(_md_project(m, with_code)),
+        project=block(_md_project(with_project)),
         diagnose="\n".join(diagnose),
         sample="\n".join(_md_sample(m)),
         outputs="\n".join(_md_outputs(m)),
@@ -878,7 +881,15 @@ def write_bundle(
     add_text(REFERENCES, json.dumps(refs, indent=2, sort_keys=True) + "\n")
     add_text(
         REBUILD_MD,
-        rebuild_markdown(m, platforms=locked, refs=refs, creds=creds, report=loaded, with_code=include_code),
+        rebuild_markdown(
+            m,
+            platforms=locked,
+            refs=refs,
+            creds=creds,
+            report=loaded,
+            with_code=include_code,
+            with_project=include_code and installs_project(m, manifest_path),
+        ),
     )
 
     # nothing leaves the machine that reveals a secret or a host path

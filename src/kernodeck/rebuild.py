@@ -15,8 +15,8 @@ saying why):
                   (`--isolated`, `PIP_CONFIG_FILE=os.devnull`, an environment reduced to the
                   basics, the machine's network settings and the variables the manifest names:
                   `kernodeck.installer_env`), or `uv pip install` with the same strictness;
-   `project`      when `[packages] from` names the project's pyproject.toml: the project itself,
-                  editable from its folder, without dependencies (as `uv sync` installs it); a
+   `project`      when `[packages] from` names the project's pyproject.toml, or a requirements
+                  file it reads installs the project (`-e .`): the project itself, editable from its folder, without dependencies (as `uv sync` installs it); a
                   project that cannot be installed so is a warning, not a failure;
 6. `contract`     `pip check`;
 7. `inventory`    `pip freeze --all` written to installed-after.txt, marked as an observation;
@@ -667,10 +667,20 @@ def project_argv(
     return [*head, "--no-deps", *extra, *source]
 
 
-def installs_project(manifest: Manifest) -> bool:
+def installs_project(manifest: Manifest, manifest_path: Path) -> bool:
     """Whether the lock holds the project's own dependencies: `[packages] from` names the
-    pyproject.toml beside the manifest."""
-    return any(Path(f) == Path("pyproject.toml") for f in manifest.packages.from_)
+    pyproject.toml beside the manifest, or a requirements file it reads installs the project
+    itself (`-e .`, as `pip install -r` would)."""
+    if any(Path(f) == Path("pyproject.toml") for f in manifest.packages.from_):
+        return True
+    if not manifest.packages.from_:
+        return False
+    from kernodeck.manifest.sources import read_sources
+
+    try:
+        return read_sources(manifest, manifest_path).project_included
+    except KernodeckError:  # the lock said why already
+        return False
 
 
 def project_requirements(lock_text: str, folder: Path) -> str:
@@ -707,7 +717,7 @@ def project_to_install(plan: RebuildPlan) -> tuple[str, Path] | None:
     ):  # `poetry install` installs the project, wherever its deps are read from
         name = poetry_project(data)
     else:
-        name = project.get("name") if installs_project(plan.manifest) else None
+        name = project.get("name") if installs_project(plan.manifest, plan.manifest_path) else None
     return (name, folder) if isinstance(name, str) and name else None
 
 

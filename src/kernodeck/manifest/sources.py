@@ -54,6 +54,7 @@ class SourceSet:
     inputs: dict[str, str] = field(default_factory=dict)  # file (relative, '/') -> sha256
     # project -> where it is required, as a lock file's `# via` says it ("-r requirements.txt")
     via: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    project_included: bool = False  # a requirements file installs the project itself (`-e .`)
 
 
 def _manifest_file(manifest_path: Path) -> Path:
@@ -131,6 +132,7 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
         prereleases=any(p.prereleases for p in parsed),
         inputs=dict(sorted(inputs.items())),
         via={name: tuple(labels) for name, labels in via.items()},
+        project_included=any(p.project_included for p in parsed),
     )
 
 
