@@ -120,3 +120,28 @@ def test_a_project_installed_from_elsewhere_is_not_this_project(tmp_path: Path) 
         here,
     )
     assert [d.name for d in found] == ["inside", "root"]
+
+
+def test_the_egg_info_an_editable_build_leaves_in_the_project_is_no_second_copy(
+    world: tuple[Path, str], tmp_path: Path
+) -> None:
+    """setuptools' editable build writes `src/<name>.egg-info` into a src-layout project, whose
+    `src` the editable install puts on sys.path: that is the project's own build metadata, not a
+    second copy of it. Another distribution's copy there still is one."""
+    import shutil
+
+    project, python = world
+    leftovers = [project / "src" / "trainer.egg-info", project / "src" / "testtool.egg-info"]
+    leftovers[0].mkdir()
+    (leftovers[0] / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: trainer\nVersion: 0.3\n")
+    try:
+        steps = _packages(project, python, tmp_path / "cache")
+        assert "duplicates" not in steps
+        leftovers[1].mkdir()
+        (leftovers[1] / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: testtool\nVersion: 1.0\n")
+        steps = _packages(project, python, tmp_path / "cache2")
+        assert steps["duplicates"].status is Status.WARNING
+        assert steps["duplicates"].observed == ["testtool"]
+    finally:
+        for leftover in leftovers:
+            shutil.rmtree(leftover, ignore_errors=True)

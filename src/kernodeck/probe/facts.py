@@ -6,7 +6,9 @@ The probe scripts print raw observations (the text of /proc/driver/nvidia/versio
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -320,6 +322,26 @@ class Facts(_M):
         for d in self.distributions:
             out.setdefault(d.key, d)
         return out
+
+    def duplicated(self) -> list[str]:
+        """Names with more than one copy on sys.path (the first wins), sorted. Not a copy: the
+        `.egg-info` that setuptools' editable build leaves inside the project's own folder (a
+        src layout puts that folder on sys.path), beside the editable install of that project."""
+        first = self.dists()
+        out: set[str] = set()
+        for d in self.distributions:
+            if not d.shadowed:
+                continue
+            owner = first.get(d.key)
+            folder = owner.direct_url_path if owner is not None and owner.editable else None
+            if (
+                folder is not None
+                and d.metadata_dir.endswith(".egg-info")
+                and Path(os.path.realpath(d.metadata_dir)).is_relative_to(os.path.realpath(folder))
+            ):
+                continue
+            out.add(d.name)
+        return sorted(out)
 
     def torch_cuda(self) -> str | None:
         """torch.version.cuda, from the import when it worked, else from torch/version.py."""

@@ -68,7 +68,7 @@ def describe(facts: Facts, python: str) -> list[Step]:
     )
     if libc:
         steps.append(_info("system", "libc", libc))
-    shadowed = sorted({d.name for d in facts.distributions if d.shadowed})
+    shadowed = facts.duplicated()
     if shadowed:
         steps.append(
             Step.warning(

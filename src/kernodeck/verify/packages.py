@@ -252,7 +252,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                     details=details,
                 )
             )
-    shadowed = sorted({d.name for d in facts.distributions if d.shadowed})
+    shadowed = facts.duplicated()
     if shadowed:
         steps.append(
             Step.warning(
