@@ -182,7 +182,9 @@ def discover(directory: Path) -> Discovery:
         try:
             parsed[rel] = parse_requirements_file(cand, project_root=root, display_root=root, unset="note")
         except ManifestError as e:
-            out.comments.append(f"not used: {_first_issue(e)}; fix it, then add {rel!r} to `from`")
+            hint = e.issues[0].hint if e.issues else None
+            fix = f"{hint}; then" if hint else "fix it, then"
+            out.comments.append(f"not used: {_first_issue(e)}; {fix} add {rel!r} to `from`")
     is_dev = {rel: bool(_DEV.search(Path(rel).stem.removeprefix("requirements"))) for rel in parsed}
     if all(is_dev.values()) and not (root / "pyproject.toml").is_file():
         is_dev = dict.fromkeys(parsed, False)  # only "dev" files: they are what the project has
