@@ -11,8 +11,6 @@ plugins)."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import sys
 import types
 from collections.abc import Iterable
@@ -28,6 +26,9 @@ def _no_plugins(*_args: Any, **_kwargs: Any) -> Iterable[Any]:
 
 def _real_loader() -> types.ModuleType:
     """pydantic's own loader module, loaded beside the stand-in (not put in sys.modules)."""
+    import importlib.machinery
+    import importlib.util
+
     import pydantic.plugin
 
     spec = importlib.machinery.PathFinder.find_spec(LOADER, list(pydantic.plugin.__path__))

@@ -16,8 +16,9 @@ saying why):
                   basics, the machine's network settings and the variables the manifest names:
                   `kernodeck.installer_env`), or `uv pip install` with the same strictness;
    `project`      when `[packages] from` names the project's pyproject.toml, or a requirements
-                  file it reads installs the project (`-e .`): the project itself, editable from its folder, without dependencies (as `uv sync` installs it); a
-                  project that cannot be installed so is a warning, not a failure;
+                  file it reads installs the project (`-e .`): the project itself, editable
+                  from its folder, without dependencies (as `uv sync` installs it); a project
+                  that cannot be installed so is a warning, not a failure;
 6. `contract`     `pip check`;
 7. `inventory`    `pip freeze --all` written to installed-after.txt, marked as an observation;
 8. `verify`       verify against `<dest>/bin/python`, application checks included; its steps

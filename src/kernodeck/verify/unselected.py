@@ -19,7 +19,6 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
 from kernodeck.errors import KernodeckError
-from kernodeck.manifest.pipfile import DEV
 from kernodeck.manifest.schema import Manifest, is_pipfile, is_pyproject
 from kernodeck.probe.facts import Facts
 from kernodeck.verify.contract import required_by
@@ -113,6 +112,8 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
     except (KernodeckError, OSError, ValueError):
         pass  # no readable pyproject.toml, groups or extras: the general hint stands
     # a Pipfile's categories are `groups` when `from` reads it (and no pyproject.toml)
+    from kernodeck.manifest.pipfile import DEV
+
     pipfile_read = not named and any(is_pipfile(f) for f in pk.from_)
     if not (pipfile_read and canonicalize_name(DEV) in {canonicalize_name(g) for g in pk.groups}):
         add("pipenv-dev", DEV, _pipenv_dev(folder), read=pipfile_read)
