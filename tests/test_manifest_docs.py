@@ -7,10 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from kernodeck.manifest import schema
 from kernodeck.manifest.docs import manifest_reference
+from kernodeck.manifest.model import models_of, pydantic_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,17 +26,10 @@ def test_committed_reference_is_current() -> None:
 
 def test_every_key_of_every_model_is_documented() -> None:
     text = manifest_reference()
-    models = [
-        m
-        for m in vars(schema).values()
-        if isinstance(m, type)
-        and issubclass(m, BaseModel)
-        and m.__module__ == schema.__name__
-        and not m.__name__.startswith("_")
-    ]
+    models = models_of(schema.__name__)
     assert len(models) > 10
     for model in models:
-        for name, field in model.model_fields.items():
+        for name, field in pydantic_model(model).model_fields.items():
             assert f"| `{field.alias or name}` |" in text, f"{model.__name__}.{name}"
     assert "## `[[packages.index]]`" in text and "## `[[check.output]]`" in text
 

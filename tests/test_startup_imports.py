@@ -108,7 +108,8 @@ def _replayed(manifest: Path, cache: Path) -> tuple[dict[str, object], list[str]
         " 'differences': [d.to_json() for d in r.differences]}))\n"
     )
     # nor what only a platform's first lock reads (the project's other lock files: adopt, pinreport)
-    watch = (*HEAVY, "tomlkit", "kernodeck.manifest.adopt", "kernodeck.manifest.pinreport")
+    # and no pydantic: the manifest is checked by its declared models (kernodeck.manifest.model)
+    watch = (*HEAVY, "tomlkit", "kernodeck.manifest.adopt", "kernodeck.manifest.pinreport", "pydantic")
     probe = f"{code}import sys\nprint('LOADED=' + ','.join(m for m in {watch!r} if m in sys.modules))\n"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
@@ -156,6 +157,7 @@ def test_a_replayed_lock_with_differences_loads_no_http_client(
     assert served_index.requests == []
     assert "httpx" not in loaded and "kernodeck.index.transport" not in loaded
     assert "kernodeck.index.client" not in loaded and "rich" not in loaded
+    assert "pydantic" not in loaded
 
 
 def test_importing_the_manifest_models_does_not_read_their_source() -> None:
@@ -167,11 +169,12 @@ def test_importing_the_manifest_models_does_not_read_their_source() -> None:
         "inspect.getsource = lambda obj: (calls.append(obj), real(obj))[1]\n"
         "import kernodeck.manifest.load as load\n"
         "from kernodeck.manifest.schema import Manifest\n"
+        "from kernodeck.manifest.model import pydantic_model\n"
         "assert calls == [], calls\n"
-        "assert Manifest.model_fields['python'].description is None\n"
+        "assert pydantic_model(Manifest).model_fields['python'].description is None\n"
         "from kernodeck.manifest.jsonschema import schema_dict\n"
         "assert schema_dict()['properties']['python']['description'] == 'The interpreter.'\n"
-        "assert Manifest.model_fields['python'].description == 'The interpreter.'\n"
+        "assert pydantic_model(Manifest).model_fields['python'].description == 'The interpreter.'\n"
     )
     assert _loaded(code, ()) == []
 
@@ -200,7 +203,7 @@ def test_a_lock_that_resolves_from_a_fresh_cache_loads_no_http_client(
         f"r = L.lock_manifest({str(manifest)!r}, cache_dir={str(cache)!r}, upgrade_packages=['dep<9'])\n"
         "assert [p.status for p in r.platforms] == ['unchanged', 'unchanged'], r\n"
     )
-    watch = ("httpx", "kernodeck.resolve")
+    watch = ("httpx", "kernodeck.resolve", "pydantic", "importlib.metadata")
     loaded = _loaded(code, watch)
-    assert loaded == ["kernodeck.resolve"]  # it resolved
+    assert loaded == ["kernodeck.resolve"]  # it resolved, without pydantic or importlib.metadata
     assert served_index.requests == []

@@ -28,12 +28,10 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import metadata as importlib_metadata
 
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.installer_env import installer_environment
-from kernodeck.installer_errors import installer_cause
 from kernodeck.urls import PLACEHOLDER, redact
 
 #: The pip that first knows `--uploaded-prior-to`.
@@ -103,6 +101,8 @@ class BuildRequirementsError(Exception):
 def _outer_pip() -> Version | None:
     """The version of the pip beside Kernodeck when it can install into another environment
     (`--python`, pip 22.3; not a distribution's debundled pip), as `build` itself decides."""
+    from importlib import metadata as importlib_metadata  # only when an sdist is built (10 ms)
+
     try:
         version = Version(importlib_metadata.version("pip"))
     except (importlib_metadata.PackageNotFoundError, InvalidVersion):
@@ -151,6 +151,8 @@ def install_build_requirements(python: str, requirements: Sequence[str], sources
             at = argv.index("--uploaded-prior-to")
             proc = _run([*argv[:at], *argv[at + 2 :]], inst.env)
     if proc.returncode != 0:
+        from kernodeck.installer_errors import installer_cause
+
         cause = installer_cause(proc.stdout, requirements="the manifest", credentials=list(sources.variables))
         listed = ", ".join(requirements)
         raise BuildRequirementsError(

@@ -1,4 +1,4 @@
-"""The reproduction manifest: schema (pydantic), loading with located errors, editing with tomlkit."""
+"""The reproduction manifest: schema (declared models), loading with located errors, editing with tomlkit."""
 
 from __future__ import annotations
 

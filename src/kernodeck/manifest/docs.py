@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import AfterValidator, BaseModel
 from pydantic.fields import FieldInfo
 
+from kernodeck.manifest.model import pydantic_model
 from kernodeck.manifest.schema import Manifest, describe_fields
 
 #: Single-value validators of schema.py, in words.
@@ -170,7 +171,7 @@ def manifest_reference(examples: list[Path] | None = None, root: Path | None = N
         "",
     ]
     describe_fields()
-    _sections(Manifest, "", False, out)
+    _sections(pydantic_model(Manifest), "", False, out)
     if examples:
         out.append("## Examples")
         out.append("")

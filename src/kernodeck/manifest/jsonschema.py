@@ -1,10 +1,11 @@
-"""The JSON Schema of repro.toml, generated from the pydantic models (schema/repro.schema.json)."""
+"""The JSON Schema of repro.toml, generated from the schema's pydantic models (schema/repro.schema.json)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from kernodeck.manifest.model import pydantic_model
 from kernodeck.manifest.schema import Manifest, describe_fields
 
 SCHEMA_ID = "https://kernodeck.dev/schema/repro.schema.json"
@@ -12,7 +13,7 @@ SCHEMA_ID = "https://kernodeck.dev/schema/repro.schema.json"
 
 def schema_dict() -> dict[str, Any]:
     describe_fields()
-    body = Manifest.model_json_schema(by_alias=True, mode="validation")
+    body = pydantic_model(Manifest).model_json_schema(by_alias=True, mode="validation")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,

@@ -10,14 +10,16 @@ import contextlib
 import difflib
 import re
 from pathlib import Path
-from typing import Any, get_args, get_origin
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from kernodeck.errors import Issue, ManifestError, UsageError
 from kernodeck.fsio import NotRegularFile, read_regular
+from kernodeck.manifest.model import pydantic_model
 from kernodeck.manifest.schema import Manifest, cross_field_problems
 from kernodeck.tomltext import MAX_DEPTH, parse_toml, too_deep
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 Loc = tuple[str | int, ...]
 
@@ -60,7 +62,11 @@ def loads_manifest(text: str, filename: str = "repro.toml") -> Manifest:
     except RecursionError:
         msg = f"TOML nested more than {MAX_DEPTH} levels deep (arrays or inline tables)"
         raise ManifestError([Issue(filename, "", msg, line=too_deep(text))]) from None
-    except ValidationError as e:
+    except ValueError as e:  # pydantic's ValidationError: pydantic is imported only for a bad manifest
+        from pydantic import ValidationError
+
+        if not isinstance(e, ValidationError):
+            raise
         issues = [_issue_from_error(err, filename, locator, data) for err in e.errors(include_url=False)]
         raise ManifestError(_dedupe(issues)) from None
     problems = cross_field_problems(manifest)
@@ -145,7 +151,9 @@ def _value_at(data: Any, loc: Loc) -> Any:
 
 
 def _model_at(loc: Loc) -> type[BaseModel] | None:
-    model: Any = Manifest
+    from pydantic import BaseModel
+
+    model: Any = pydantic_model(Manifest)
     for part in loc:
         if isinstance(part, int):
             continue
@@ -163,6 +171,8 @@ def _model_at(loc: Loc) -> type[BaseModel] | None:
 
 def _unwrap(tp: Any) -> Any:
     """The model class inside Optional[...], list[...] or Annotated[...], if any."""
+    from pydantic import BaseModel
+
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return tp
     for arg in get_args(tp):

@@ -30,7 +30,6 @@ from typing import Any
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from pydantic import ValidationError
 
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, REQUIREMENTS_SUFFIX
 from kernodeck.manifest.schema import Platform, Python
@@ -181,7 +180,7 @@ def _own_locks(folder: Path) -> Iterator[Covered]:
                 arch=parts[1],  # type: ignore[arg-type]
                 backend=parts[2] if len(parts) > 2 else None,
             )
-        except ValidationError:
+        except ValueError:  # pydantic's ValidationError: not a platform Kernodeck names
             continue
         yield Covered(p, path.name)
 

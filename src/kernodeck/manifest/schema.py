@@ -1,4 +1,4 @@
-"""Schema v1 of repro.toml as pydantic models. No I/O here.
+"""Schema v1 of repro.toml as declared models (`kernodeck.manifest.model`). No I/O here.
 
 Keys are kebab-case in TOML (`allow-dirty`), snake_case in Python (`allow_dirty`). Every model
 forbids unknown keys. Field validators check single values (a sha256, a specifier, a marker);
@@ -17,9 +17,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from kernodeck.backends import BACKEND_FORMS, parse_backend
+from kernodeck.manifest.model import AfterValidator, Field, Model, WithJsonSchema, describe, field_validator
 from kernodeck.urls import PLACEHOLDER, is_placeholder_userinfo, redact, secret_query_params
 
 SCHEMA_VERSION = 1
@@ -40,64 +40,21 @@ def _kebab(name: str) -> str:
     return name.replace("_", "-")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
+class _Model(Model):
+    model_config = dict(
         extra="forbid",
         alias_generator=_kebab,
         populate_by_name=True,
         validate_default=False,
         str_strip_whitespace=False,
         strict=True,  # TOML has real types: "no" is not a boolean, "5" is not a number
-        # A field's docstring (the string under it) is its description in the JSON Schema and in
-        # docs/manifest.md; `describe_fields()` gives them, on demand: pydantic's
-        # `use_attribute_docstrings` reads this file's source at import, about half of its import time.
     )
 
 
-_described = False
-
-
 def describe_fields() -> None:
-    """Give every field of the models here its attribute docstring as its description (what
-    pydantic's `use_attribute_docstrings` would do at import), and rebuild the models so that
-    `model_json_schema()` says it. For the JSON Schema and the docs; validation never needs it."""
-    global _described
-    if _described:
-        return
-    import ast
-    import inspect
-    import sys
-
-    try:
-        tree = ast.parse(inspect.getsource(sys.modules[__name__]))
-    except (OSError, TypeError):  # no source (compiled only): no descriptions, as with pydantic's
-        tree = ast.Module(body=[], type_ignores=[])
-    docs: dict[str, dict[str, str]] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        attrs = docs.setdefault(node.name, {})
-        for before, stmt in zip(node.body, node.body[1:], strict=False):
-            if (
-                isinstance(before, ast.AnnAssign)
-                and isinstance(before.target, ast.Name)
-                and isinstance(stmt, ast.Expr)
-                and isinstance(stmt.value, ast.Constant)
-                and isinstance(stmt.value.value, str)
-            ):
-                attrs[before.target.id] = inspect.cleandoc(stmt.value.value)
-    models = [
-        m
-        for m in globals().values()
-        if isinstance(m, type) and issubclass(m, _Model) and m.__module__ == __name__ and m is not _Model
-    ]
-    for model in models:
-        for name, field in model.__pydantic_fields__.items():
-            if field.description is None and name in docs.get(model.__name__, {}):
-                field.description = docs[model.__name__][name]
-    for model in models:  # in definition order: a model's schema reuses those of the models it holds
-        model.model_rebuild(force=True)
-    _described = True
+    """Give the fields of the pydantic models (`pydantic_model`) their attribute docstrings as
+    descriptions, for the JSON Schema and the docs; validation never needs them."""
+    describe(__name__)
 
 
 # --- single-value validators -------------------------------------------------------------------
