@@ -16,8 +16,13 @@ import kernodeck
 
 
 @functools.cache
+def compile_tree(root: Path) -> None:
+    """Compile every module under `root` (untimed), as installing it would."""
+    compileall.compile_dir(str(root), quiet=1)
+
+
 def _compiled() -> None:
-    compileall.compile_dir(str(Path(kernodeck.__file__).parent), quiet=1)
+    compile_tree(Path(kernodeck.__file__).parent)
 
 
 def as_installed(env: Mapping[str, str]) -> dict[str, str]:

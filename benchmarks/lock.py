@@ -9,7 +9,12 @@ here). Kernodeck locks four platforms in one command; uv needs one `uv pip compi
 
 Each configuration runs `--runs` times (cold: a fresh cache every run; warm: the cache of a
 previous run) and reports the median wall time, the peak RSS of the process tree (from
-`os.wait4`), pins and hash lines. The table is printed and written to benchmarks/results/lock.md.
+`os.wait4`), pins and hash lines. The tools run in interleaved rounds, each once per round in an
+order rotated every round, so a ratio compares runs made minutes apart at most (this machine's
+speed moves during the day). `--baseline-src DIR` adds the Kernodeck of another source tree
+(e.g. main's `src`) to the same rounds, with after/before ratios; `--requirements` replaces the
+10 real projects (tests run it against a loopback index). The table is printed and written to
+benchmarks/results/lock.md.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +38,7 @@ BIN = Path(sys.executable).parent
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.installed import as_installed  # noqa: E402
+from benchmarks.installed import as_installed, compile_tree  # noqa: E402
 
 REQUIREMENTS = [
     "numpy>=1.26,<3",
@@ -334,8 +340,10 @@ def base_env() -> dict[str, str]:
     return env
 
 
-def manifest_text(index_url: str, same_versions: str = "prefer") -> str:
-    reqs = ", ".join(f'"{r}"' for r in REQUIREMENTS)
+def manifest_text(
+    index_url: str, same_versions: str = "prefer", requirements: list[str] | None = None
+) -> str:
+    reqs = ", ".join(f'"{r}"' for r in (requirements or REQUIREMENTS))
     lines = [
         "schema-version = 1",
         "",
@@ -361,49 +369,58 @@ def manifest_text(index_url: str, same_versions: str = "prefer") -> str:
     return "\n".join(lines) + "\n"
 
 
-def bench_kernodeck(work: Path, index_url: str, runs: int, same_versions: str = "prefer") -> list[Row]:
+#: One tool's share of a round: its rows, and what it runs in round i (appending one sample to each).
+Suite = tuple[list[Row], Callable[[int], None]]
+
+
+def kernodeck_suite(
+    work: Path,
+    index_url: str,
+    requirements: list[str],
+    same_versions: str = "prefer",
+    baseline_src: Path | None = None,
+) -> Suite:
     """`same-versions = "prefer"` (joint resolution, the default) is "kernodeck lock"; "no"
-    (each platform on its own) is "kernodeck lock (same-versions=no)"."""
-    manifest = work / f"kd-{same_versions}" / "repro.toml"
+    (each platform on its own) is "kernodeck lock (same-versions=no)"; with `baseline_src`, the
+    Kernodeck of that source tree ("kernodeck lock [baseline]", e.g. main's `src`). Each round: a
+    fresh cache, a cold lock, a warm one (it replays), then one whose input changed (a one-off
+    constraint that keeps every pin: no replay, a resolution on the warm cache)."""
+    tag = "baseline" if baseline_src is not None else same_versions
+    manifest = work / f"kd-{tag}" / "repro.toml"
     manifest.parent.mkdir(parents=True)
-    manifest.write_text(manifest_text(index_url, same_versions))
+    manifest.write_text(manifest_text(index_url, same_versions, requirements))
     tool = (
         "kernodeck lock" if same_versions == "prefer" else f"kernodeck lock (same-versions={same_versions})"
     )
-    cold = Row(tool, "4 platforms, 1 command", "cold")
-    warm = Row(tool, "4 platforms, 1 command", "warm")
-    # warm, but an input changed (a one-off constraint that keeps every pin): no replay, a resolution
-    again = Row(tool, "4 platforms, 1 command", "warm, resolves")
-    for i in range(runs):
-        cache = work / f"kd-cache-{same_versions}-{i}"
-        out = work / f"kd-out-{same_versions}-{i}"
-        env = {**base_env(), "KERNODECK_CACHE_DIR": str(cache)}
-        cmd = [
-            sys.executable,
-            "-m",
-            "kernodeck",
-            "lock",
-            str(manifest),
-            "-q",
-            "--upgrade",
-            "--output-dir",
-            str(out),
-        ]
+    if baseline_src is not None:
+        tool += " [baseline]"
+    what = "4 platforms, 1 command"
+    cold, warm, again = Row(tool, what, "cold"), Row(tool, what, "warm"), Row(tool, what, "warm, resolves")
+    extra_env = {"PYTHONPATH": str(baseline_src)} if baseline_src is not None else {}
+    one_off = f"{re.split(r'[^A-Za-z0-9._-]', requirements[0], maxsplit=1)[0]}<9999"  # keeps every pin
+
+    def round_(i: int) -> None:
+        cache = work / f"kd-cache-{tag}-{i}"
+        out = work / f"kd-out-{tag}-{i}"
+        env = {**base_env(), **extra_env, "KERNODECK_CACHE_DIR": str(cache)}
+        cmd = [sys.executable, "-m", "kernodeck", "lock", str(manifest), "-q", "--upgrade"]
+        cmd += ["--output-dir", str(out)]
         for row in (cold, warm, again):
-            extra = ["--upgrade-package", "numpy<3"] if row is again else []
-            s, mib, rc, tail = run([*cmd, *extra], env=env)
+            more = ["--upgrade-package", one_off] if row is again else []
+            s, mib, rc, tail = run([*cmd, *more], env=env)
             files = [out / f"requirements-rebuild-{p['name']}.txt" for p, _ in PLATFORMS]
             pins, hashes = count(files)
             row.samples.append(
                 Sample(s, mib, rc == 0, pins, hashes, tail.strip().splitlines()[-1] if rc else "")
             )
-    return [cold, warm, again]
+
+    return [cold, warm, again], round_
 
 
-def bench_uv(work: Path, index_url: str, runs: int) -> list[Row]:
+def uv_suite(work: Path, index_url: str, requirements: list[str]) -> Suite:
     uv = BIN / "uv"
     req_in = work / "requirements.in"
-    req_in.write_text("\n".join(REQUIREMENTS) + "\n")
+    req_in.write_text("\n".join(requirements) + "\n")
     rows = [
         Row("uv pip compile", "4 platforms, 4 commands", "cold"),
         Row("uv pip compile", "4 platforms, 4 commands", "warm"),
@@ -426,7 +443,8 @@ def bench_uv(work: Path, index_url: str, runs: int) -> list[Row]:
         index_url,
         "--no-header",
     ]
-    for i in range(runs):
+
+    def round_(i: int) -> None:
         cache = work / f"uv-cache-{i}"
         env = {**base_env(), "UV_CACHE_DIR": str(cache)}
         for row in (rows[0], rows[1], rows[4]):
@@ -454,22 +472,24 @@ def bench_uv(work: Path, index_url: str, runs: int) -> list[Row]:
             s, mib, rc, tail = run([*common, "--universal", "-o", str(out), str(req_in)], env=uenv)
             pins, hashes = count([out])
             row.samples.append(Sample(s, mib, rc == 0, pins, hashes, tail.strip()[-200:] if rc else ""))
-    return rows
+
+    return rows, round_
 
 
-def bench_pip_compile(work: Path, index_url: str, runs: int) -> list[Row]:
+def pip_compile_suite(work: Path, index_url: str, requirements: list[str]) -> Suite | None:
     pc = BIN / "pip-compile"
     if not pc.exists():
         print(
             f"pip-compile is not installed in {BIN} (`make bench` installs pip-tools): skipped",
             file=sys.stderr,
         )
-        return []
+        return None
     req_in = work / "pc-requirements.in"
-    req_in.write_text("\n".join(REQUIREMENTS) + "\n")
+    req_in.write_text("\n".join(requirements) + "\n")
     cold = Row("pip-compile --generate-hashes", "current platform only", "cold")
     warm = Row("pip-compile --generate-hashes", "current platform only", "warm")
-    for i in range(runs):
+
+    def round_(i: int) -> None:
         cache = work / f"pc-cache-{i}"
         env = base_env()
         for row in (cold, warm):
@@ -495,7 +515,18 @@ def bench_pip_compile(work: Path, index_url: str, runs: int) -> list[Row]:
             row.samples.append(Sample(s, mib, rc == 0, pins, hashes, tail.strip()[-200:] if rc else ""))
             if out.exists() and row is cold:
                 out.unlink()  # a warm run starts without an output file too (no reuse of pins)
-    return [cold, warm]
+
+    return [cold, warm], round_
+
+
+def interleaved(suites: list[Suite], runs: int) -> list[Row]:
+    """Every suite once per round, the order rotated each round (so no tool always runs first,
+    or always on a machine the previous one warmed); the rows in the order of `suites`."""
+    for i in range(runs):
+        k = i % len(suites)
+        for _, round_ in suites[k:] + suites[:k]:
+            round_(i)
+    return [row for rows, _ in suites for row in rows]
 
 
 def table(rows: list[Row]) -> str:
@@ -541,6 +572,14 @@ def ratios(rows: list[Row]) -> str:
         + (f"{a / b:.2f}x" if a is not None and b else "n/a")
         + " |"
     )
+    if any(r.tool == "kernodeck lock [baseline]" for r in rows):
+        for cache in ("cold", "warm", "warm, resolves"):
+            a, b = _median(rows, "kernodeck lock", cache), _median(rows, "kernodeck lock [baseline]", cache)
+            cell = f"{a / b:.2f}x" if a is not None and b else "n/a"
+            lines.append(
+                f"| kernodeck / its baseline source (after/before), {cache} | "
+                + (f"{cell} | |" if cache == "cold" else f"| {cell} |")
+            )
     return "\n".join(lines)
 
 
@@ -564,7 +603,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--index-url", default=None, help="the index for every tool (default: pip's built-in one)"
     )
+    ap.add_argument(
+        "--baseline-src",
+        type=Path,
+        default=None,
+        help="also run the Kernodeck of this source tree (e.g. main's src) in the same rounds: "
+        "'[baseline]' rows and after/before ratios",
+    )
+    ap.add_argument(
+        "--requirements",
+        default=None,
+        help="comma-separated requirements of the main table, instead of the 10 real projects",
+    )
     args = ap.parse_args(argv)
+    requirements = [r.strip() for r in args.requirements.split(",")] if args.requirements else REQUIREMENTS
 
     from kernodeck.index.sources import builtin_index_url
 
@@ -573,12 +625,21 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="kernodeck-bench-"))
     rows: list[Row] = []
     try:
-        rows += bench_kernodeck(work, index_url, args.runs)
-        rows += bench_kernodeck(work, index_url, args.runs, same_versions="no")
+        suites = [
+            kernodeck_suite(work, index_url, requirements),
+            kernodeck_suite(work, index_url, requirements, same_versions="no"),
+        ]
+        if args.baseline_src is not None:
+            compile_tree(args.baseline_src.resolve())
+            suites.append(
+                kernodeck_suite(work, index_url, requirements, baseline_src=args.baseline_src.resolve())
+            )
         if not args.skip_uv:
-            rows += bench_uv(work, index_url, args.runs)
-        if not args.skip_pip_compile:
-            rows += bench_pip_compile(work, index_url, args.runs)
+            suites.append(uv_suite(work, index_url, requirements))
+        pc = None if args.skip_pip_compile else pip_compile_suite(work, index_url, requirements)
+        if pc is not None:
+            suites.append(pc)
+        rows = interleaved(suites, args.runs)
         grow = scaling(work, index_url, args.runs) if args.scaling else ""
         walk = backtrack(work, index_url, args.runs) if args.backtrack else ""
     finally:
@@ -595,9 +656,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     header = (
         f"# kernodeck lock benchmark\n\n"
-        f"Requirements: {', '.join(REQUIREMENTS)}; Python {PYTHON}; exclude-newer {EXCLUDE_NEWER} "
+        f"Requirements: {', '.join(requirements)}; Python {PYTHON}; exclude-newer {EXCLUDE_NEWER} "
         f"(pip-compile has no exclude-newer and resolves today's versions); platforms: "
-        f"{', '.join(p['name'] for p, _ in PLATFORMS)}; {args.runs} run(s) each, median wall time; "
+        f"{', '.join(p['name'] for p, _ in PLATFORMS)}; {args.runs} interleaved round(s), median wall time; "
         f"host {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs.\n\n"
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
