@@ -133,7 +133,8 @@ class _Spec:
 def _declared(model: type) -> list[str]:
     names: list[str] = []
     for klass in reversed(model.__mro__):
-        for name, ann in vars(klass).get("__annotations__", {}).items():
+        # a class's own annotations (3.10+: not its base's; 3.14: evaluated on access, as strings here)
+        for name, ann in getattr(klass, "__annotations__", {}).items():
             if name not in names and not str(ann).startswith(("ClassVar", "typing.ClassVar")):
                 names.append(name)
     return names
