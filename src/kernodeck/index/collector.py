@@ -42,17 +42,11 @@ class PageCollector(IndexHttp):
 
     def project_page(self, source: IndexSource, name: str) -> ProjectPage | NotFound:
         """The files of `name` on `source`, or NotFound when the index has no such project."""
+        quick = self.cached_page(source, name)
+        if quick is not None:
+            return quick
         canon = str(canonicalize_name(name))
         key = (source.name, source.url, canon)
-        with self._lock:
-            hit = self._pages.get(key)
-        if hit is not None:
-            return hit
-        quick = self._parsed_page(source, canon)
-        if quick is not None:
-            with self._lock:
-                self._pages[key] = quick
-            return quick
         with self.cache.lock(f"page:{source.url}:{canon}"):
             with self._lock:
                 hit = self._pages.get(key)
@@ -65,6 +59,21 @@ class PageCollector(IndexHttp):
         with self._lock:
             self._pages[key] = page
         return page
+
+    def cached_page(self, source: IndexSource, name: str) -> ProjectPage | NotFound | None:
+        """The page when memory or the cache answers without the network (what `project_page`
+        returns first, cheap enough to read in the caller's thread); None otherwise."""
+        canon = str(canonicalize_name(name))
+        key = (source.name, source.url, canon)
+        with self._lock:
+            hit = self._pages.get(key)
+        if hit is not None:
+            return hit
+        quick = self._parsed_page(source, canon)
+        if quick is not None:
+            with self._lock:
+                self._pages[key] = quick
+        return quick
 
     def prefetch_pages(self, items: Iterable[tuple[IndexSource, str]]) -> None:
         """Fetch several project pages concurrently; errors surface on the later `project_page` call."""

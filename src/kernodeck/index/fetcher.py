@@ -122,17 +122,11 @@ class MetadataFetcher(IndexHttp):
         """Core metadata of a file; raises MetadataError (an IndexError_) when unusable."""
         key = self._meta_key(file)
         with self._lock:
-            hit = self._meta.get(key)
             err = self._meta_errors.get(key)
-        if hit is not None:
-            self._bump(metadata_from_cache=1)
-            return hit
         if err is not None:
             raise err
-        meta = self._cached_metadata(file)  # no lock: cache files are replaced atomically
+        meta = self.cached_metadata(file)
         if meta is not None:
-            with self._lock:
-                self._meta[key] = meta
             return meta
         try:
             with self.cache.lock(f"meta:{key}"):
@@ -148,6 +142,21 @@ class MetadataFetcher(IndexHttp):
             raise
         with self._lock:
             self._meta[key] = meta
+        return meta
+
+    def cached_metadata(self, file: IndexFile) -> CoreMetadata | None:
+        """The metadata when memory or the cache answers without the network (what `metadata`
+        returns first, cheap enough to read in the caller's thread); None otherwise."""
+        key = self._meta_key(file)
+        with self._lock:
+            hit = self._meta.get(key)
+        if hit is not None:
+            self._bump(metadata_from_cache=1)
+            return hit
+        meta = self._cached_metadata(file)  # no lock: cache files are replaced atomically
+        if meta is not None:
+            with self._lock:
+                self._meta[key] = meta
         return meta
 
     def prefetch_metadata(self, files: Iterable[IndexFile]) -> None:

@@ -32,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -152,6 +152,71 @@ class Routing:
 # --- the shared session ------------------------------------------------------------------------
 
 
+_K = TypeVar("_K")
+_T = TypeVar("_T")
+
+
+def once(
+    lock: threading.Lock,
+    table: dict[_K, Future[_T]],
+    key: _K,
+    quick: Callable[[], _T | None],
+    pool: ThreadPoolExecutor,
+    fn: Callable[..., _T],
+    *args: object,
+) -> Future[_T]:
+    """The future of one read, started once per `key` of `table`: `quick()` in the caller's thread
+    (what memory or the cache answers), else `fn(*args)` in `pool` (what needs the index). A warm
+    lock so reads everything in the resolver's own thread: no hand-over to another thread and back
+    for each of the hundreds of reads of a resolution. Only the table is touched under `lock`.
+    Raises the pool's RuntimeError once it is shut down."""
+    fut = table.get(key)
+    if fut is not None:
+        return fut
+    with lock:
+        fut = table.get(key)
+        if fut is not None:
+            return fut
+        fut = table[key] = Future()
+    try:
+        hit = quick()
+    except BaseException as e:  # what the pool's thread would have raised too
+        fut.set_running_or_notify_cancel()
+        fut.set_exception(e)
+        return fut
+    if hit is not None:
+        fut.set_running_or_notify_cancel()
+        fut.set_result(hit)
+        return fut
+    try:
+        pool.submit(_settle, fut, fn, *args)
+    except BaseException as e:
+        with lock:
+            table.pop(key, None)
+        fut.set_running_or_notify_cancel()
+        fut.set_exception(e)
+        raise
+    return fut
+
+
+def _settle(fut: Future[_T], fn: Callable[..., _T], *args: object) -> None:
+    if not fut.set_running_or_notify_cancel():
+        return
+    try:
+        result = fn(*args)
+    except BaseException as e:
+        fut.set_exception(e)
+    else:
+        fut.set_result(result)
+
+
+def _cancel_pending(table: Mapping[Any, Future[Any]]) -> None:
+    """Cancel the futures of `once` whose work a pool dropped when it shut down (`cancel_futures`):
+    their waiters and callbacks hear CancelledError, as from the pool's own futures."""
+    for fut in list(table.values()):
+        fut.cancel()
+
+
 class Session:
     """One index client, caches and thread pools shared by every platform of one lock."""
 
@@ -201,6 +266,8 @@ class Session:
     def close(self) -> None:
         self.lookahead.shutdown(wait=True, cancel_futures=True)
         self._io.shutdown(wait=True, cancel_futures=True)
+        for table in (self._pages, self._metadata, self._hashes):
+            _cancel_pending(table)
         self.client.close()
 
     def __enter__(self) -> Session:
@@ -210,31 +277,42 @@ class Session:
         self.close()
 
     def page_future(self, source: IndexSource, name: NormalizedName) -> Future[ProjectPage | NotFound]:
-        key = (source.url, name)
-        with self._lock:
-            fut = self._pages.get(key)
-            if fut is None:
-                fut = self._io.submit(self.client.project_page, source, name)
-                self._pages[key] = fut
-        return fut
+        def quick() -> ProjectPage | NotFound | None:
+            return self.client.cached_page(source, name)
+
+        return once(
+            self._lock,
+            self._pages,
+            (source.url, name),
+            quick,
+            self._io,
+            self.client.project_page,
+            source,
+            name,
+        )
 
     def page(self, source: IndexSource, name: NormalizedName) -> ProjectPage | NotFound:
         return self.page_future(source, name).result()
 
     def metadata_future(self, file: IndexFile) -> Future[CoreMetadata]:
         key = f"{file.index}\0{file.sha256 or file.url}"  # per index: another may claim the same hash
-        with self._lock:
-            fut = self._metadata.get(key)
-            if fut is None:
-                fut = self._io.submit(self._read_metadata, file)
-                self._metadata[key] = fut
-        return fut
+
+        def quick() -> CoreMetadata | None:
+            md = self.client.cached_metadata(file)
+            if md is not None:
+                self._count_read()
+            return md
+
+        return once(self._lock, self._metadata, key, quick, self._io, self._read_metadata, file)
 
     def _read_metadata(self, file: IndexFile) -> CoreMetadata:
         md = self.client.metadata(file)
+        self._count_read()
+        return md
+
+    def _count_read(self) -> None:
         with self._lock:
             self.metadata_reads += 1
-        return md
 
     def metadata(self, file: IndexFile) -> CoreMetadata:
         return self.metadata_future(file).result()
@@ -243,12 +321,9 @@ class Session:
         """The file's sha256: from the index, else by downloading it (find-links folders)."""
         if file.sha256:
             return file.sha256
-        with self._lock:
-            fut = self._hashes.get(file.url)
-            if fut is None:
-                fut = self._io.submit(self.client.file_sha256, file)
-                self._hashes[file.url] = fut
-        return fut.result()
+        return once(
+            self._lock, self._hashes, file.url, lambda: None, self._io, self.client.file_sha256, file
+        ).result()
 
 
 # --- one target --------------------------------------------------------------------------------
@@ -450,17 +525,29 @@ class Factory:
         return self._project_future(name).result()
 
     def _project_future(self, name: NormalizedName) -> Future[ProjectFiles]:
-        with self._lock:
-            fut = self._projects.get(name)
-            if fut is None:
-                fut = self.session.lookahead.submit(self._load_project, name)
-                self._projects[name] = fut
-        return fut
+        def quick() -> ProjectFiles | None:
+            # Ask every candidate index at once; here when the cache answered each of them
+            sources, futures = self._pages_of(name)
+            return self._project_from(name, sources, futures) if all(f.done() for f in futures) else None
+
+        return once(self._lock, self._projects, name, quick, self.session.lookahead, self._load_project, name)
+
+    def _pages_of(
+        self, name: NormalizedName
+    ) -> tuple[tuple[IndexSource, ...], list[Future[ProjectPage | NotFound]]]:
+        sources = self.session.routing_for(self.target).sources_for(name, self.target)
+        return sources, [self.session.page_future(src, name) for src in sources]
 
     def _load_project(self, name: NormalizedName) -> ProjectFiles:
-        sources = self.session.routing_for(self.target).sources_for(name, self.target)
-        # Ask every candidate index at once; use the first (in order) that has the project.
-        futures = [self.session.page_future(src, name) for src in sources]
+        return self._project_from(name, *self._pages_of(name))
+
+    def _project_from(
+        self,
+        name: NormalizedName,
+        sources: tuple[IndexSource, ...],
+        futures: list[Future[ProjectPage | NotFound]],
+    ) -> ProjectFiles:
+        """The project from the first index (in order) that has it."""
         not_found: list[NotFound] = []
         for src, fut in zip(sources, futures, strict=True):
             page = fut.result()
