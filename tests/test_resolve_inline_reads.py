@@ -90,3 +90,35 @@ def test_a_lock_with_a_new_requirement_reads_only_that_from_the_index_in_the_poo
     assert paths and all("extra" in path for path in paths), paths
     text = (proj / "requirements-rebuild-linux.txt").read_text()
     assert "extra==1.0" in text and "dep==1.0" in text
+
+
+def test_a_cold_lock_stops_looking_in_the_cache_from_the_resolvers_thread(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each look in the cache on disk is a syscall in the resolver's thread: once the cache has
+    missed 8 times and answered less often than it missed, only memory is asked there."""
+    from kernodeck.index.collector import PageCollector
+    from kernodeck.index.fetcher import MetadataFetcher
+
+    names = [f"p{i}" for i in range(14)]
+    index_factory.add_wheel("app", "1.0", requires=names, upload_time=OLD)
+    for n in names:
+        index_factory.add_wheel(n, "1.0", upload_time=OLD)
+    looks: list[bool] = []  # whether each look of the asking thread (`disk` given) asked the disk
+    for cls, method in ((PageCollector, "cached_page"), (MetadataFetcher, "cached_metadata")):
+        real = getattr(cls, method)
+
+        def spy(self: Any, *args: Any, _real: Any = real, disk: bool | None = None) -> Any:
+            if disk is None:  # project_page's or metadata's own first look, in a pool thread
+                return _real(self, *args)
+            looks.append(disk)
+            return _real(self, *args, disk=disk)
+
+        monkeypatch.setattr(cls, method, spy)
+    manifest = write_manifest(
+        tmp_path / "proj", requirements=["app"], default_url=served_index.url(), platforms=[LINUX]
+    )
+    result = lock_manifest(manifest, cache_dir=tmp_path / "cache")
+    assert [p.status for p in result.platforms] == ["written"]
+    # (threads asking at once may each look once more before the count stops them)
+    assert 8 <= looks.count(True) < len(looks) / 2 and not any(looks[-10:]), looks

@@ -60,14 +60,16 @@ class PageCollector(IndexHttp):
             self._pages[key] = page
         return page
 
-    def cached_page(self, source: IndexSource, name: str) -> ProjectPage | NotFound | None:
-        """The page when memory or the cache answers without the network (what `project_page`
-        returns first, cheap enough to read in the caller's thread); None otherwise."""
+    def cached_page(
+        self, source: IndexSource, name: str, *, disk: bool = True
+    ) -> ProjectPage | NotFound | None:
+        """The page when memory (or, with `disk`, the cache) answers without the network (what
+        `project_page` returns first, cheap enough to read in the caller's thread); None otherwise."""
         canon = str(canonicalize_name(name))
         key = (source.name, source.url, canon)
         with self._lock:
             hit = self._pages.get(key)
-        if hit is not None:
+        if hit is not None or not disk:
             return hit
         quick = self._parsed_page(source, canon)
         if quick is not None:

@@ -144,15 +144,17 @@ class MetadataFetcher(IndexHttp):
             self._meta[key] = meta
         return meta
 
-    def cached_metadata(self, file: IndexFile) -> CoreMetadata | None:
-        """The metadata when memory or the cache answers without the network (what `metadata`
-        returns first, cheap enough to read in the caller's thread); None otherwise."""
+    def cached_metadata(self, file: IndexFile, *, disk: bool = True) -> CoreMetadata | None:
+        """The metadata when memory (or, with `disk`, the cache) answers without the network (what
+        `metadata` returns first, cheap enough to read in the caller's thread); None otherwise."""
         key = self._meta_key(file)
         with self._lock:
             hit = self._meta.get(key)
         if hit is not None:
             self._bump(metadata_from_cache=1)
             return hit
+        if not disk:
+            return None
         meta = self._cached_metadata(file)  # no lock: cache files are replaced atomically
         if meta is not None:
             with self._lock:

@@ -258,6 +258,7 @@ class Session:
         self._io = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kernodeck-io")
         self.lookahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kernodeck-ahead")
         self.metadata_reads = 0
+        self._hits = self._misses = 0  # reads the cache answered in the asking thread, and not
 
     def routing_for(self, target: Target) -> Routing:
         """The routing of one platform (per-platform indexes), else the shared one."""
@@ -278,7 +279,11 @@ class Session:
 
     def page_future(self, source: IndexSource, name: NormalizedName) -> Future[ProjectPage | NotFound]:
         def quick() -> ProjectPage | NotFound | None:
-            return self.client.cached_page(source, name)
+            disk = self._probing()
+            page = self.client.cached_page(source, name, disk=disk)
+            if disk:
+                self._probed(page is not None)
+            return page
 
         return once(
             self._lock,
@@ -298,12 +303,28 @@ class Session:
         key = f"{file.index}\0{file.sha256 or file.url}"  # per index: another may claim the same hash
 
         def quick() -> CoreMetadata | None:
-            md = self.client.cached_metadata(file)
+            disk = self._probing()
+            md = self.client.cached_metadata(file, disk=disk)
+            if disk:
+                self._probed(md is not None)
             if md is not None:
                 self._count_read()
             return md
 
         return once(self._lock, self._metadata, key, quick, self._io, self._read_metadata, file)
+
+    def _probing(self) -> bool:
+        """Whether the asking thread looks in the cache on disk too: while the cache answers at
+        least as often as it misses. A cold lock stops after a few misses (each a syscall in the
+        resolver's thread, which hands the interpreter to the threads parsing pages)."""
+        return self._misses < 8 or self._hits >= self._misses
+
+    def _probed(self, hit: bool) -> None:
+        with self._lock:
+            if hit:
+                self._hits += 1
+            else:
+                self._misses += 1
 
     def _read_metadata(self, file: IndexFile) -> CoreMetadata:
         md = self.client.metadata(file)
