@@ -154,6 +154,7 @@ class Routing:
 
 _K = TypeVar("_K")
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def once(
@@ -167,8 +168,8 @@ def once(
 ) -> Future[_T]:
     """The future of one read, started once per `key` of `table`: `quick()` in the caller's thread
     (what memory or the cache answers), else `fn(*args)` in `pool` (what needs the index). A warm
-    lock so reads everything in the resolver's own thread: no hand-over to another thread and back
-    for each of the hundreds of reads of a resolution. Only the table is touched under `lock`.
+    lock thus reads everything in the resolver's own thread: no hand-over to another thread and
+    back for each of the hundreds of reads of a resolution. Only the table is touched under `lock`.
     Raises the pool's RuntimeError once it is shut down."""
     fut = table.get(key)
     if fut is not None:
@@ -279,11 +280,7 @@ class Session:
 
     def page_future(self, source: IndexSource, name: NormalizedName) -> Future[ProjectPage | NotFound]:
         def quick() -> ProjectPage | NotFound | None:
-            disk = self._probing()
-            page = self.client.cached_page(source, name, disk=disk)
-            if disk:
-                self._probed(page is not None)
-            return page
+            return self._cached(lambda disk: self.client.cached_page(source, name, disk=disk))
 
         return once(
             self._lock,
@@ -303,28 +300,27 @@ class Session:
         key = f"{file.index}\0{file.sha256 or file.url}"  # per index: another may claim the same hash
 
         def quick() -> CoreMetadata | None:
-            disk = self._probing()
-            md = self.client.cached_metadata(file, disk=disk)
-            if disk:
-                self._probed(md is not None)
+            md = self._cached(lambda disk: self.client.cached_metadata(file, disk=disk))
             if md is not None:
                 self._count_read()
             return md
 
         return once(self._lock, self._metadata, key, quick, self._io, self._read_metadata, file)
 
-    def _probing(self) -> bool:
-        """Whether the asking thread looks in the cache on disk too: while the cache answers at
-        least as often as it misses. A cold lock stops after a few misses (each a syscall in the
-        resolver's thread, which hands the interpreter to the threads parsing pages)."""
-        return self._misses < 8 or self._hits >= self._misses
-
-    def _probed(self, hit: bool) -> None:
-        with self._lock:
-            if hit:
-                self._hits += 1
-            else:
-                self._misses += 1
+    def _cached(self, read: Callable[[bool], _R]) -> _R:
+        """`read(disk)` in the asking thread: memory, and the cache on disk while it answers at
+        least as often as it misses. A cold lock stops looking on disk after a few misses (each
+        look a syscall in the resolver's thread, which hands the interpreter to the threads
+        parsing pages)."""
+        disk = self._misses < 8 or self._hits >= self._misses
+        hit = read(disk)
+        if disk:
+            with self._lock:
+                if hit is None:
+                    self._misses += 1
+                else:
+                    self._hits += 1
+        return hit
 
     def _read_metadata(self, file: IndexFile) -> CoreMetadata:
         md = self.client.metadata(file)
