@@ -104,3 +104,44 @@ def test_real_wheels_metadata_reads_plainly(tmp_path: Path) -> None:
             read += 1
         assert _outcome(data) == _by_email(data), dist.metadata["Name"]
     assert read >= 20
+
+
+def test_a_long_folded_license_and_damaged_blocks_read_as_the_email_parser_reads_them() -> None:
+    """A License field folded over a thousand lines (as numpy's and scipy's METADATA carry it),
+    then that block damaged at random (seeded): a newline, a blank, a tab, a colon, a CR, a From
+    line, a non-ASCII letter or a field read here put anywhere. The plain reader answers as the
+    email parser does, or defers to it."""
+    import random
+
+    folds = "".join(f"        line {i}: terms\n" for i in range(1200))
+    license_ = "License: Copyright (c) the authors\n" + folds
+    block = (
+        HEAD
+        + "Summary: demo\n"
+        + license_
+        + "Requires-Python: >=3.9\nRequires-Dist: numpy>=1.20\nProvides-Extra: test\n"
+        + "Requires-Dist: pytest ; extra == 'test'\n\nThe description.\n"
+    ).encode()
+    assert md._plain_headers(block) is not None  # the whole file, undamaged, is read here
+    assert _outcome(block) == _by_email(block)
+    pieces = [b"\n", b"\n ", b"\n\t", b" ", b":", b"\r", b"\r\n", b"\nFrom x\n", b"\xc3\xa9", b"\n\n"]
+    pieces += [b"\nRequires-Dist: extra-dep\n", b"\nrequires-python:>=3\n", b"\nName:\n", b"\n  folded"]
+    rnd = random.Random(20261206)
+    read = deferred = 0
+    for _ in range(300):
+        data = bytearray(block)
+        for _ in range(rnd.randrange(1, 4)):
+            at = rnd.randrange(len(data) + 1)
+            data[at:at] = rnd.choice(pieces)
+        found = md._plain_headers(bytes(data))
+        if found is None:
+            deferred += 1
+        else:
+            read += 1
+            raw, unparsed = parse_email(bytes(data))
+            assert found == (
+                {k: raw[k] for k, _ in md._FIELDS if k in raw},  # type: ignore[literal-required]
+                {h.lower(): unparsed[h.lower()] for _, h in md._FIELDS if h.lower() in unparsed},
+            ), bytes(data)
+        assert _outcome(bytes(data)) == _by_email(bytes(data))
+    assert read > 50 and deferred > 50  # both ways taken

@@ -179,12 +179,11 @@ def test_importing_the_manifest_models_does_not_read_their_source() -> None:
     assert _loaded(code, ()) == []
 
 
-def test_a_lock_that_resolves_from_a_fresh_cache_loads_no_http_client(
+def _locked_with_fresh_pages(
     index_factory: IndexFactory, served_index: Server, tmp_path: Path
-) -> None:
-    """An input changed (a one-off constraint: no replay), every page in the cache is fresh (read
-    after exclude-newer): the resolver runs, the index hears nothing and httpx is never imported
-    (nor the CA bundle read)."""
+) -> tuple[Path, Path]:
+    """(manifest, cache) of a project locked once, every page in its cache read after
+    exclude-newer (fresh: a lock may use them without asking the index)."""
     old = "2024-01-01T00:00:00Z"
     index_factory.add_wheel("app", "1.0", requires=["dep>=1"], upload_time=old)
     index_factory.add_wheel("dep", "1.0", upload_time=old)
@@ -198,6 +197,16 @@ def test_a_lock_that_resolves_from_a_fresh_cache_loads_no_http_client(
     cache = tmp_path / "cache"
     lock_manifest(manifest, cache_dir=cache)
     served_index.reset()
+    return manifest, cache
+
+
+def test_a_lock_that_resolves_from_a_fresh_cache_loads_no_http_client(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path
+) -> None:
+    """An input changed (a one-off constraint: no replay), every page in the cache is fresh (read
+    after exclude-newer): the resolver runs, the index hears nothing and httpx is never imported
+    (nor the CA bundle read)."""
+    manifest, cache = _locked_with_fresh_pages(index_factory, served_index, tmp_path)
     code = (
         "import kernodeck.lock as L\n"
         f"r = L.lock_manifest({str(manifest)!r}, cache_dir={str(cache)!r}, upgrade_packages=['dep<9'])\n"
@@ -206,4 +215,33 @@ def test_a_lock_that_resolves_from_a_fresh_cache_loads_no_http_client(
     watch = ("httpx", "kernodeck.resolve", "pydantic", "importlib.metadata")
     loaded = _loaded(code, watch)
     assert loaded == ["kernodeck.resolve"]  # it resolved, without pydantic or importlib.metadata
+    assert served_index.requests == []
+
+
+def test_the_lock_command_loads_only_its_own_command_and_what_a_lock_without_sources_runs(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path
+) -> None:
+    """`kernodeck lock` resolving from a fresh cache (a one-off constraint): the other commands'
+    modules are not imported (click loads a command when it runs), nor the requirements-file
+    readers (the manifest has no `from`), tempfile (atomic writes make their own temporary
+    names), ctypes (the allocator is tuned before the first page body, none here), or the
+    build-requirements installer's temporary folders."""
+    manifest, cache = _locked_with_fresh_pages(index_factory, served_index, tmp_path)
+    code = (
+        "import os\n"
+        f"os.environ['KERNODECK_CACHE_DIR'] = {str(cache)!r}\n"
+        "from kernodeck.cli import main\n"
+        f"assert main(['lock', {str(manifest)!r}, '-q', '--upgrade-package', 'dep<9']) == 0\n"
+    )
+    others = ("verify", "handover", "check", "report", "diff")
+    watch = (
+        "kernodeck.commands.lock",
+        "kernodeck.resolve",
+        *(f"kernodeck.commands.{c}" for c in others),
+        "kernodeck.reqfile",
+        "tempfile",
+        "ctypes",
+        "httpx",
+    )
+    assert _loaded(code, watch) == ["kernodeck.commands.lock", "kernodeck.resolve"]
     assert served_index.requests == []

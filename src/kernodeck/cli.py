@@ -19,6 +19,23 @@ from kernodeck.errors import EXIT_USAGE, KernodeckError
 
 
 class _Group(click.Group):
+    """The commands of `kernodeck.commands` are loaded when one of them runs or help lists them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from kernodeck.commands import COMMANDS
+
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None:
+            from kernodeck.commands import COMMANDS, load
+
+            if cmd_name in COMMANDS:
+                command = load(cmd_name)
+                self.add_command(command, cmd_name)
+        return command
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -110,16 +127,6 @@ def init(directory: Path, force: bool, name: str | None, from_env: str | None) -
     click.echo(f"wrote {path}; edit it, then run `kernodeck validate {path}`")
     for note in notes:
         click.echo(f"note: {note}", err=True)
-
-
-def _register() -> None:
-    from kernodeck.commands import COMMANDS
-
-    for command in COMMANDS:
-        cli.add_command(command)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ import io
 import json
 import os
 import re
-import tempfile
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -55,11 +55,36 @@ class DiskFull(KernodeckError, OSError):
         return self.message
 
 
+def _temp_beside(target: Path) -> tuple[int, str]:
+    """A new temporary file beside `target` (`.<name>.<random>.tmp`), open for writing: (fd, path).
+
+    Its mode is what `target` ends with once the temporary file replaces it: the mode `target`
+    has now when it exists, else what a plain `open()` creates (0666 less the umask), so a lock
+    file is as readable as the files pip-compile or an editor writes there (not 0600, as
+    `tempfile.mkstemp` would leave it, unreadable to the rest of a team on a shared machine)."""
+    try:
+        keep: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        keep = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        tmp = os.path.join(target.parent, f".{target.name}.{os.urandom(6).hex()}{TMP_SUFFIX}")
+        try:
+            fd = os.open(tmp, flags, 0o666 if keep is None else keep)
+        except FileExistsError:
+            continue
+        if keep is not None and os.name == "posix":
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, keep)  # the umask applied at creation: the exact mode back
+        return fd, tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(target.parent))
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> None:
     """Write `data` to `path` atomically (temporary file beside it, then rename)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TMP_SUFFIX)
+    fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -87,7 +112,7 @@ SET_JOURNAL = ".kernodeck-write-set.json"
 
 
 def _stage(target: Path, data: bytes) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TMP_SUFFIX)
+    fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -202,8 +227,6 @@ class NotRegularFile(OSError):
 
 
 def _kind(mode: int) -> str:
-    import stat
-
     for test, name in (
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISCHR, "a character device"),
@@ -222,8 +245,6 @@ def open_regular(path: str | os.PathLike[str]) -> io.FileIO:
     Reading a FIFO blocks for ever and a device such as /dev/zero never ends: the file is opened
     without blocking and checked on its descriptor (no window between a check and the open).
     """
-    import stat
-
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags)
     try:

@@ -1,17 +1,34 @@
 """Click commands other than the manifest ones, one module per command family.
 
-Each module defines click commands; COMMANDS lists them for cli.py to register.
+Each module defines click commands; COMMANDS names them for cli.py, which imports a command's
+module only when that command runs (or `--help` lists them): `kernodeck lock` does not load
+verify's, rebuild's or report's imports.
 """
 
 from __future__ import annotations
 
-import click
+import importlib
+from typing import TYPE_CHECKING
 
-from kernodeck.commands.check import check
-from kernodeck.commands.diff import diff
-from kernodeck.commands.handover import bundle, capture, rebuild
-from kernodeck.commands.lock import lock
-from kernodeck.commands.report import report
-from kernodeck.commands.verify import doctor, verify
+if TYPE_CHECKING:
+    import click
 
-COMMANDS: list[click.Command] = [lock, verify, doctor, check, rebuild, bundle, capture, diff, report]
+#: command name -> "module:attribute" of its click command, the module under kernodeck.commands
+COMMANDS: dict[str, str] = {
+    "lock": "lock:lock",
+    "verify": "verify:verify",
+    "doctor": "verify:doctor",
+    "check": "check:check",
+    "rebuild": "handover:rebuild",
+    "bundle": "handover:bundle",
+    "capture": "handover:capture",
+    "diff": "diff:diff",
+    "report": "report:report",
+}
+
+
+def load(name: str) -> click.Command:
+    """The click command `name` (one of COMMANDS), its module imported now."""
+    module, _, attribute = COMMANDS[name].partition(":")
+    command: click.Command = getattr(importlib.import_module(f"kernodeck.commands.{module}"), attribute)
+    return command

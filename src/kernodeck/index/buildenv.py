@@ -24,7 +24,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -133,6 +132,8 @@ def install_build_requirements(python: str, requirements: Sequence[str], sources
     `sources`; raises BuildRequirementsError with pip's cause."""
     if not requirements:
         return
+    import tempfile
+
     inst = installer_environment(os.environ, sources.variables, installer="pip")
     with tempfile.TemporaryDirectory(prefix="kernodeck-build-requirements-") as tmp:
         path = os.path.join(tmp, "requirements.txt")

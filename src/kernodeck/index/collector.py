@@ -31,7 +31,14 @@ from kernodeck.index.models import (
     parse_json_page,
 )
 from kernodeck.index.sources import ResolvedUrl
-from kernodeck.index.transport import _HTML_TYPES, _JSON_TYPES, IndexHttp, _local_path, _page_url
+from kernodeck.index.transport import (
+    _HTML_TYPES,
+    _JSON_TYPES,
+    IndexHttp,
+    _local_path,
+    _page_url,
+    bounded_allocator,
+)
 from kernodeck.urls import redact
 
 
@@ -132,6 +139,7 @@ class PageCollector(IndexHttp):
         self, url: str, *, source: IndexSource, what: str, variables: tuple[str, ...]
     ) -> CachedPage:
         """The body of a page from cache or network; `not_found` when the index said 404/410."""
+        bounded_allocator()  # page bodies are big and come and go in many threads
         cached = None
         if not self.refresh:
             try:

@@ -10,6 +10,7 @@ sdists rank after every wheel.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -27,10 +28,34 @@ class Accepted:
     rank: int  # lower is better: the wheel's best tag rank; sdists rank after every wheel
 
 
-@dataclass(frozen=True)
 class Rejected:
-    file: IndexFile
-    reason: str
+    """A file that cannot be locked for a target, and why: `reason`, given as text or as a
+    function that words it when asked. A lock rejects thousands of files (every other platform's
+    wheels) and words only the few that a failure's message names."""
+
+    __slots__ = ("_reason", "file")
+
+    def __init__(self, file: IndexFile, reason: str | Callable[[], str]) -> None:
+        self.file = file
+        self._reason = reason
+
+    @property
+    def reason(self) -> str:
+        r = self._reason
+        if not isinstance(r, str):
+            r = self._reason = r()  # a race words it twice: the same text
+        return r
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Rejected):
+            return NotImplemented
+        return self.file == other.file and self.reason == other.reason
+
+    def __hash__(self) -> int:
+        return hash((self.file, self.reason))
+
+    def __repr__(self) -> str:
+        return f"Rejected(file={self.file!r}, reason={self.reason!r})"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -69,8 +94,9 @@ def evaluate(
     if file.yanked is not None and not pinned_exactly:
         return Rejected(file, f"yanked: {file.yanked}" if file.yanked else "yanked")
     if exclude_newer is not None and file.upload_time is not None and file.upload_time > exclude_newer:
+        uploaded = file.upload_time
         return Rejected(
-            file, f"uploaded {_fmt_time(file.upload_time)} after exclude-newer {_fmt_time(exclude_newer)}"
+            file, lambda: f"uploaded {_fmt_time(uploaded)} after exclude-newer {_fmt_time(exclude_newer)}"
         )
     if file.requires_python:
         ok = python_allowed(file.requires_python, target.python_full_version)
@@ -81,7 +107,9 @@ def evaluate(
     if tags is not None:
         rank = target.tag_rank(tags)
         if rank is None:
-            return Rejected(file, f"no wheel tag matches {_target_tag(target)} (file has {file.tag_text})")
+            return Rejected(
+                file, lambda: f"no wheel tag matches {_target_tag(target)} (file has {file.tag_text})"
+            )
         return Accepted(file, version, rank)
     if not allow_sdist:
         return Rejected(file, "sdist not allowed (add to allow-sdist)")

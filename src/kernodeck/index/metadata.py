@@ -13,7 +13,6 @@ import io
 import os
 import re
 import struct
-import tempfile
 import warnings
 import zipfile
 import zlib
@@ -318,6 +317,8 @@ _SINGLE = frozenset({"name", "version", "requires_python"})
 
 #: Header names as the email parser reads them in a header block (no space, no colon).
 _HEADER_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]*")
+#: A line that does not continue the one before (no space or tab first), after its newline.
+_LINE_START = re.compile(r"\n([^ \t\n][^\n]*)")
 #: The field of each header in `_FIELDS` (lowercase), and the other way round.
 _WANTED = {header.lower(): key for key, header in _FIELDS}
 _HEADER_OF = {key: header for header, key in _WANTED.items()}
@@ -328,7 +329,8 @@ def _plain_headers(data: bytes) -> tuple[dict[str, Any], dict[str, list[str]]] |
     write it: `Name: value` lines, UTF-8, LF or CRLF line ends, a field read here on one line with
     an ASCII value. None for anything else (a folded or non-ASCII field, a line that is not a
     header, a lone CR, a `From ` line): `parse_email` then reads the file. The email parser was
-    most of the time of reading one file's metadata from the cache."""
+    most of the time of reading one file's metadata from the cache. Only the lines that start a
+    header are looked at: some License fields fold a thousand lines into the header block."""
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")  # a line end to the email parser, as LF is
     end = data.find(b"\n\n")
@@ -338,25 +340,24 @@ def _plain_headers(data: bytes) -> tuple[dict[str, Any], dict[str, list[str]]] |
         return None
     if "\r" in head:
         return None
+    # the header lines (no empty one inside: the block ends at the first), less the newline the
+    # file ends with after its last header
+    block = head[:-1] if end < 0 and head.endswith("\n") else head
+    if not block:
+        return ({}, {}) if not head and end < 0 else None  # an empty file; else an empty line
+    if block[0] in " \t\n":
+        return None  # a block starting with a continuation, or with an empty line
+    text = "\n" + block
     found: dict[str, list[str]] = {}
-    current: str | None = None  # the field of the last header line, when one of `_FIELDS`
-    first = True
-    lines = head.split("\n")
-    if end < 0 and lines[-1] == "":
-        lines.pop()  # the file ends after its last header line
-    for line in lines:
-        if line[:1] in (" ", "\t"):
-            if first or current is not None:
-                return None  # a folded field read here, or a block starting with a continuation
-            continue
-        first = False
+    for m in _LINE_START.finditer(text):
+        line = m.group(1)
         name, sep, value = line.partition(":")
         if not sep or line.startswith("From ") or not _HEADER_NAME.fullmatch(name):
             return None  # the email parser ends the header block here, or reads a Unix From line
         current = _WANTED.get(name.lower())
         if current is not None:
-            if not value.isascii():
-                return None
+            if not value.isascii() or text.startswith(("\n ", "\n\t"), m.end()):
+                return None  # non-ASCII, or folded onto the next line
             found.setdefault(current, []).append(value.lstrip(" \t"))
     raw: dict[str, Any] = {}
     unparsed: dict[str, list[str]] = {}
@@ -518,6 +519,8 @@ def build_sdist_metadata(archive: Path, sources: BuildSources | None = None) -> 
     # the package author's business, not the locker's: pyproject_hooks re-raises them in this
     # process, where they would bury the lock's output.
     warnings.filterwarnings("ignore", category=BuildBackendWarning)
+    import tempfile
+
     got = sources or BuildSources()
     with tempfile.TemporaryDirectory(prefix="kernodeck-sdist-") as tmp:
         src = _safe_extract(archive, Path(tmp) / "src")

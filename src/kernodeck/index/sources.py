@@ -179,12 +179,13 @@ def _pip_index_settings(python: str) -> dict[str, Any]:
     its default from pip's own index module alone. Another interpreter is asked in a subprocess
     running `_PIP_PROBE`, which reads them with pip itself; tests check both agree."""
     if python == sys.executable:
-        return _pip_index_settings_here()
+        return {**_pip_settings_here(), **_pip_default_here()}
     data = _pip_probe_subprocess(python)
     return dict(data) if isinstance(data, dict) else {}
 
 
-def _pip_index_settings_here() -> dict[str, Any]:
+def _pip_settings_here() -> dict[str, Any]:
+    """This interpreter's pip index settings ("config", "settings"), without its default."""
     from kernodeck.installer_env import pip_config_values
 
     values = pip_config_values(os.environ, prefix=sys.prefix)
@@ -207,18 +208,20 @@ def _pip_index_settings_here() -> dict[str, Any]:
                 )
                 found.setdefault(name, []).append([where, setting.value])
     out["settings"] = found
+    return out
+
+
+def _pip_default_here() -> dict[str, Any]:
+    """This interpreter's pip's built-in default index: {"default": url} or {"default_error": why}."""
     default = _pip_builtin_default()
     if default:
-        out["default"] = default
-    else:
-        namespace: dict[str, Any] = {}
-        exec(_PIP_PROBE, namespace)  # pip's index module did not load alone: ask pip itself
-        probed = namespace["probe"]()
-        if "default" in probed:
-            out["default"] = probed["default"]
-        else:
-            out["default_error"] = probed.get("default_error", "pip is not importable")
-    return out
+        return {"default": default}
+    namespace: dict[str, Any] = {}
+    exec(_PIP_PROBE, namespace)  # pip's index module did not load alone: ask pip itself
+    probed = namespace["probe"]()
+    if "default" in probed:
+        return {"default": probed["default"]}
+    return {"default_error": probed.get("default_error", "pip is not importable")}
 
 
 def _pip_builtin_default() -> str | None:
@@ -283,8 +286,9 @@ class PipSetting:
 def locker_pip_settings(*, python: str | None = None) -> list[PipSetting]:
     """The locker's pip settings that a lock does not use: extra-index-url, find-links and an
     index-url other than pip's built-in default (environment first, then configuration)."""
-    data = _pip_index_settings(python or sys.executable)
-    default = data.get("default")
+    python = python or sys.executable
+    # pip's default is read only to leave out an index-url equal to it (most locks have none)
+    data = _pip_settings_here() if python == sys.executable else _pip_index_settings(python)
     found = data.get("settings")
     out: list[PipSetting] = []
     if not isinstance(found, dict):
@@ -292,7 +296,9 @@ def locker_pip_settings(*, python: str | None = None) -> list[PipSetting]:
     for name in ("index-url", "extra-index-url", "find-links"):
         for where, value in found.get(name, []):
             for v in str(value).split():
-                if name == "index-url" and v.rstrip("/") == str(default or "").rstrip("/"):
+                if name == "index-url" and v.rstrip("/") == str(
+                    _pip_index_settings(python).get("default") or ""
+                ).rstrip("/"):
                     continue
                 out.append(PipSetting(name, str(where), redact(v)))
     return out

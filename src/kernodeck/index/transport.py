@@ -5,7 +5,6 @@ together (see its docstring for the rules)."""
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import sys
@@ -241,31 +240,36 @@ def _h2_race(error: BaseException) -> bool:
 # the system when freed (see `bounded_allocator`).
 BIG_BUFFER = 1 << 20
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-_allocator_bounded = False
+_allocator_bounded: bool | None = None  # not tried yet
 
 
 def bounded_allocator() -> bool:
     """Have glibc map buffers of `BIG_BUFFER` bytes or more on their own and unmap them when
-    freed, once per process; whether it did (glibc on Linux only, and not where the user tuned
-    malloc through MALLOC_* variables).
+    freed, once per process, before the first page body is loaded; whether it did (glibc on
+    Linux only, and not where the user tuned malloc through MALLOC_* variables).
 
     By default glibc raises that threshold to the largest buffer freed so far (up to 32 MiB), so
     after the first big page body the next ones are carved out of the resolver threads' heaps,
     which keep the memory after the bodies are gone: a cold 50-dependency lock peaked at about
     205 MB, 140 MB with the threshold fixed."""
     global _allocator_bounded
-    if _allocator_bounded:
-        return True
+    if _allocator_bounded is None:
+        _allocator_bounded = _bound_allocator()
+    return _allocator_bounded
+
+
+def _bound_allocator() -> bool:
     if sys.platform != "linux" or any(k.startswith("MALLOC_") for k in os.environ):
         return False
+    import ctypes
+
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    _allocator_bounded = bool(mallopt(_M_MMAP_THRESHOLD, BIG_BUFFER))
-    return _allocator_bounded
+    return bool(mallopt(_M_MMAP_THRESHOLD, BIG_BUFFER))
 
 
 def _local_path(url: str) -> Path:
@@ -298,7 +302,6 @@ class IndexHttp:
         max_page_bytes: int | None = None,
         max_metadata_bytes: int | None = None,
     ) -> None:
-        bounded_allocator()  # page bodies are big and come and go in many threads
         self.offline = offline
         self.refresh = refresh
         self.exclude_newer = exclude_newer

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -31,14 +32,9 @@ from packaging.utils import canonicalize_name
 from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
 from kernodeck.manifest.schema import Index, Manifest, is_pipfile, is_pyproject, unfingerprinted
-from kernodeck.reqfile import (
-    BackendHint,
-    IndexRef,
-    ParsedRequirements,
-    parse_pipfile,
-    parse_pyproject,
-    parse_requirements_file,
-)
+
+if TYPE_CHECKING:  # the readers load with the first `from` source: a manifest without any needs none
+    from kernodeck.reqfile import BackendHint, IndexRef, ParsedRequirements
 
 #: A PyTorch-style per-backend index: `<base>/whl/<backend>` (the base becomes `pytorch-index`).
 _PYTORCH_INDEX = re.compile(r"^(?P<base>.+/whl)/(?P<backend>[a-z0-9.]+)/?$")
@@ -76,6 +72,8 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
     pk = manifest.packages
     if not pk.from_:
         return SourceSet()
+    from kernodeck.reqfile import parse_pipfile, parse_pyproject, parse_requirements_file
+
     mfile = _manifest_file(Path(manifest_path))
     root = mfile.parent.resolve()
     parsed: list[ParsedRequirements] = []
