@@ -14,7 +14,7 @@ import pytest
 from packaging.utils import parse_sdist_filename, parse_wheel_filename
 
 from kernodeck.index import IndexClient, IndexSource, ProjectPage
-from kernodeck.index.cache import CachedPage, IndexCache
+from kernodeck.index.cache import CachedPage, CorruptEntry, IndexCache
 from kernodeck.index.models import _parse_filename_fast, parse_filename, parse_json_page
 from tests.fixtures.index_factory import IndexFactory, Server
 
@@ -209,3 +209,24 @@ def test_a_cached_page_keeps_its_body_as_received_and_reads_the_older_form(tmp_p
     cache = IndexCache(tmp_path)
     cache.put_page(page)
     assert cache.get_page(page.url) == page
+
+
+def test_cached_metadata_answers_only_for_the_hash_its_index_declares(tmp_path: Path) -> None:
+    """The seal of a cache entry holds its content's sha256 (checked as the entry is read); the
+    metadata hash an index declares is compared with it, in any case of hex digits; an entry that
+    does not match is discarded."""
+    import hashlib
+
+    cache = IndexCache(tmp_path / "cache")
+    data = b"Metadata-Version: 2.1\nName: foo\nVersion: 1.0\n"
+    digest = hashlib.sha256(data).hexdigest()
+    key = IndexCache.metadata_key(
+        "https://index.invalid/simple", "https://files.invalid/foo.whl", None, digest
+    )
+    cache.put_metadata(key, data)
+    assert cache.get_metadata(key, digest) == data
+    assert cache.get_metadata(key, digest.upper()) == data
+    assert cache.get_metadata(key, None) == data
+    with pytest.raises(CorruptEntry, match="metadata hash its index declared"):
+        cache.get_metadata(key, "0" * 64)
+    assert cache.get_metadata(key, digest) is None  # discarded: fetched again

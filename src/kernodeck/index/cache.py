@@ -535,11 +535,14 @@ class IndexCache:
         path = self.metadata_path(key)
         if path is None:
             return None
-        data = read_sealed(path)
+        found = _read_sealed(path)
+        if found is None:
+            return None
+        line, data = found
+        # the seal holds the content's sha256, checked as it was read: no second hashing
         if (
-            data is not None
-            and metadata_sha256 is not None
-            and hashlib.sha256(data).hexdigest() != metadata_sha256
+            metadata_sha256 is not None
+            and line[len(_SEAL) : _SEAL_LEN - 1].decode() != metadata_sha256.lower()
         ):
             raise _discard(path, "content does not match the metadata hash its index declared")
         return data
