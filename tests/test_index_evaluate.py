@@ -114,3 +114,30 @@ def test_requires_python_is_judged_once_per_specifier_and_python() -> None:
     assert python_allowed(">=3.9.*", "3.11.9") is None  # invalid specifier
     assert python_allowed(">=3.9", "3.11.9") is True
     assert python_allowed.cache_info().hits == 1
+
+
+def test_a_rejection_is_worded_when_asked_and_equal_to_its_text(monkeypatch: Any) -> None:
+    """A lock rejects thousands of files (every other platform's wheels): the reason is worded
+    when a message asks for it, once, with the text the rejection always had."""
+    worded: list[str] = []
+    real = IndexFile.tag_text
+
+    def counted(self: IndexFile) -> str:
+        worded.append(self.filename)
+        return real.fget(self)  # type: ignore[attr-defined,no-any-return]
+
+    monkeypatch.setattr(IndexFile, "tag_text", property(counted))
+    files = [_file(f"numpy-2.1.{i}-cp312-cp312-win_amd64.whl") for i in range(50)]
+    rejected = [_ev(f) for f in files]
+    assert all(isinstance(r, Rejected) for r in rejected) and worded == []
+    first = rejected[0]
+    assert isinstance(first, Rejected)
+    text = "no wheel tag matches cp311-manylinux_2_28_x86_64 (file has cp312-cp312-win_amd64)"
+    assert first.reason == text and first.reason == text and len(worded) == 1
+    assert first == Rejected(files[0], text) and hash(first) == hash(Rejected(files[0], text))
+    late = _ev(
+        _file("x-1.0-py3-none-any.whl", upload_time=datetime(2026, 12, 1, tzinfo=timezone.utc)),
+        exclude_newer=CUTOFF,
+    )
+    assert isinstance(late, Rejected)
+    assert late.reason == "uploaded 2026-12-01T00:00:00Z after exclude-newer 2026-11-30T00:00:00Z"
