@@ -55,6 +55,15 @@ class _Group(click.Group):
                 full = DiskFull(Path(e.filename).parent if e.filename else Path.cwd(), e)
                 click.echo(full.render(), err=True)
                 ctx.exit(full.exit_code)
+            if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                # a path the system refuses (permissions, a read-only file system): not a bug
+                where = f": {e.filename}" if e.filename else ""
+                refused = KernodeckError(
+                    f"{e.strerror or e}{where}",
+                    hint="check the permissions of that path, or run where you may read and write",
+                )
+                click.echo(refused.render(), err=True)
+                ctx.exit(refused.exit_code)
             if os.environ.get("KERNODECK_DEBUG"):
                 raise
             click.echo(f"internal error: {type(e).__name__}: {e}", err=True)

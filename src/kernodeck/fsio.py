@@ -28,7 +28,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from kernodeck.errors import EXIT_FAILED, KernodeckError
+from kernodeck.errors import EXIT_FAILED, EXIT_USAGE, KernodeckError
 
 #: Prefix and suffix of the temporary files written here, so leftovers can be recognised.
 TMP_SUFFIX = ".tmp"
@@ -44,7 +44,7 @@ class DiskFull(KernodeckError, OSError):
         why = "no space left on the device" if cause.errno == errno.ENOSPC else "the disk quota is used up"
         KernodeckError.__init__(
             self,
-            f"cannot write in {folder}: {why}; nothing was changed there",
+            f"cannot write in {os.path.abspath(folder)}: {why}; nothing was changed there",
             hint="free some space (or write elsewhere) and run the command again",
         )
         self.errno = cause.errno
@@ -53,6 +53,53 @@ class DiskFull(KernodeckError, OSError):
 
     def __str__(self) -> str:
         return self.message
+
+
+#: How a write the system refuses is worded (see `NotWritable`).
+_REFUSED = {
+    errno.EACCES: "permission denied",
+    errno.EPERM: "not permitted",
+    errno.EROFS: "the file system is read-only",
+}
+
+
+class NotWritable(KernodeckError, OSError):
+    """A write the system refused (no permission, a read-only file system): exit 2, naming the
+    folder; the target is left as it was. Still an OSError, so a cache that cannot be written is
+    skipped."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, folder: Path, cause: OSError) -> None:
+        why = _REFUSED.get(cause.errno or 0, cause.strerror or "refused")
+        KernodeckError.__init__(
+            self,
+            f"cannot write in {os.path.abspath(folder)}: {why}; nothing was changed there",
+            hint="write somewhere you may (the command's output folder option, where it has one), "
+            "or get write access to that folder",
+        )
+        self.errno = cause.errno
+        self.strerror = cause.strerror
+        self.filename = str(folder)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@contextlib.contextmanager
+def _writing_in(folder: Path) -> Iterator[None]:
+    """A write in `folder`: the errors a user can act on raised as such (a full disk: DiskFull;
+    a refused write: NotWritable), any other as it is."""
+    try:
+        yield
+    except KernodeckError:
+        raise
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFull(folder, e) from None
+        if e.errno in _REFUSED:
+            raise NotWritable(folder, e) from None
+        raise
 
 
 def _temp_beside(target: Path) -> tuple[int, str]:
@@ -83,21 +130,20 @@ def _temp_beside(target: Path) -> tuple[int, str]:
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> None:
     """Write `data` to `path` atomically (temporary file beside it, then rename)."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _temp_beside(target)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if fsync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFull(target.parent, e) from None
-        raise
+    with _writing_in(target.parent):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _temp_beside(target)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                if fsync:
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> None:
@@ -112,18 +158,17 @@ SET_JOURNAL = ".kernodeck-write-set.json"
 
 
 def _stage(target: Path, data: bytes) -> Path:
-    fd, tmp = _temp_beside(target)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFull(target.parent, e) from None
-        raise
+    with _writing_in(target.parent):
+        fd, tmp = _temp_beside(target)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     return Path(tmp)
 
 
@@ -199,7 +244,8 @@ def write_set(
     the whole new set: stage all, journal, rename each, drop the journal. An earlier interrupted
     set in the folder is finished first and leftover temporary files of `owned` names removed.
     (`before_rename(i)` is a test hook, called before the i-th rename.)"""
-    folder.mkdir(parents=True, exist_ok=True)
+    with _writing_in(folder):
+        folder.mkdir(parents=True, exist_ok=True)
     with _folder_lock(folder):
         recover_set(folder, owned)
         staged: list[tuple[Path, Path]] = []

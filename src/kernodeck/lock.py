@@ -347,6 +347,7 @@ def lock_manifest(
                 refresh=refresh,
                 cache_dir=cache_dir,
                 progress=progress,
+                notices=notices,
             )
         if failures and len(failures) == len(names):
             # Nothing could be locked: the error itself, as for a single platform.
@@ -365,6 +366,7 @@ def lock_manifest(
                 else lockreplay.replay_key(manifest, digests, path.name, names, fmt, next_prefs, mirror_map)
             )
             lockreplay.store(cache, (key, next_key), pages, rendered, differences, held)
+            _note_refused_cache(cache, notices)
     result = _finish(
         path,
         out_dir,
@@ -424,6 +426,7 @@ def _resolve_and_render(
     cache_dir: str | os.PathLike[str] | None,
     progress: LockProgress | None,
     mirrors: Mapping[str, str] | None = None,
+    notices: list[str] | None = None,
 ) -> tuple[
     dict[str, Rendered],
     dict[str, PlatformFailure],
@@ -588,12 +591,27 @@ def _resolve_and_render(
         session.close()
         if progress is not None:
             progress.close()
+        if notices is not None:
+            _note_refused_cache(session.client.cache, notices)
 
     rendered = {n: render(locks[n], fmt) for n in ok}
     failures = {
         n: _failure(n, errors[n], per_platform.get(n, routing), targets[n]) for n in names if n in errors
     }
     return rendered, failures, differences, held, metadata_reads, pages
+
+
+def _note_refused_cache(cache: IndexCache, notices: list[str]) -> None:
+    """One notice when the index cache could not be written (another user's cache, a read-only
+    or full disk): the lock went on, keeping nothing of what it fetched."""
+    refused = cache.refused
+    if refused is None or cache.root is None or any(n.startswith("the cache in ") for n in notices):
+        return
+    why = (refused.strerror or str(refused)).lower()
+    notices.append(
+        f"the cache in {cache.root.parent} cannot be written ({why}): this lock kept nothing it "
+        "fetched, and the next one fetches it again; set KERNODECK_CACHE_DIR to a folder you may write"
+    )
 
 
 def _targets(manifest: Manifest, names: Sequence[str]) -> list[Target]:

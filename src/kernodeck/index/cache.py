@@ -341,6 +341,18 @@ class IndexCache:
         self.root = (root / _LAYOUT) if root is not None else None
         self._thread_locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        # the first write this cache could not make (another user's cache, a read-only or full
+        # disk): the run goes on without keeping what it fetched, and says so once
+        self.refused: OSError | None = None
+
+    def _store(self, path: Path, content: bytes) -> bytes | None:
+        """Write a sealed entry; its seal line, or None when the cache cannot be written."""
+        try:
+            return write_sealed(path, content)
+        except OSError as e:
+            if self.refused is None:
+                self.refused = e
+            return None
 
     @property
     def enabled(self) -> bool:
@@ -379,7 +391,8 @@ class IndexCache:
         path = self.page_path(page.url)
         if path is None:
             return page
-        return replace(page, seal=write_sealed(path, page.to_json()))
+        seal = self._store(path, page.to_json())
+        return page if seal is None else replace(page, seal=seal)
 
     def body_reader(self, page: CachedPage) -> PageBody | None:
         """A reader of parts of `page`'s body from its cache file (see `PageBody`); None when
@@ -490,7 +503,7 @@ class IndexCache:
             )
         except ValueError:
             return fp  # something marshal cannot store: the .json alone serves
-        write_sealed(path.with_name(path.stem + _PARSED_SUFFIX), data)
+        self._store(path.with_name(path.stem + _PARSED_SUFFIX), data)
         return fp
 
     # -- finished locks ------------------------------------------------------------------------------
@@ -514,7 +527,7 @@ class IndexCache:
     def put_lock_record(self, key: str, record: dict[str, Any]) -> None:
         path = self._lock_path(key)
         if path is not None:
-            write_sealed(path, json.dumps(record, sort_keys=True).encode("utf-8"))
+            self._store(path, json.dumps(record, sort_keys=True).encode("utf-8"))
 
     # -- metadata ------------------------------------------------------------------------------------
 
@@ -550,7 +563,7 @@ class IndexCache:
     def put_metadata(self, key: str, data: bytes) -> None:
         path = self.metadata_path(key)
         if path is not None:
-            write_sealed(path, data)
+            self._store(path, data)
 
     # -- locking ---------------------------------------------------------------------------------------
 
@@ -569,6 +582,11 @@ class IndexCache:
                 yield
                 return
             path = self.root / "locks" / f"{k[:3]}.lock"  # 4096 buckets, not one file per name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with held(path, timeout):
+            with contextlib.ExitStack() as stack:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    stack.enter_context(held(path, timeout))
+                except OSError as e:  # a cache this user may not write: unlocked, nothing kept
+                    if self.refused is None:
+                        self.refused = e
                 yield
