@@ -198,3 +198,21 @@ def test_a_cache_the_user_may_not_write_is_skipped_with_a_notice(
     monkeypatch.undo()
     assert list(cache.iterdir()) == []
     assert "app==1.0" in (tmp_path / "proj" / "requirements-rebuild-linux.txt").read_text()
+
+
+def test_a_folder_it_may_not_make_names_the_folder_to_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that must first make its folder, refused there: the message names the folder the
+    user can fix (the existing one it would be made in), not the one that does not exist."""
+    real_mkdir = os.mkdir
+
+    def refusing(path: Any, *a: Any, **kw: Any) -> None:
+        if Path(path).parent == tmp_path:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        real_mkdir(path, *a, **kw)
+
+    monkeypatch.setattr(os, "mkdir", refusing)
+    with pytest.raises(NotWritable) as e:
+        atomic_write_text(tmp_path / "bundle" / "deep" / "REBUILD.md", "x\n")
+    assert e.value.message.startswith(f"cannot write in {tmp_path}: permission denied")

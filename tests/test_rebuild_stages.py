@@ -3,6 +3,7 @@ and why, refusals, stages that do not apply, and the exit code from typed result
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -190,3 +191,34 @@ def test_the_command_prints_pip_version_from_the_typed_result(
     _pip_version_only(monkeypatch, 1, "", "No module named pip")
     res = CliRunner().invoke(cli, argv)
     assert res.exit_code == 1 and "pip --version" not in res.output
+
+
+# What `python -m venv` printed for a --dest in a folder the user may not write (Python 3.11, a
+# second user on the development machine), and on Debian without the venv package.
+VENV_REFUSED = "Error: [Errno 13] Permission denied: '{dest}'\n"
+VENV_NO_ENSUREPIP = (
+    "The virtual environment was not created successfully because ensurepip is not\n"
+    "available.  On Debian/Ubuntu systems, you need to install the python3-venv\npackage"
+    " using the following command.\n\n    apt install python3.11-venv\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "hint"),
+    [
+        (VENV_REFUSED, "this user may not write in {folder}: pass a --dest folder you may write"),
+        (VENV_NO_ENSUREPIP, "on Debian/Ubuntu install pythonX.Y-venv; or pass another --python"),
+    ],
+)
+def test_a_venv_that_cannot_be_made_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: str, hint: str
+) -> None:
+    """A --dest the user may not write is not a missing venv package: the hint names the folder."""
+    plan = _plan(tmp_path)
+    table = tuple(s for s in STAGES if s.name in ("interpreter", "venv"))
+    monkeypatch.setattr(rebuild, "STAGES", table)
+    text = output.format(dest=plan.dest)
+    monkeypatch.setattr(rebuild, "_run", lambda argv, env, *a, **k: _Run(1, "", text, 0.0))
+    report = run_rebuild(plan, environ=dict(os.environ)).report
+    venv = next(s for s in report.steps if s.name == "venv")
+    assert venv.status is Status.FAILED and venv.hint == hint.format(folder=tmp_path)

@@ -72,9 +72,12 @@ class NotWritable(KernodeckError, OSError):
 
     def __init__(self, folder: Path, cause: OSError) -> None:
         why = _REFUSED.get(cause.errno or 0, cause.strerror or "refused")
+        folder = Path(os.path.abspath(folder))
+        while not folder.exists() and folder.parent != folder:
+            folder = folder.parent  # a folder it could not make: the one it would be made in
         KernodeckError.__init__(
             self,
-            f"cannot write in {os.path.abspath(folder)}: {why}; nothing was changed there",
+            f"cannot write in {folder}: {why}; nothing was changed there",
             hint="write somewhere you may (the command's output folder option, where it has one), "
             "or get write access to that folder",
         )

@@ -898,6 +898,18 @@ def _stage_interpreter(r: _Rebuild) -> StageResult:
     return StageResult([step])
 
 
+def _venv_hint(dest: Path, output: str) -> str:
+    """What to do when the venv could not be made at `dest`: a folder this user may not write
+    (named: the nearest one that exists), else the interpreter's venv module."""
+    folder = Path(os.path.abspath(dest))
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    refused = "Permission denied" in output or "Read-only file system" in output
+    if refused or not os.access(folder, os.W_OK | os.X_OK):
+        return f"this user may not write in {folder}: pass a --dest folder you may write"
+    return "on Debian/Ubuntu install pythonX.Y-venv; or pass another --python"
+
+
 def _stage_venv(r: _Rebuild) -> StageResult:
     plan, interp, py = r.plan, r.interp, r.py
     assert interp is not None  # the interpreter stage skips this one when it fails
@@ -913,7 +925,7 @@ def _stage_venv(r: _Rebuild) -> StageResult:
             first_error(run.output) if run.output.strip() else f"venv exited {run.returncode}",
             expected=expected,
             observed=observed,
-            hint="on Debian/Ubuntu install pythonX.Y-venv; or pass another --python",
+            hint=_venv_hint(plan.dest, run.output),
             details={"output": _tail(run.output)},
             seconds=round(run.seconds, 3),
         )
