@@ -55,6 +55,14 @@ class DiskFull(KernodeckError, OSError):
         return self.message
 
 
+def nearest_existing(path: str | os.PathLike[str]) -> Path:
+    """`path` made absolute, or its nearest ancestor that exists (where it would be made)."""
+    found = Path(os.path.abspath(path))
+    while not found.exists() and found.parent != found:
+        found = found.parent
+    return found
+
+
 #: How a write the system refuses is worded (see `NotWritable`).
 _REFUSED = {
     errno.EACCES: "permission denied",
@@ -72,9 +80,7 @@ class NotWritable(KernodeckError, OSError):
 
     def __init__(self, folder: Path, cause: OSError) -> None:
         why = _REFUSED.get(cause.errno or 0, cause.strerror or "refused")
-        folder = Path(os.path.abspath(folder))
-        while not folder.exists() and folder.parent != folder:
-            folder = folder.parent  # a folder it could not make: the one it would be made in
+        folder = nearest_existing(folder)  # a folder it could not make: the one it would be made in
         KernodeckError.__init__(
             self,
             f"cannot write in {folder}: {why}; nothing was changed there",

@@ -48,7 +48,7 @@ from typing import Any, Protocol
 from kernodeck import bundlesums
 from kernodeck.conflicts import conflict_regions
 from kernodeck.errors import KernodeckError, UsageError
-from kernodeck.fsio import atomic_write_text
+from kernodeck.fsio import atomic_write_text, nearest_existing
 from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
 from kernodeck.installer_errors import InstallerCause, backend_error, first_error, installer_cause
 from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
@@ -901,9 +901,7 @@ def _stage_interpreter(r: _Rebuild) -> StageResult:
 def _venv_hint(dest: Path, output: str) -> str:
     """What to do when the venv could not be made at `dest`: a folder this user may not write
     (named: the nearest one that exists), else the interpreter's venv module."""
-    folder = Path(os.path.abspath(dest))
-    while not folder.exists() and folder.parent != folder:
-        folder = folder.parent
+    folder = nearest_existing(dest)
     refused = "Permission denied" in output or "Read-only file system" in output
     if refused or not os.access(folder, os.W_OK | os.X_OK):
         return f"this user may not write in {folder}: pass a --dest folder you may write"
