@@ -418,7 +418,9 @@ def test_offline_uses_only_the_cache(
         with pytest.raises(MetadataError, match=f"offline: the metadata of {page.files[1].filename}"):
             c.metadata(page.files[1])
         assert isinstance(c.project_page(IndexSource("default", served_index.url()), "nope"), NotFound)
-        with pytest.raises(IndexError_, match="offline: no cached page for the page of 'bar'") as e:
+        with pytest.raises(
+            IndexError_, match="offline: the page of 'bar' on index 'default' is not in the cache"
+        ) as e:
             c.project_page(IndexSource("default", served_index.url()), "bar")
         assert e.value.hint and "without --offline" in e.value.hint
     assert served_index.requests == []

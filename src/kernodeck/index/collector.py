@@ -147,7 +147,7 @@ class PageCollector(IndexHttp):
             except CorruptEntry as e:
                 if self.offline:
                     raise IndexError_(
-                        f"offline: the cached page for {what} on index {source.name!r} was damaged "
+                        f"offline: the cached copy of {what} on index {source.name!r} was damaged "
                         "on disk and has been discarded",
                         context=[f"cache entry: {e.path}", e.reason, f"page: {redact(url)}"],
                         hint="run `kernodeck lock` once without --offline to fetch it again",
@@ -155,7 +155,7 @@ class PageCollector(IndexHttp):
         if self.offline:
             if cached is None:
                 raise IndexError_(
-                    f"offline: no cached page for {what} on index {source.name!r} ({redact(url)})",
+                    f"offline: {what} on index {source.name!r} is not in the cache ({redact(url)})",
                     hint="run `kernodeck lock` once without --offline to fill the cache",
                 )
             self._bump(pages_from_cache=1)
