@@ -10,13 +10,13 @@ import threading
 import time
 from pathlib import Path
 
-from kernodeck.filelocks import held
+from kernodeck.filelocks import held, held_slot
 from kernodeck.fingerprint import CACHE_FILE, FingerprintCache
 from kernodeck.index.cache import IndexCache
 
 _HOLD = """
 import sys, time
-from kernodeck.filelocks import held
+from kernodeck.filelocks import held, held_slot
 with held(sys.argv[1], timeout=10) as got:
     print("held" if got else "missed", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -83,23 +83,105 @@ def test_two_threads_of_one_process_exclude_each_other(tmp_path: Path) -> None:
     assert most == 1
 
 
+_HOLD_SLOT = """
+import sys, time
+from kernodeck.filelocks import held_slot
+with held_slot(sys.argv[1], int(sys.argv[3]), timeout=float(sys.argv[4])) as got:
+    print("held" if got else "missed", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def _slot_holder(path: Path, slot: int, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_SLOT, str(path), str(seconds), str(slot), "10"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
 def test_the_index_cache_lock_waits_for_another_process(tmp_path: Path) -> None:
-    """A named lock of the index cache is a file lock under `locks/`: a second process holding
-    that file makes the cache wait (and go ahead unlocked once its timeout passes)."""
+    """A named lock of the index cache is one byte of one file: a second process holding that
+    byte makes the cache wait (and go ahead unlocked once its timeout passes); a process holding
+    another name's byte does not."""
     cache = IndexCache(tmp_path / "cache")
-    with cache.lock("page:https://example.invalid/simple:demo"):
+    name = "page:https://example.invalid/simple:demo"
+    with cache.lock(name):
         pass
-    files = list((tmp_path / "cache").rglob("locks/*.lock"))
-    assert len(files) == 1
-    proc = _holder(files[0], 60)
+    path, slot = cache.lock_slot(name)
+    other = cache.lock_slot("page:https://example.invalid/simple:other")[1]
+    assert other != slot
+    proc = _slot_holder(path, slot, 60)
     try:
         start = time.monotonic()
-        with cache.lock("page:https://example.invalid/simple:demo", timeout=0.3):
+        with cache.lock(name, timeout=0.3):
             waited = time.monotonic() - start
         assert waited >= 0.3
     finally:
         proc.kill()
         proc.wait(timeout=30)
+    proc = _slot_holder(path, other, 60)
+    try:
+        start = time.monotonic()
+        with cache.lock(name, timeout=30):
+            waited = time.monotonic() - start
+        assert waited < 0.3
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_named_locks_create_one_file_whatever_the_number_of_names(tmp_path: Path) -> None:
+    """A cold lock takes one lock per page and per metadata file: they must not cost a new file
+    (an inode) each."""
+    cache = IndexCache(tmp_path / "cache")
+    for i in range(300):
+        with cache.lock(f"meta:{i}"):
+            pass
+    made = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert made == [cache.lock_slot("meta:0")[0]]
+
+
+def test_a_byte_shared_by_two_threads_is_held_until_the_last_leaves(tmp_path: Path) -> None:
+    """Record locks belong to the process: two threads on one byte are counted, and the byte is
+    given back to other processes only when both have left."""
+    path = tmp_path / "s.lock"
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def second() -> None:
+        first_in.wait(10)
+        with held_slot(path, 7, timeout=5) as got:
+            assert got is True
+            second_in.set()
+            first_out.wait(10)
+            probe = subprocess.run(
+                [sys.executable, "-c", _HOLD_SLOT, str(path), "0", "7", "0.2"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            results.append(probe.stdout.strip())
+
+    results: list[str] = []
+    t = threading.Thread(target=second)
+    t.start()
+    with held_slot(path, 7, timeout=5) as got:
+        assert got is True
+        first_in.set()
+        second_in.wait(10)
+    first_out.set()
+    t.join(60)
+    assert results == ["missed"]  # the first thread left, the second still holds the byte
+    done = subprocess.run(
+        [sys.executable, "-c", _HOLD_SLOT, str(path), "0", "7", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == "held"
 
 
 def test_the_fingerprint_cache_is_not_written_while_another_process_holds_its_lock(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ def _page(c: IndexClient, url: str, name: str) -> ProjectPage:
 
 
 def _parsed_files(cache_root: Path) -> list[Path]:
-    return sorted((cache_root / "index-v2" / "pages").glob("*/*.parsed"))
+    return sorted((cache_root / "index-v3" / "pages").glob("*/*.parsed"))
 
 
 def _populate(f: IndexFactory) -> None:

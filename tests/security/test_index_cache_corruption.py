@@ -29,11 +29,11 @@ def factory(tmp_path: Path) -> IndexFactory:
 
 
 def _entries(cache: Path, kind: str, pattern: str = "*") -> list[Path]:
-    return sorted(p for p in (cache / "index-v2" / kind).glob(f"*/{pattern}") if p.is_file())
+    return sorted(p for p in (cache / "index-v3" / kind).glob(f"*/{pattern}") if p.is_file())
 
 
 def _forget_locks(cache: Path) -> None:
-    shutil.rmtree(cache / "index-v2" / "lock-records", ignore_errors=True)
+    shutil.rmtree(cache / "index-v3" / "lock-records", ignore_errors=True)
 
 
 def _offline_lock(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName
-from resolvelib import BaseReporter, Resolver
+from resolvelib import BaseReporter
 from resolvelib.resolvers import ResolutionImpossible, ResolutionTooDeep
 
 from kernodeck.errors import ResolutionError
@@ -22,6 +22,7 @@ from kernodeck.resolve.factory import Factory, ResolveSettings, Routing, Session
 from kernodeck.resolve.follow import Follower
 from kernodeck.resolve.provider import Provider
 from kernodeck.resolve.requirements import BaseRequirement
+from kernodeck.resolve.rounds import RememberingResolver
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -101,9 +102,7 @@ def resolve_target(
         session, target, preferred=preferred, on_metadata=on_metadata, extra_constraints=extra_constraints
     )
     factory.on_likely = on_likely
-    resolver: Resolver[BaseRequirement, BaseCandidate, str] = Resolver(
-        Provider(factory), _Reporter(on_pin, on_candidate)
-    )
+    resolver = RememberingResolver(Provider(factory), _Reporter(on_pin, on_candidate))
     roots = factory.root_requirements()
     try:
         result = resolver.resolve(roots, max_rounds=MAX_ROUNDS)
