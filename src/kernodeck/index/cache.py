@@ -11,8 +11,8 @@ Layout under the cache root (`KERNODECK_CACHE_DIR`, else `platformdirs.user_cach
     index-v3/locks.slots                          the named locks: one byte of it per page or file
 
 One folder level of 16 keeps the files a cold lock creates few (each new file or folder is a new
-inode, a cost of the system's, not Kernodeck's); 256 per kind cost a cold lock of 50 projects
-~300 folders and 0.2 s of system time.
+inode, a cost of the system's, not Kernodeck's); with 256 per kind a cold lock of 50 projects
+made 332 folders, and their mkdir took 4 % of its CPU on an ext4 disk.
 
 Every entry starts with a one-line seal, `KDC2 sha256:<digest of the rest>`, written with it. An
 entry whose content does not match its seal (truncated, edited, half-copied) is deleted and
