@@ -115,6 +115,7 @@ def _slot_file(path: str | os.PathLike[str]) -> int:
     with _guard:
         fd = _open.get(key)
         if fd is None:
+            os.makedirs(os.path.dirname(key), exist_ok=True)
             fd = _open[key] = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
         return fd
 
@@ -146,8 +147,8 @@ def _leave_slot(fd: int, slot: int) -> None:
 def held_slot(path: str | os.PathLike[str], slot: int, timeout: float) -> Iterator[bool]:
     """Hold byte `slot` of `path` against other processes for the block; yields True when held
     (by this thread, or counted with another thread of this process on the same byte), False
-    when `timeout` seconds passed first (the block then runs unlocked). OSError when the file
-    cannot be opened or created. Threads of one process do not exclude each other here."""
+    when `timeout` seconds passed first (the block then runs unlocked). OSError when the file (or
+    its folder) cannot be created or opened. Threads of one process do not exclude each other here."""
     fd = _slot_file(path)
     end = time.monotonic() + timeout
     got = _enter_slot(fd, slot)

@@ -596,7 +596,6 @@ class IndexCache:
             path, slot = self.lock_slot(name)
             with contextlib.ExitStack() as stack:
                 try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
                     stack.enter_context(held_slot(path, slot, timeout))
                 except OSError as e:  # a cache this user may not write: unlocked, nothing kept
                     if self.refused is None:
