@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from kernodeck import bundlesums, rebuild
 from kernodeck.cli import cli
+from kernodeck.layers import Layer
 from kernodeck.rebuild import (
     STAGE_ORDER,
     STAGES,
@@ -69,7 +70,7 @@ def test_the_table_names_every_stage_in_order_and_skips_only_later_ones() -> Non
 def _canned(name: str, status: Status, refused: str | None = None) -> Stage:
     def run(_: object) -> StageResult:
         step = Step(
-            layer="rebuild", name=name, status=status, error=None if status is Status.PASSED else "boom"
+            layer=Layer.REBUILD, name=name, status=status, error=None if status is Status.PASSED else "boom"
         )
         return StageResult([step], failed=status is Status.FAILED, refused=refused)
 

@@ -11,12 +11,11 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import IO, Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import IO, Annotated, Any
 
 from kernodeck.fsio import atomic_write_text
 from kernodeck.layers import Layer
+from kernodeck.manifest.model import Field, Model
 
 REPORT_SCHEMA = "kernodeck-report/1"
 
@@ -28,8 +27,8 @@ class Status(str, Enum):
     WARNING = "warning"
 
 
-class Step(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Step(Model):
+    model_config = {"extra": "forbid"}
 
     layer: Layer
     name: str
@@ -39,40 +38,40 @@ class Step(BaseModel):
     error: str | None = None
     hint: str | None = None
     required: bool = True
-    details: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] = {}
     seconds: float | None = None
 
     @classmethod
     def passed(cls, layer: Layer | str, name: str, **kw: Any) -> Step:
-        return cls(layer=layer, name=name, status=Status.PASSED, **kw)
+        return cls(layer=Layer(layer), name=name, status=Status.PASSED, **kw)
 
     @classmethod
     def failed(cls, layer: Layer | str, name: str, error: str, **kw: Any) -> Step:
-        return cls(layer=layer, name=name, status=Status.FAILED, error=error, **kw)
+        return cls(layer=Layer(layer), name=name, status=Status.FAILED, error=error, **kw)
 
     @classmethod
     def skipped(cls, layer: Layer | str, name: str, why: str, **kw: Any) -> Step:
-        return cls(layer=layer, name=name, status=Status.SKIPPED, error=why, **kw)
+        return cls(layer=Layer(layer), name=name, status=Status.SKIPPED, error=why, **kw)
 
     @classmethod
     def warning(cls, layer: Layer | str, name: str, error: str, **kw: Any) -> Step:
-        return cls(layer=layer, name=name, status=Status.WARNING, error=error, **kw)
+        return cls(layer=Layer(layer), name=name, status=Status.WARNING, error=error, **kw)
 
 
-class CheckedInterpreter(BaseModel):
+class CheckedInterpreter(Model):
     """The interpreter a report looked at and why it was chosen (see kernodeck.interpreters)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = {"extra": "forbid"}
 
     path: str
     source: str
     reason: str
 
 
-class Report(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Report(Model):
+    model_config = {"extra": "forbid"}
 
-    schema_: str = Field(default=REPORT_SCHEMA, alias="schema")
+    schema_: Annotated[str, Field(alias="schema")] = REPORT_SCHEMA
     kind: str = "verify"
     manifest: str | None = None
     reference_id: str | None = None
@@ -82,10 +81,10 @@ class Report(BaseModel):
     platform_reason: str | None = None
     interpreter: CheckedInterpreter | None = None
     #: Said once, at the top, before the tables (e.g. "this is probably not the project's environment").
-    notices: list[str] = Field(default_factory=list)
-    steps: list[Step] = Field(default_factory=list)
-    inventory: dict[str, Any] = Field(default_factory=dict)
-    settings: dict[str, Any] = Field(default_factory=dict)
+    notices: list[str] = []
+    steps: list[Step] = []
+    inventory: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
     #: Why the run was refused as bad input before it changed anything (exit 2), e.g. an
     #: interpreter that does not satisfy [python]; None for a run that went ahead.
     refused: str | None = None

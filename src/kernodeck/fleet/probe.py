@@ -49,7 +49,7 @@ class SharedProbe:
             except ProbeFailed as e:
                 self.ch.put(key, {"error": e.message})
                 raise
-            self.ch.put(key, {"facts": json.loads(facts.model_dump_json())})
+            self.ch.put(key, {"facts": facts.model_dump(mode="json")})
             self.shared_from = True
             return facts
         if not self.ch.wait_key(key, time.monotonic() + self.wait):

@@ -11,7 +11,11 @@
     pydantic_model(Manifest)                    # the same declarations as pydantic models
 
 pydantic costs every command that loads a manifest about 0.1 s of imports and model building; a
-lock replayed from the cache takes less than that in all. So a manifest is validated by a
+lock replayed from the cache takes less than that in all. The probe's facts (`kernodeck.probe.facts`)
+and verify's report (`kernodeck.report`) are declared models too, so that verify and `require()`
+import no pydantic either: enum fields take a member or its value, and `model_dump(mode="json")`
+writes what pydantic writes (an enum's value, a path as text, a set as a list; anything else
+through pydantic_core's own converter). So a manifest is validated by a
 checker compiled from the annotations (strict types, as TOML has them: "5" is no number, 1 is
 no boolean), which accepts only what pydantic would accept and produces the same values. Anything
 else (a wrong type, a failed validator, an unknown key, a string where a date-time is due) goes
@@ -27,6 +31,7 @@ pydantic's namesakes that the schema uses, and become them in the pydantic model
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 import sys
@@ -34,6 +39,8 @@ import types
 import typing
 from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
+from enum import Enum
+from pathlib import PurePath
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 if sys.version_info >= (3, 11):
@@ -161,7 +168,8 @@ def _field_kwargs(hint: Any) -> dict[str, Any]:
 
 @dataclass_transform(kw_only_default=True, field_specifiers=())
 class Model:
-    """A table of the manifest. Subclasses declare fields as annotations with defaults."""
+    """A declared model (a table of the manifest, the facts a probe saw, a report). Subclasses
+    declare fields as annotations with defaults."""
 
     model_config: ClassVar[dict[str, Any]] = {}
     _spec_cache: ClassVar[_Spec | None] = None
@@ -193,6 +201,15 @@ class Model:
         )
 
     @classmethod
+    def model_validate_json(cls, text: str | bytes) -> Self:
+        """Validate a JSON document; text that is no JSON raises pydantic's ValidationError."""
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return _from_pydantic(pydantic_model(cls).model_validate_json(text))  # type: ignore[no-any-return]  # raises
+        return cls._validated(data, by_alias_only=False)
+
+    @classmethod
     def _validated(cls, obj: Any, by_alias_only: bool, **how: Any) -> Self:
         checked: Self
         try:
@@ -221,11 +238,15 @@ class Model:
         mode: Literal["python", "json"] = "python",
         by_alias: bool = False,
         exclude_defaults: bool = False,
+        exclude: set[str] | None = None,
     ) -> dict[str, Any]:
-        """The fields as a dict, as pydantic's `model_dump` with the same arguments gives it."""
+        """The fields as a dict, as pydantic's `model_dump` with the same arguments gives it
+        (`exclude`: names of this model's own fields)."""
         out: dict[str, Any] = {}
         spec = type(self)._spec()
         for name, alias, _, required, default in spec.fields:
+            if exclude and name in exclude:
+                continue
             value = self.__dict__[name]
             if exclude_defaults and not required and value == default:
                 continue
@@ -356,6 +377,8 @@ def _compile(hint: Any, strict: bool = True) -> Check:
         return a_model
     if hint is Any:
         return lambda v, a: v
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return _enum(hint)
     if hint is float:
 
         def a_float(v: Any, a: bool) -> Any:
@@ -387,6 +410,22 @@ def _lax_datetime(v: Any, a: bool) -> Any:
         except ValueError:
             pass  # e.g. month 13: pydantic says what is wrong
     raise _Fallback
+
+
+def _enum(kind: type[Enum]) -> Check:
+    """A member, or its value (pydantic's lax mode: a report read back from JSON)."""
+
+    def member(v: Any, a: bool) -> Any:
+        if type(v) is kind:
+            return v
+        if type(v) in (str, int):
+            try:
+                return kind(v)
+            except ValueError:
+                pass
+        raise _Fallback
+
+    return member
 
 
 def _exact(kind: type) -> Check:
@@ -437,13 +476,23 @@ def _dump(value: Any, mode: str, by_alias: bool, exclude_defaults: bool, untyped
         return {k: _dump(v, mode, by_alias, exclude_defaults, untyped) for k, v in value.items()}
     if mode != "json":
         return value
+    if isinstance(value, Enum):
+        return _dump(value.value, mode, by_alias, exclude_defaults, untyped)
+    if value is None or type(value) in (str, int, bool):
+        return value
     if isinstance(value, datetime):
         return _json_datetime(value)
     if isinstance(value, (date, time)):
         return value.isoformat()
-    if untyped and isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    if isinstance(value, float):
+        return None if untyped and not math.isfinite(value) else value
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, (set, frozenset)):
+        return [_dump(v, mode, by_alias, exclude_defaults, untyped) for v in value]
+    from pydantic_core import to_jsonable_python  # anything else as pydantic writes it
+
+    return to_jsonable_python(value)
 
 
 def _json_datetime(value: datetime) -> str:

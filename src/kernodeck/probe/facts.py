@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from packaging.utils import NormalizedName, canonicalize_name
-from pydantic import BaseModel, ConfigDict, Field
+
+from kernodeck.manifest.model import Model
 
 
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _M(Model):
+    model_config = {"extra": "forbid"}
 
 
 class Interpreter(_M):
@@ -290,7 +291,7 @@ class TorchFacts(_M):
     xpu_device_count: int = 0
     warnings: list[str] = []
     devices_error: str | None = None
-    compute: TorchCompute = Field(default_factory=TorchCompute)
+    compute: TorchCompute = TorchCompute()
 
     @property
     def imported(self) -> bool:
@@ -307,14 +308,14 @@ class Facts(_M):
     env: dict[str, str | None] = {}
     env_present: dict[str, bool] = {}
     distributions: list[Distribution] = []
-    records: Records = Field(default_factory=Records)
-    torch_files: TorchFiles = Field(default_factory=TorchFiles)
+    records: Records = Records()
+    torch_files: TorchFiles = TorchFiles()
     located: list[Located] = []
-    nvidia: NvidiaFacts = Field(default_factory=NvidiaFacts)
-    rocm: RocmFacts = Field(default_factory=RocmFacts)
+    nvidia: NvidiaFacts = NvidiaFacts()
+    rocm: RocmFacts = RocmFacts()
     hf_hub_cache: str | None = None
     seconds: float | None = None
-    torch: TorchFacts = Field(default_factory=TorchFacts)
+    torch: TorchFacts = TorchFacts()
 
     def dists(self) -> dict[NormalizedName, Distribution]:
         """Installed distributions by normalized name; the first on sys.path wins, as for import."""

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from packaging.utils import canonicalize_name
-from pydantic import ValidationError
 
 from kernodeck.errors import EXIT_FAILED, KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
@@ -227,7 +226,7 @@ class RealProbe:
             )
         try:
             facts = Facts.model_validate_json(out)
-        except ValidationError as e:
+        except ValueError as e:  # pydantic's ValidationError (pydantic is imported only for bad facts)
             raise ProbeFailed(
                 f"the environment probe under {self._python} printed unreadable facts: {e}"
             ) from None
@@ -413,12 +412,8 @@ def torch_facts(
         )
     if imp.get("status") != "ok":
         err = str(imp.get("error") or "import failed")
-        status = (
-            "not-installed"
-            if err.startswith("ModuleNotFoundError: No module named 'torch'")
-            else "import-failed"
-        )
-        return TorchFacts(status=status, error=err, stderr_tail=tail)
+        missing = err.startswith("ModuleNotFoundError: No module named 'torch'")
+        return TorchFacts(status="not-installed" if missing else "import-failed", error=err, stderr_tail=tail)
     data: dict[str, Any] = {k: v for k, v in imp.items() if k not in ("stage", "status", "seconds")}
     data["import_seconds"] = imp.get("seconds")
     devs = stages.get("devices")
