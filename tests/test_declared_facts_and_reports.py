@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from kernodeck.layers import Layer
 from kernodeck.manifest.model import _check_model, pydantic_model
 from kernodeck.probe.facts import Facts, TorchCompute, TorchFacts
+from kernodeck.probe.runner import ProbeFailed, ProbeRequest, RealProbe
 from kernodeck.report import Report, Status, Step
 
 PROBES = Path(__file__).parent / "fixtures" / "probes"
@@ -44,7 +45,22 @@ def test_facts_pydantic_refuses_are_still_refused() -> None:
         Facts.model_validate({**data, "unexpected": 1})  # extra="forbid", as before
     with pytest.raises(ValidationError):
         Facts.model_validate_json("{not json")
-    assert isinstance(ValidationError, type) and issubclass(ValidationError, ValueError)  # what callers catch
+
+
+@pytest.mark.parametrize(
+    ("printed", "said"),
+    [("{not json", "Invalid JSON"), ('{"probe_version": 1, "surprise": true}', "Field required")],
+)
+def test_a_probe_that_prints_unreadable_facts_fails_with_pydantics_words(
+    tmp_path: Path, printed: str, said: str
+) -> None:
+    """An interpreter whose probe prints no facts: ProbeFailed, worded by pydantic (imported only
+    now), not a traceback."""
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' '{printed}'\n", encoding="utf-8")
+    fake.chmod(0o755)
+    with pytest.raises(ProbeFailed, match=f"(?s)printed unreadable facts: .*{said}"):
+        RealProbe(str(fake)).collect(ProbeRequest())
 
 
 def _report() -> Report:

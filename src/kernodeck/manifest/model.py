@@ -206,7 +206,8 @@ class Model:
         try:
             data = json.loads(text)
         except ValueError:
-            return _from_pydantic(pydantic_model(cls).model_validate_json(text))  # type: ignore[no-any-return]  # raises
+            # pydantic says what is wrong (or, reading what json.loads would not, answers)
+            return _from_pydantic(pydantic_model(cls).model_validate_json(text))  # type: ignore[no-any-return]
         return cls._validated(data, by_alias_only=False)
 
     @classmethod
