@@ -1,5 +1,5 @@
-"""`kernodeck.verify(path)` and `kernodeck.require(path)` stay callable after the `kernodeck.verify`
-subpackage has been imported (the import system sets the package attribute to the subpackage)."""
+"""`kernodeck.verify(path)` and `kernodeck.require(path)` are plain functions: the verify layers live in
+`kernodeck.layers`, so importing them never replaces the API function with a module."""
 
 from __future__ import annotations
 
@@ -21,16 +21,18 @@ SCRIPT = textwrap.dedent(
             print(label, type(e).__name__, str(e).splitlines()[0])
 
     call("before")
-    import kernodeck.verify.run  # sets kernodeck.verify to the subpackage
-    import kernodeck.verify.packages
+    import kernodeck.layers.run
+    import kernodeck.layers.packages
+    import inspect
     call("after")
-    from kernodeck.verify import run_verify, select_platform  # the subpackage still works as one
+    from kernodeck.layers.run import run_verify, select_platform
     print("names", callable(run_verify), callable(select_platform), callable(kernodeck.require))
+    print("function", inspect.isfunction(kernodeck.verify), list(inspect.signature(kernodeck.verify).parameters)[:1])
     """
 )
 
 
-def test_kernodeck_verify_is_callable_before_and_after_the_subpackage_is_imported(tmp_path: Path) -> None:
+def test_kernodeck_verify_stays_the_api_function_after_the_layers_are_imported(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "repro.toml"
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(missing)], capture_output=True, text=True, timeout=120
@@ -44,3 +46,4 @@ def test_kernodeck_verify_is_callable_before_and_after_the_subpackage_is_importe
     assert before[0].split(" ", 1)[1] == after[0].split(" ", 1)[1]
     assert "repro.toml" in after[0]
     assert "names True True True" in lines
+    assert "function True ['path']" in lines, lines

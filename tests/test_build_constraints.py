@@ -12,10 +12,10 @@ import pytest
 import tomlkit
 
 from kernodeck.errors import KernodeckError
-from kernodeck.installer_env import Installer
-from kernodeck.lock import lock_manifest
+from kernodeck.handover.installer_env import Installer
+from kernodeck.handover.rebuild import build_constraints_route, rebuild
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
-from kernodeck.rebuild import build_constraints_route, rebuild
 from kernodeck.report import Report, Status, Step
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import write_manifest

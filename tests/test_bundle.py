@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kernodeck import selfwheel
-from kernodeck.bundle import BundleError, report_markdown, verify_bundle, write_bundle
 from kernodeck.cli import cli
+from kernodeck.handover import selfwheel
+from kernodeck.handover.bundle import BundleError, report_markdown, verify_bundle, write_bundle
+from kernodeck.handover.scrub import Scrubber, is_secret_name
 from kernodeck.report import Report, Step
-from kernodeck.scrub import Scrubber, is_secret_name
 from tests.fixtures.bundle_project import bundle_project
 
 SECRET = "planted-S3cret-value-0451"
@@ -217,7 +217,7 @@ def test_the_bundled_kernodeck_installs_from_the_bundle_alone(tmp_path: Path) ->
     wheel = out / "_kernodeck" / selfwheel.wheel_filename()
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
-        assert "kernodeck/cli.py" in names and "kernodeck/bundlesums.py" in names
+        assert "kernodeck/cli.py" in names and "kernodeck/handover/sums.py" in names
         assert not any("__pycache__" in n for n in names)
     pins = (out / "_kernodeck" / "requirements.txt").read_text().splitlines()
     assert any(p.startswith("click==") for p in pins) and any(p.startswith("pydantic==") for p in pins)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from kernodeck.checks.runner import run_command
-from kernodeck.firsterror import first_error as first_error_line
+from kernodeck.support.firsterror import first_error as first_error_line
 
 GROUP = """\
 import builtins

@@ -19,10 +19,10 @@ from kernodeck.checks.runner import (
     target_env,
 )
 from kernodeck.errors import UsageError
-from kernodeck.firsterror import first_error as first_error_line
 from kernodeck.manifest import Manifest, loads_manifest
 from kernodeck.manifest.schema import Determinism
 from kernodeck.report import Status
+from kernodeck.support.firsterror import first_error as first_error_line
 
 PY = sys.executable
 

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from kernodeck.cli import cli
-from kernodeck.diff import diff_reports, layer_info
+from kernodeck.diff import diff_reports
+from kernodeck.layers import layer_info
 from kernodeck.report import Report, Step
 
 SHA_A = "a" * 64
@@ -159,7 +160,7 @@ def test_live_side_verifies_the_manifest_the_report_names(
         seen.append(Path(path))
         return _report(device="NVIDIA L4")
 
-    monkeypatch.setattr("kernodeck.diff.live_report", fake_live)
+    monkeypatch.setattr("kernodeck.commands.diff.live_report", fake_live)
     res = CliRunner().invoke(cli, ["diff", str(a), "live", "--json"])
     assert res.exit_code == 1, res.output
     assert seen == [manifest]

@@ -133,7 +133,7 @@ def _stage(report: Report, name: str) -> Status:
 def test_lock_bundle_rebuild_in_a_clean_folder_then_tamper(
     tmp_path: Path, tiny_index: tuple[IndexFactory, Server]
 ) -> None:
-    from kernodeck.lock import lock_manifest
+    from kernodeck.lock.orchestrate import lock_manifest
 
     factory, server = tiny_index
     proj = tmp_path / "author" / "project"
@@ -272,7 +272,7 @@ def test_embeddings_example_rebuilt_from_its_bundle_passes_its_checks(
 ) -> None:
     import tomlkit
 
-    from kernodeck.lock import lock_manifest
+    from kernodeck.lock.orchestrate import lock_manifest
 
     factory = IndexFactory(tmp_path / "index")
     _publish_real_wheels(factory, real_wheels)

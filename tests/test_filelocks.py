@@ -1,4 +1,4 @@
-"""Inter-process file locks (`kernodeck.filelocks`): another process and another thread are kept
+"""Inter-process file locks (`kernodeck.support.filelocks`): another process and another thread are kept
 out while the lock is held, a timeout hands back False and runs the block unlocked, and a process
 that dies holding a lock leaves nothing behind. The index cache's named locks use it."""
 
@@ -10,13 +10,13 @@ import threading
 import time
 from pathlib import Path
 
-from kernodeck.filelocks import held, held_slot
 from kernodeck.fingerprint import CACHE_FILE, FingerprintCache
 from kernodeck.index.cache import IndexCache
+from kernodeck.support.filelocks import held, held_slot
 
 _HOLD = """
 import sys, time
-from kernodeck.filelocks import held, held_slot
+from kernodeck.support.filelocks import held, held_slot
 with held(sys.argv[1], timeout=10) as got:
     print("held" if got else "missed", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -85,7 +85,7 @@ def test_two_threads_of_one_process_exclude_each_other(tmp_path: Path) -> None:
 
 _HOLD_SLOT = """
 import sys, time
-from kernodeck.filelocks import held_slot
+from kernodeck.support.filelocks import held_slot
 with held_slot(sys.argv[1], int(sys.argv[3]), timeout=float(sys.argv[4])) as got:
     print("held" if got else "missed", flush=True)
     time.sleep(float(sys.argv[2]))

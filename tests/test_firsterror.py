@@ -1,4 +1,4 @@
-"""The first error of a traceback or stderr (kernodeck.firsterror), on real and recorded output."""
+"""The first error of a traceback or stderr (kernodeck.support.firsterror), on real and recorded output."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernodeck.checks.runner import run_command
-from kernodeck.firsterror import first_error
 from kernodeck.probe.runner import parse_torch_output
+from kernodeck.support.firsterror import first_error
 
 TIMEOUT = 60
 

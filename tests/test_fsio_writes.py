@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from kernodeck.cli import main
-from kernodeck.fsio import NotWritable, atomic_write_text, write_set
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
+from kernodeck.support.fsio import NotWritable, atomic_write_text, write_set
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 
@@ -152,7 +152,7 @@ def test_a_path_the_system_refuses_elsewhere_is_reported_as_such(
     def refused(*a: Any, **kw: Any) -> Any:
         raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "repro.toml"))
 
-    monkeypatch.setattr("kernodeck.lock.lock_manifest", refused)
+    monkeypatch.setattr("kernodeck.lock.orchestrate.lock_manifest", refused)
     code = main(["lock", str(tmp_path / "repro.toml"), "-q"])
     err = capsys.readouterr().err
     assert code == 2, err

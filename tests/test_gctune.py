@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernodeck.gctune import THRESHOLDS, fewer_collections
+from kernodeck.support.gctune import THRESHOLDS, fewer_collections
 
 
 def test_thresholds_are_raised_inside_and_restored_after() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kernodeck.bundle import BundleError, write_bundle
 from kernodeck.cli import cli
+from kernodeck.handover.bundle import BundleError, write_bundle
+from kernodeck.handover.scrub import Scrubber
 from kernodeck.report import Report, Step
-from kernodeck.scrub import Scrubber
 from tests.fixtures.bundle_project import bundle_project
 
 NETRC_PW = "NetrcPassw0rd-4711"

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from kernodeck.cli import cli
-from kernodeck.conflicts import conflict_issue
 from kernodeck.errors import ManifestError
-from kernodeck.tomltext import parse_toml
+from kernodeck.support.conflicts import conflict_issue
+from kernodeck.support.tomltext import parse_toml
 
 HEAD = 'schema-version = 1\n[reference]\nname = "x"\nid = "1"\n[python]\nversion = "3.11"\n'
 PLATFORM = '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'

@@ -31,14 +31,14 @@ def test_the_modules_are_installed_here() -> None:
 
 
 def test_the_kernodeck_process_imports_httpx_without_what_it_never_runs() -> None:
-    code = "from kernodeck.httpmods import keep_unused_out\nkeep_unused_out()\nimport httpx\nhttpx.Client().close()"
+    code = "from kernodeck.support.httpmods import keep_unused_out\nkeep_unused_out()\nimport httpx\nhttpx.Client().close()"
     assert _loaded(code) == {"h2": False, "hpack": False, "anyio": False, "pygments": False}
 
 
 @pytest.mark.parametrize("value", ["1", "true", "on"])
 def test_http2_asked_for_keeps_the_http2_stack(value: str) -> None:
     code = (
-        "from kernodeck.httpmods import keep_unused_out\nkeep_unused_out()\n"
+        "from kernodeck.support.httpmods import keep_unused_out\nkeep_unused_out()\n"
         "import httpx\nhttpx.Client(http2=True).close()"
     )
     got = _loaded(code, KERNODECK_HTTP2=value)
@@ -54,5 +54,5 @@ def test_a_program_that_imports_kernodeck_keeps_its_modules() -> None:
 
 
 def test_nothing_is_marked_once_httpx_is_imported() -> None:
-    code = "import httpx\nfrom kernodeck.httpmods import keep_unused_out\nkeep_unused_out()\nimport anyio"
+    code = "import httpx\nfrom kernodeck.support.httpmods import keep_unused_out\nkeep_unused_out()\nimport anyio"
     assert _loaded(code)["anyio"]

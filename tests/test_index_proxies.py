@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from kernodeck.handover.installer_env import Setting
 from kernodeck.index.proxies import proxy_for
-from kernodeck.installer_env import Setting
 
 ENV = {"HTTPS_PROXY": "http://alice:pw@proxy.corp:3128", "HTTP_PROXY": "proxy.corp:8080"}
 

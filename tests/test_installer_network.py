@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kernodeck.installer_env import (
+from kernodeck.handover.installer_env import (
     ISOLATION,
     Setting,
     installer_environment,
@@ -26,8 +26,8 @@ from kernodeck.installer_env import (
     pip_config_files,
     read_pip_config,
 )
-from kernodeck.installer_errors import installer_cause
-from kernodeck.rebuild import progress_line, rebuild
+from kernodeck.handover.installer_errors import installer_cause
+from kernodeck.handover.rebuild import progress_line, rebuild
 from kernodeck.report import Report, Status, Step
 from tests.fixtures.connect_proxy import ConnectProxy
 from tests.fixtures.index_factory import IndexFactory, Server

@@ -31,7 +31,7 @@ from kernodeck.interpreters import (
     resolve,
     tool_environment,
 )
-from kernodeck.verify.packages import is_wrong_environment
+from kernodeck.layers.packages import is_wrong_environment
 from tests.fixtures.index_factory import build_wheel_bytes
 
 SRC = str(Path(kernodeck.__file__).resolve().parents[1])
@@ -298,7 +298,7 @@ def test_capture_observes_the_activated_venv(world: World) -> None:
 def test_rebuilds_verify_step_checks_the_rebuilt_venv_whatever_is_activated(
     world: World, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from kernodeck.rebuild import REBUILT_REASON, _verify_rebuilt
+    from kernodeck.handover.rebuild import REBUILT_REASON, _verify_rebuilt
 
     monkeypatch.setenv("VIRTUAL_ENV", str(world.empty))
     monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))

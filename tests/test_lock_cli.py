@@ -116,8 +116,9 @@ def test_output_dir_and_pylock(project: Path, tmp_path: Path) -> None:
     ]
     assert not (project.parent / requirements_filename("linux")).exists()
     # the PEP 751 files a real lock writes are valid for packaging's own model
-    import tomllib
     from packaging.pylock import Pylock
+
+    from kernodeck.support.tomltext import tomllib
 
     for name in ("pylock.linux.toml", "pylock.windows.toml"):
         lock = Pylock.from_dict(tomllib.loads((out / name).read_text()))

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from kernodeck.conflicts import conflict_regions
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.lockfile.read import (
     LockfileError,
@@ -19,6 +18,7 @@ from kernodeck.lockfile.read import (
     parse_lockfile,
     pins_of_text,
 )
+from kernodeck.support.conflicts import conflict_regions
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import LINUX, write_manifest
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from kernodeck.cli import main
+from kernodeck.lock.inputs import lock_inputs_sha256
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.lockfile.read import read_lockfile
-from kernodeck.lockinputs import lock_inputs_sha256
 from kernodeck.manifest import Manifest
 from kernodeck.manifest.load import load_manifest
 from tests.fixtures.index_factory import IndexFactory, Server
@@ -267,8 +267,8 @@ def test_header_records_the_digest_and_extra_inputs_join_it(project: Path, serve
 
 
 def test_verify_warns_only_when_the_lock_inputs_changed(project: Path) -> None:
-    from kernodeck.verify.context import Context
-    from kernodeck.verify.packages import _stale
+    from kernodeck.layers.context import Context
+    from kernodeck.layers.packages import _stale
 
     manifest = load_manifest(project)
     platform = manifest.get_platform("linux")
@@ -287,7 +287,7 @@ def test_verify_warns_only_when_the_lock_inputs_changed(project: Path) -> None:
 def test_values_at_their_defaults_do_not_count() -> None:
     """A key written at its default and the same key left out give one digest, so a Kernodeck that
     learns a new key (with a default) leaves every existing lock fresh."""
-    from kernodeck.lockinputs import lock_inputs_sha256
+    from kernodeck.lock.inputs import lock_inputs_sha256
     from kernodeck.manifest.load import loads_manifest
 
     base = (

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import read_lock, write_manifest
 

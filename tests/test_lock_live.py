@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from kernodeck.index.sources import builtin_index_url
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.lockfile.read import read_lockfile
 from kernodeck.lockfile.write import strip_credentials

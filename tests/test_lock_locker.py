@@ -13,7 +13,7 @@ import pytest
 
 from kernodeck.cli import main
 from kernodeck.index.sources import builtin_index_url
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.lockfile.read import read_lockfile
 from tests.fixtures.index_factory import IndexFactory, Server

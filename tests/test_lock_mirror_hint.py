@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from kernodeck.cli import cli
 from kernodeck.index.sources import PipSetting, _pip_index_settings
+from kernodeck.lock.mirrors import mirror_hint
 from kernodeck.lockfile.names import requirements_filename
-from kernodeck.lockmirrors import mirror_hint
 from tests.fixtures.index_factory import IndexFactory
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.errors import KernodeckError
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.connect_proxy import ConnectProxy
 from tests.fixtures.index_factory import IndexFactory, Server

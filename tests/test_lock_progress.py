@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.commands.lock import RichProgress, progress_for
-from kernodeck.lock import LockProgress, lock_manifest
+from kernodeck.lock.orchestrate import LockProgress, lock_manifest
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-import kernodeck.lock as lockmod
-import kernodeck.lockreplay as lockreplay
+import kernodeck.lock.orchestrate as lockmod
+import kernodeck.lock.replay as lockreplay
 from kernodeck.index.cache import IndexCache
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest

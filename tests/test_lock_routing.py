@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kernodeck.cli import main
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.lockfile.names import requirements_filename
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import LINUX, pins, write_manifest

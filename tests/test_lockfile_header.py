@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from kernodeck import lockinputs
+from kernodeck.lock import inputs as lockinputs
 from kernodeck.lockfile.header import (
     EXCLUDE_NEWER_KEY,
     HEADER_KEY,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 from typing import Any
 
@@ -20,11 +19,7 @@ from kernodeck.lockfile.write import (
     render_requirements,
     strip_credentials,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from kernodeck.support.tomltext import tomllib
 
 H = {c: c * 64 for c in "abcdef"}
 

@@ -485,7 +485,7 @@ def test_exclude_newer_takes_a_date_as_uv_does_read_in_utc(written: str) -> None
     spellings lock alike."""
     from datetime import datetime, timezone
 
-    from kernodeck.lockinputs import lock_inputs_sha256
+    from kernodeck.lock.inputs import lock_inputs_sha256
 
     m = loads_manifest(mutate('exclude-newer = "2026-11-30T00:00:00Z"', f"exclude-newer = {written}"))
     assert m.packages.exclude_newer == datetime(2026, 11, 30, tzinfo=timezone.utc)

@@ -133,7 +133,7 @@ def test_lock_reads_a_pipfile_through_from_and_goes_stale_when_it_changes(
     [packages], `pipenv install delta` (an edit) makes `lock --check` fail, and a git entry is a
     located error at lock time."""
     from kernodeck.errors import KernodeckError
-    from kernodeck.lock import lock_manifest
+    from kernodeck.lock.orchestrate import lock_manifest
     from tests.fixtures.index_factory import IndexFactory
 
     factory = IndexFactory(tmp_path / "index")
@@ -177,7 +177,7 @@ def test_groups_lock_a_pipfile_s_package_categories(tmp_path: Path, monkeypatch:
     an unknown one is a located error naming those the Pipfile has, and a git entry in a category
     matters only once selected."""
     from kernodeck.errors import KernodeckError
-    from kernodeck.lock import lock_manifest
+    from kernodeck.lock.orchestrate import lock_manifest
     from tests.fixtures.index_factory import IndexFactory
 
     factory = IndexFactory(tmp_path / "index")

@@ -13,7 +13,7 @@ from kernodeck.cli import main
 from kernodeck.errors import KernodeckError
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.poetrydeps import poetry_specifier, read_poetry
-from kernodeck.tomltext import parse_toml
+from kernodeck.support.tomltext import parse_toml
 
 
 @pytest.mark.parametrize(
@@ -171,7 +171,7 @@ def test_lock_reads_poetry_dependencies_through_from_and_goes_stale_when_they_ch
     """`from = ["pyproject.toml"]` of a Poetry project: its [tool.poetry.dependencies] are read at
     lock time, Poetry extras and groups selected by [packages] extras and groups, and a `poetry
     add` (an edit of the table) makes `lock --check` fail naming pyproject.toml."""
-    from kernodeck.lock import lock_manifest
+    from kernodeck.lock.orchestrate import lock_manifest
     from tests.fixtures.index_factory import IndexFactory
 
     factory = IndexFactory(tmp_path / "index")

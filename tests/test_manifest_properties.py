@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kernodeck.errors import ManifestError
 from kernodeck.manifest import loads_manifest
-from kernodeck.tomltext import parse_toml
+from kernodeck.support.tomltext import parse_toml
 
 EXAMPLE = (Path(__file__).parent / "data" / "design-example.toml").read_text(encoding="utf-8")
 BASE = parse_toml(EXAMPLE)

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from kernodeck.errors import UsageError
+from kernodeck.handover.rebuild import choose_platform
+from kernodeck.layers.run import select_platform
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Platform
 from kernodeck.platforms import PlatformFacts, choose, host_facts, norm_arch, os_of_sys_platform, probe_facts
 from kernodeck.probe.facts import Facts
-from kernodeck.rebuild import choose_platform
-from kernodeck.verify.run import select_platform
 from tests.fixtures.verify_project import MANIFEST, load
 
 
@@ -178,10 +178,10 @@ def test_the_chooser_does_not_import_the_verify_layers() -> None:
     """platforms.py is below verify/ and rebuild: importing it first (or alone) needs no verify
     module, so neither importer has to reach it through a half-initialised module."""
     code = (
-        "import sys, kernodeck.platforms, kernodeck.verify.run, kernodeck.rebuild; "
-        "print(sorted(m for m in sys.modules if m.startswith('kernodeck.verify')))"
+        "import sys, kernodeck.platforms, kernodeck.layers.run, kernodeck.handover.rebuild; "
+        "print(sorted(m for m in sys.modules if m.startswith('kernodeck.layers.')))"
     )
-    alone = "import sys, kernodeck.platforms; print(sorted(m for m in sys.modules if m.startswith('kernodeck.verify')))"
+    alone = "import sys, kernodeck.platforms; print(sorted(m for m in sys.modules if m.startswith('kernodeck.layers.')))"
     env_path = str(Path(__file__).resolve().parents[1] / "src")
     out = [
         subprocess.run(
@@ -195,4 +195,4 @@ def test_the_chooser_does_not_import_the_verify_layers() -> None:
         for c in (alone, code)
     ]
     assert out[0] == "[]"
-    assert "'kernodeck.verify.run'" in out[1]
+    assert "'kernodeck.layers.run'" in out[1]

@@ -1,4 +1,4 @@
-"""The `kernodeck` process loads no pydantic plugins (kernodeck.pydanticplugins); a program that
+"""The `kernodeck` process loads no pydantic plugins (kernodeck.support.pydanticplugins); a program that
 imports kernodeck keeps its own. A real plugin is registered the way packages register one (an
 entry point of the `pydantic` group in a dist-info folder on sys.path); each case runs in a fresh
 interpreter and reads whether the plugin's module ran and what was imported."""
@@ -82,7 +82,7 @@ def test_a_program_that_imports_kernodeck_keeps_its_pydantic_plugins(
 def test_a_loader_already_imported_is_left_as_it_is(tmp_path: Path, plugin_site: Path) -> None:
     code = (
         "import pydantic.plugin._loader as real, sys\n"
-        "from kernodeck.pydanticplugins import LOADER, load_none\n"
+        "from kernodeck.support.pydanticplugins import LOADER, load_none\n"
         "load_none()\n"
         "print(sys.modules[LOADER] is real)\n"
     )
@@ -96,7 +96,7 @@ def test_what_else_pydantic_asks_of_its_loader_comes_from_the_real_one(
     # a later pydantic may import more than get_plugins from its loader: the stand-in hands the
     # real module's names on instead of failing the import (and still loads no plugin itself)
     code = (
-        "from kernodeck.pydanticplugins import load_none\n"
+        "from kernodeck.support.pydanticplugins import load_none\n"
         "load_none()\n"
         "from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP, get_plugins\n"
         "print(PYDANTIC_ENTRY_POINT_GROUP, list(get_plugins()))\n"

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from kernodeck.cli import cli
 from kernodeck.errors import UsageError
-from kernodeck.installer_errors import backend_error, first_error
-from kernodeck.rebuild import (
+from kernodeck.handover.installer_errors import backend_error, first_error
+from kernodeck.handover.rebuild import (
     parse_freeze,
     plan_rebuild,
     rebuild,
@@ -398,8 +398,8 @@ def test_a_bundle_outside_git_carries_its_code_revision(tmp_path: Path) -> None:
     import subprocess
 
     from kernodeck.api import verify
-    from kernodeck.bundle import write_bundle
     from kernodeck.capture import capture
+    from kernodeck.handover.bundle import write_bundle
 
     proj = tmp_path / "author"
     proj.mkdir()

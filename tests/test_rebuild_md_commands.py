@@ -11,11 +11,9 @@ from typing import Any
 
 import pytest
 
-from kernodeck import rebuild
-from kernodeck.bundle import MD_DEST, MD_PYTHON, rebuild_markdown, rebuild_stage_commands
-from kernodeck.manifest.load import load_manifest
-from kernodeck.manifest.schema import Manifest
-from kernodeck.rebuild import (
+from kernodeck.handover import rebuild
+from kernodeck.handover.bundle import MD_DEST, MD_PYTHON, rebuild_markdown, rebuild_stage_commands
+from kernodeck.handover.rebuild import (
     contract_argv,
     install_argv,
     inventory_argv,
@@ -25,6 +23,8 @@ from kernodeck.rebuild import (
     stage_commands,
     venv_argv,
 )
+from kernodeck.manifest.load import load_manifest
+from kernodeck.manifest.schema import Manifest
 from kernodeck.report import Report
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "manifests").iterdir())
@@ -228,7 +228,7 @@ def test_rebuild_md_passes_the_build_constraints_to_a_readers_pip(tmp_path: Path
 
     import tomlkit
 
-    from kernodeck.lock import lock_manifest
+    from kernodeck.lock.orchestrate import lock_manifest
     from tests.fixtures.index_factory import IndexFactory
     from tests.fixtures.lock_project import write_manifest
     from tests.fixtures.old_sdist import publish_old_sdist

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from kernodeck.handover.rebuild import rebuild
 from kernodeck.layers import Layer
-from kernodeck.lock import lock_manifest
-from kernodeck.rebuild import rebuild
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.report import Status
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.project_backend import BACKEND, PYPROJECT
@@ -134,7 +134,7 @@ def test_a_bundle_rebuilds_the_locked_dependencies_and_says_how_to_add_the_proje
     against BUNDLE.sha256: rebuild leaves the project out there, and REBUILD.md says how to add it."""
     import subprocess
 
-    from kernodeck.bundle import write_bundle
+    from kernodeck.handover.bundle import write_bundle
 
     project = _project(tmp_path, served)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kernodeck import bundlesums, rebuild
 from kernodeck.cli import cli
-from kernodeck.layers import Layer
-from kernodeck.rebuild import (
+from kernodeck.handover import rebuild
+from kernodeck.handover import sums as bundlesums
+from kernodeck.handover.rebuild import (
     STAGE_ORDER,
     STAGES,
     RebuildPlan,
@@ -23,6 +23,7 @@ from kernodeck.rebuild import (
     plan_rebuild,
     run_rebuild,
 )
+from kernodeck.layers import Layer
 from kernodeck.report import Report, Status, Step
 
 MANIFEST = """schema-version = 1

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from kernodeck.report import Report, Step, render
+from kernodeck.render.terminal import render_report as render
+from kernodeck.report import Report, Step
 
 
 def _report() -> Report:

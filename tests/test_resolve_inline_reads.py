@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 

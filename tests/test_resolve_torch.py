@@ -6,7 +6,7 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.targets import Target
 from tests.fixtures.index_factory import IndexFactory
 from tests.fixtures.lock_project import hashes, pins, read_lock, write_manifest

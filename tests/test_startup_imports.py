@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 
@@ -41,7 +41,9 @@ def _loaded(code: str, watch: tuple[str, ...], cwd: Path | None = None) -> list[
     return [m for m in line.removeprefix("LOADED=").split(",") if m]
 
 
-@pytest.mark.parametrize("module", ["kernodeck.lockreplay", "kernodeck.lock", "kernodeck.commands.lock"])
+@pytest.mark.parametrize(
+    "module", ["kernodeck.lock.replay", "kernodeck.lock.orchestrate", "kernodeck.commands.lock"]
+)
 def test_the_lock_modules_import_no_http_client_rich_or_resolver(module: str) -> None:
     assert _loaded(f"import {module}", HEAVY) == []
 
@@ -58,7 +60,7 @@ def test_a_lock_from_the_cache_imports_no_tls_http_client_html_or_tar_modules() 
     client): ssl, urllib.request (http.client, ssl, email), html.parser and tarfile come with the
     first request, the first HTML page and the first sdist."""
     code = (
-        "import kernodeck.cli, kernodeck.commands.lock, kernodeck.lock, kernodeck.resolve\n"
+        "import kernodeck.cli, kernodeck.commands.lock, kernodeck.lock.orchestrate, kernodeck.resolve\n"
         "import kernodeck.index.client, kernodeck.index.collector, kernodeck.index.fetcher\n"
     )
     assert _loaded(code, ("ssl", "urllib.request", "http.client", "html.parser", "tarfile")) == []
@@ -67,7 +69,7 @@ def test_a_lock_from_the_cache_imports_no_tls_http_client_html_or_tar_modules() 
 @pytest.mark.parametrize("args", [["--help"], ["lock", "--help"], ["verify", "--help"]])
 def test_command_help_imports_only_click(args: list[str]) -> None:
     code = f"from kernodeck.cli import main\nassert main({args!r}) == 0\n"
-    watch = (*HEAVY, "pydantic", "tomlkit", "kernodeck.lock", "kernodeck.manifest")
+    watch = (*HEAVY, "pydantic", "tomlkit", "kernodeck.lock.orchestrate", "kernodeck.manifest")
     assert _loaded(code, watch) == []
 
 
@@ -99,7 +101,7 @@ def test_require_and_verify_load_neither_heavy_modules_nor_tomlkit(tmp_path: Pat
 def _replayed(manifest: Path, cache: Path) -> tuple[dict[str, object], list[str]]:
     """A re-lock in a fresh interpreter: its statuses, resolutions and the heavy modules it loaded."""
     code = (
-        "import json, kernodeck.lock as L\n"
+        "import json, kernodeck.lock.orchestrate as L\n"
         "calls = []\n"
         "real = L._resolve_and_render\n"
         "L._resolve_and_render = lambda *a, **k: (calls.append(1), real(*a, **k))[1]\n"
@@ -208,7 +210,7 @@ def test_a_lock_that_resolves_from_a_fresh_cache_loads_no_http_client(
     (nor the CA bundle read)."""
     manifest, cache = _locked_with_fresh_pages(index_factory, served_index, tmp_path)
     code = (
-        "import kernodeck.lock as L\n"
+        "import kernodeck.lock.orchestrate as L\n"
         f"r = L.lock_manifest({str(manifest)!r}, cache_dir={str(cache)!r}, upgrade_packages=['dep<9'])\n"
         "assert [p.status for p in r.platforms] == ['unchanged', 'unchanged'], r\n"
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.api import verify
-from kernodeck.bundle import BundleError, write_bundle
+from kernodeck.handover.bundle import BundleError, write_bundle
 from kernodeck.report import Report, Status
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"

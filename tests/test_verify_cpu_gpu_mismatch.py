@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernodeck.report import Report, Status, Step, render
+from kernodeck.render.terminal import render_report as render
+from kernodeck.report import Report, Status, Step
 from tests.fixtures.verify_project import GPU_SYSTEM, load, project, run, step
 
 

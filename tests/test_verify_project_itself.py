@@ -101,8 +101,8 @@ def test_a_stray_package_beside_a_group_keeps_the_general_hint(
 
 
 def test_a_project_installed_from_elsewhere_is_not_this_project(tmp_path: Path) -> None:
+    from kernodeck.layers.packages import project_distributions
     from kernodeck.probe.facts import Distribution
-    from kernodeck.verify.packages import project_distributions
 
     def dist(name: str, url: str, dir_info: dict[str, bool] | None) -> Distribution:
         direct = {"url": url, **({"dir_info": dir_info} if dir_info is not None else {"archive_info": {}})}

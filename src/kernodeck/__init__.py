@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "require", "verify"]
+__all__ = ["CheckFailed", "__version__", "require", "verify"]
 
 if TYPE_CHECKING:
     from kernodeck.api import require, verify
+    from kernodeck.errors import CheckFailed
 
 
 def __getattr__(name: str) -> Any:
@@ -28,4 +29,8 @@ def __getattr__(name: str) -> Any:
         from kernodeck.api import require
 
         return require
+    if name == "CheckFailed":
+        from kernodeck.errors import CheckFailed
+
+        return CheckFailed
     raise AttributeError(f"module 'kernodeck' has no attribute {name!r}")

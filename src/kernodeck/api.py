@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from kernodeck.errors import CheckFailed, KernodeckError
 from kernodeck.fingerprint import FingerprintCache
-from kernodeck.gctune import fewer_collections
 from kernodeck.interpreters import Interpreter, choose
 from kernodeck.probe import launch
+from kernodeck.support.gctune import fewer_collections
 
 if TYPE_CHECKING:
     from kernodeck.probe.runner import Probe
@@ -71,9 +71,9 @@ def verify(
         started = launch.script_command(chosen.path, records=records, rehash=rehash, records_cache=dirs)
         launch.prestart(started)
     try:
+        from kernodeck.layers.run import run_verify
         from kernodeck.manifest.load import load_manifest
         from kernodeck.probe.runner import RealProbe
-        from kernodeck.verify.run import run_verify
 
         manifest = load_manifest(file)
         if probe is None:
@@ -155,8 +155,8 @@ def doctor(
     """Describe an environment with the same probes, without a manifest (the interpreter chosen
     as for verify). torch is always imported in a process of its own here: doctor is what one
     runs on an environment whose torch may crash."""
+    from kernodeck.layers.doctor import run_doctor
     from kernodeck.probe.runner import RealProbe
-    from kernodeck.verify.doctor import run_doctor
 
     if probe is not None:
         return run_doctor(probe, compute=compute)

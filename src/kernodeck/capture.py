@@ -28,13 +28,13 @@ from tomlkit.items import Item
 
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import fingerprint, sha256_file
-from kernodeck.fsio import atomic_write_text
 from kernodeck.gitstate import git_state
 from kernodeck.interpreters import choose
 from kernodeck.manifest.edit import dumps_document, get_value, load_document, set_value
 from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Facts
+from kernodeck.support.fsio import atomic_write_text
 
 _DATED_ID = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(\d+)$")
 

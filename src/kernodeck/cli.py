@@ -49,8 +49,8 @@ class _Group(click.Group):
             raise
         except Exception as e:  # a bug: say so plainly; the traceback only on request
             if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-                # a full disk met outside kernodeck.fsio (a download, a cache folder): not a bug
-                from kernodeck.fsio import DiskFull
+                # a full disk met outside kernodeck.support.fsio (a download, a cache folder): not a bug
+                from kernodeck.support.fsio import DiskFull
 
                 full = DiskFull(Path(e.filename).parent if e.filename else Path.cwd(), e)
                 click.echo(full.render(), err=True)
@@ -158,8 +158,8 @@ def run() -> NoReturn:
     """The `kernodeck` command (console script, `python -m kernodeck`): `main`, then `leave`."""
     # httpx imports its own command line (rich, pygments) and httpcore its async backends and
     # HTTP/2 stack whenever they are installed; this process runs none of them (see httpmods).
-    from kernodeck.httpmods import keep_unused_out
-    from kernodeck.pydanticplugins import load_none
+    from kernodeck.support.httpmods import keep_unused_out
+    from kernodeck.support.pydanticplugins import load_none
 
     keep_unused_out()
     load_none()

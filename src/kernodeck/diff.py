@@ -22,45 +22,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernodeck.errors import UsageError
+from kernodeck.layers import _LAYERS, LAYER_ORDER, layer_info
 from kernodeck.report import Report, Status, Step
-
-#: Layers in the order verify checks them; a difference is reported against the first.
-LAYER_ORDER: tuple[str, ...] = (
-    "code",
-    "config",
-    "data",
-    "weights",
-    "interpreter",
-    "packages",
-    "contract",
-    "rebuild",
-    "system",
-    "backend",
-    "device",
-    "application",
-    "resume",
-)
-
-#: layer -> (group, cause)
-_LAYERS: dict[str, tuple[str, str]] = {
-    "code": ("code", "inputs"),
-    "config": ("code", "inputs"),
-    "data": ("data", "inputs"),
-    "weights": ("data", "inputs"),
-    "interpreter": ("packages", "software"),
-    "python": ("packages", "software"),
-    "packages": ("packages", "software"),
-    "contract": ("packages", "software"),
-    "rebuild": ("packages", "software"),
-    "system": ("system and backend", "execution conditions"),
-    "platform": ("system and backend", "execution conditions"),
-    "backend": ("system and backend", "execution conditions"),
-    "device": ("system and backend", "execution conditions"),
-    "compute": ("system and backend", "execution conditions"),
-    "application": ("results", "results"),
-    "checks": ("results", "results"),
-    "resume": ("results", "results"),
-}
 
 GROUPS: tuple[str, ...] = ("code", "data", "packages", "system and backend", "results", "other")
 CAUSES: tuple[str, ...] = ("inputs", "software", "execution conditions")
@@ -162,11 +125,6 @@ class DiffResult(BaseModel):
 
 
 # --- comparing ---------------------------------------------------------------------------------
-
-
-def layer_info(layer: str) -> tuple[str, str]:
-    """(group, cause) of a layer; unknown layers are grouped under "other"."""
-    return _LAYERS.get(layer, ("other", "other"))
 
 
 def _layer_rank(layer: str) -> int:
@@ -345,49 +303,3 @@ def load_report(path: str | Path) -> Report:
             f"{p} is not a kernodeck report: {first}",
             hint="pass files written by `kernodeck verify --json FILE`, `live`, or a repro.toml",
         ) from None
-
-
-def is_manifest_path(arg: str) -> bool:
-    p = Path(arg)
-    return p.suffix == ".toml" or (p.is_dir() and (p / "repro.toml").is_file())
-
-
-def live_report(
-    manifest: str | Path,
-    *,
-    python: str | None = None,
-    platform: str | None = None,
-    compute: bool = True,
-) -> Report:
-    """A verify report of the live environment against a manifest."""
-    from kernodeck import api  # imported late: verify pulls in the probes
-    from kernodeck.interpreters import choose
-
-    path = Path(manifest)
-    target = python if python is not None else choose(project=path if path.is_dir() else path.parent)
-    report: Report = api.verify(path, python=target, platform=platform, compute=compute)
-    return report
-
-
-def resolve_side(
-    arg: str,
-    *,
-    other: Report | None = None,
-    python: str | None = None,
-    compute: bool = True,
-) -> tuple[Report, str]:
-    """A report for one side of `kernodeck diff`: a JSON file, `live` (the manifest the other
-    report names, or ./repro.toml), or a manifest (verified against the live environment)."""
-    if arg == "live":
-        manifest = Path("repro.toml")
-        if other is not None and other.manifest and Path(other.manifest).is_file():
-            manifest = Path(other.manifest)
-        if not manifest.is_file():
-            raise UsageError(
-                "`live` needs a manifest to verify against",
-                hint="run in the folder holding repro.toml, or pass the manifest path instead of `live`",
-            )
-        return live_report(manifest, python=python, compute=compute), f"live ({manifest})"
-    if is_manifest_path(arg):
-        return live_report(Path(arg), python=python, compute=compute), f"live ({arg})"
-    return load_report(arg), arg

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernodeck.fsio import open_regular
+from kernodeck.support.fsio import open_regular
 
 #: Read size for streaming hashes. Large enough to amortise syscalls, small enough for the cache.
 BLOCK_SIZE = 4 * 1024 * 1024
@@ -230,7 +230,7 @@ class FingerprintCache:
         time)."""
         if self.path is None or not self._dirty:
             return
-        from kernodeck.filelocks import held
+        from kernodeck.support.filelocks import held
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -239,7 +239,7 @@ class FingerprintCache:
                     return  # another process holds it for longer: this run's entries are not kept
                 current = _read_entries(self.path)
                 current.update(self._dirty)
-                from kernodeck.fsio import atomic_write_text
+                from kernodeck.support.fsio import atomic_write_text
 
                 atomic_write_text(self.path, json.dumps(current, separators=(",", ":")))
                 self._entries = current

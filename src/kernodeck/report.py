@@ -11,11 +11,11 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import Annotated, Any
 
-from kernodeck.fsio import atomic_write_text
 from kernodeck.layers import Layer
 from kernodeck.manifest.model import Field, Model
+from kernodeck.support.fsio import atomic_write_text
 
 REPORT_SCHEMA = "kernodeck-report/1"
 
@@ -132,23 +132,6 @@ class Report(Model):
 
     def write_json(self, path: str | Path) -> None:
         atomic_write_text(Path(path), self.to_json())
-
-
-def render(
-    report: Report,
-    file: IO[str] | None = None,
-    *,
-    color: str | bool | None = "auto",
-    width: int | None = None,
-    quiet: bool = False,
-    verbose: bool = False,
-) -> None:
-    """Print the human report (`kernodeck.render.terminal`): a heading per layer, one line per
-    step, failures expanded, the summary last. Colours: `auto` (a terminal without NO_COLOR),
-    `always`/True or `never`/False."""
-    from kernodeck.render.terminal import render_report
-
-    render_report(report, file, color=color, width=width, quiet=quiet, verbose=verbose)
 
 
 def write_json_report(report: Report, target: str) -> None:

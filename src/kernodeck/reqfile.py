@@ -44,10 +44,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import parse_backend
-from kernodeck.conflicts import conflict_issue
 from kernodeck.errors import Issue, ManifestError
-from kernodeck.tomltext import parse_toml
-from kernodeck.urls import is_placeholder_userinfo, strip_userinfo
+from kernodeck.support.conflicts import conflict_issue
+from kernodeck.support.tomltext import parse_toml
+from kernodeck.support.urls import is_placeholder_userinfo, strip_userinfo
 
 if TYPE_CHECKING:
     from kernodeck.manifest.poetrydeps import PoetryDeps

@@ -15,10 +15,10 @@ import pytest
 
 from kernodeck.api import verify
 from kernodeck.errors import EXIT_FAILED, ManifestError
-from kernodeck.fsio import DiskFull, atomic_write_bytes
 from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.schema import leaves_project
 from kernodeck.report import Status
+from kernodeck.support.fsio import DiskFull, atomic_write_bytes
 from tests.fixtures.installed_env import manifest_text
 
 ZEROS = "0" * 64

@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
-import tomllib
 
-from kernodeck.bundle import BundleError, write_bundle
-from kernodeck.scrub import Scrubber
+from kernodeck.handover.bundle import BundleError, write_bundle
+from kernodeck.handover.scrub import Scrubber
+from kernodeck.support.tomltext import tomllib
 
 CORPUS = tomllib.loads((Path(__file__).parents[1] / "data" / "secret_corpus.toml").read_text())
 POSITIVE = CORPUS["positive"]

@@ -268,7 +268,7 @@ def test_fingerprint_skips_fifos_in_a_folder_and_refuses_one_named(tmp_path: Pat
     code = textwrap.dedent(
         f"""
         from kernodeck.fingerprint import FingerprintCache
-        from kernodeck.fsio import NotRegularFile
+        from kernodeck.support.fsio import NotRegularFile
         fp = FingerprintCache().fingerprint({str(folder)!r})
         print(fp.files, fp.size)
         for p in ({str(folder / "pipe")!r}, {str(folder / "zero")!r}):

@@ -11,7 +11,7 @@ import pytest
 from kernodeck.cli import main
 from kernodeck.index.sources import expand
 from kernodeck.lockfile.names import requirements_filename
-from kernodeck.urls import redact, remember_secret
+from kernodeck.support.urls import redact, remember_secret
 from tests.fixtures.hostile_index import HostileServer
 from tests.fixtures.index_factory import IndexFactory
 from tests.fixtures.lock_project import pins, write_manifest

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kernodeck import fsio
-from kernodeck.lock import lock_manifest
+from kernodeck.lock.orchestrate import lock_manifest
 from kernodeck.lockfile.names import is_lock_file, requirements_filename
+from kernodeck.support import fsio
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 
@@ -108,13 +108,13 @@ def test_an_interrupted_lock_is_reported_then_finished(
 
         real(*a, **kw, before_rename=crash)
 
-    monkeypatch.setattr("kernodeck.lock.write_set", killed_after_first_rename)
+    monkeypatch.setattr("kernodeck.lock.orchestrate.write_set", killed_after_first_rename)
     with pytest.raises(Killed):
         lock_manifest(manifest, cache_dir=cache)
     assert not stale.exists()  # leftovers of earlier runs are removed before a set is written
     written = [p for p in ("linux", "windows") if (folder / requirements_filename(p)).exists()]
     assert written == ["linux"]  # the first rename happened, the second did not
-    monkeypatch.setattr("kernodeck.lock.write_set", real)
+    monkeypatch.setattr("kernodeck.lock.orchestrate.write_set", real)
 
     check = lock_manifest(manifest, cache_dir=cache, check=True)
     assert not check.ok

@@ -23,11 +23,11 @@ from kernodeck.checks.resume import resume_out, resume_steps
 from kernodeck.checks.runner import make_base
 from kernodeck.errors import UsageError
 from kernodeck.fingerprint import sha256_file
-from kernodeck.fsio import atomic_write_bytes
 from kernodeck.manifest.edit import load_document, save_document, set_value
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Check, CheckOutput, Manifest
 from kernodeck.report import Status, Step
+from kernodeck.support.fsio import atomic_write_bytes
 
 
 @dataclass

@@ -5,7 +5,7 @@ The argv comes from the manifest: `{out}` becomes a fresh output folder, a leadi
 manifest's folder, with the target environment plus the `[determinism]` variables (see
 `kernodeck.determinism.env_for`) and the check's own `env`, under a timeout that kills its whole
 process group. stdout and stderr go to `<out>/.kernodeck/`; a failure is summarised by the exit
-code and the first error line of stderr as kernodeck.firsterror finds it (the first `Traceback`'s
+code and the first error line of stderr as kernodeck.support.firsterror finds it (the first `Traceback`'s
 exception line, or the first `...Error:` line), not by whatever noise came last.
 """
 
@@ -23,9 +23,9 @@ from pathlib import Path
 
 from kernodeck.determinism import ENV_REPORT, env_for
 from kernodeck.errors import UsageError
-from kernodeck.firsterror import first_error as first_error_line
 from kernodeck.manifest.schema import Determinism
 from kernodeck.probe.launch import wait_group
+from kernodeck.support.firsterror import first_error as first_error_line
 
 LOG_DIR = ".kernodeck"
 MARKER = "made-by-kernodeck"

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import click
 
 from kernodeck.commands.options import json_option, report_options
-from kernodeck.errors import EXIT_FAILED, EXIT_OK
+from kernodeck.errors import EXIT_FAILED, EXIT_OK, UsageError
 from kernodeck.render.output import OutputOptions
+
+if TYPE_CHECKING:
+    from kernodeck.report import Report
 
 
 @click.command()
@@ -34,9 +40,9 @@ def diff(
     environment verified against the manifest A names, or ./repro.toml) or a repro.toml to verify
     the live environment against. Exit 0 when nothing differs, 1 when something does.
     """
-    from kernodeck.diff import diff_reports, resolve_side
-    from kernodeck.fsio import atomic_write_text
+    from kernodeck.diff import diff_reports
     from kernodeck.render.terminal import render_diff
+    from kernodeck.support.fsio import atomic_write_text
 
     report_a, name_a = resolve_side(a, python=python, compute=not no_compute)
     report_b, name_b = resolve_side(b, other=report_a, python=python, compute=not no_compute)
@@ -48,3 +54,51 @@ def diff(
             atomic_write_text(json_out, result.to_json())
         render_diff(result, color=output.color, quiet=output.quiet, verbose=output.verbose)
     ctx.exit(EXIT_OK if result.identical else EXIT_FAILED)
+
+
+def is_manifest_path(arg: str) -> bool:
+    p = Path(arg)
+    return p.suffix == ".toml" or (p.is_dir() and (p / "repro.toml").is_file())
+
+
+def live_report(
+    manifest: str | Path,
+    *,
+    python: str | None = None,
+    platform: str | None = None,
+    compute: bool = True,
+) -> Report:
+    """A verify report of the live environment against a manifest."""
+    from kernodeck import api  # imported late: verify pulls in the probes
+    from kernodeck.interpreters import choose
+
+    path = Path(manifest)
+    target = python if python is not None else choose(project=path if path.is_dir() else path.parent)
+    report: Report = api.verify(path, python=target, platform=platform, compute=compute)
+    return report
+
+
+def resolve_side(
+    arg: str,
+    *,
+    other: Report | None = None,
+    python: str | None = None,
+    compute: bool = True,
+) -> tuple[Report, str]:
+    """A report for one side of `kernodeck diff`: a JSON file, `live` (the manifest the other
+    report names, or ./repro.toml), or a manifest (verified against the live environment)."""
+    from kernodeck.diff import load_report
+
+    if arg == "live":
+        manifest = Path("repro.toml")
+        if other is not None and other.manifest and Path(other.manifest).is_file():
+            manifest = Path(other.manifest)
+        if not manifest.is_file():
+            raise UsageError(
+                "`live` needs a manifest to verify against",
+                hint="run in the folder holding repro.toml, or pass the manifest path instead of `live`",
+            )
+        return live_report(manifest, python=python, compute=compute), f"live ({manifest})"
+    if is_manifest_path(arg):
+        return live_report(Path(arg), python=python, compute=compute), f"live ({arg})"
+    return load_report(arg), arg

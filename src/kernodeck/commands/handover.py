@@ -58,7 +58,7 @@ def rebuild(
     While the installer runs, its output is shown as it comes: a status line on a terminal, plain
     "  pip: ..." lines otherwise (--quiet: nothing).
     """
-    from kernodeck.rebuild import plan_rebuild, run_rebuild
+    from kernodeck.handover.rebuild import plan_rebuild, run_rebuild
     from kernodeck.render import emit
     from kernodeck.report import write_json_report
 
@@ -171,7 +171,7 @@ def bundle(
 
     MANIFEST (default ./repro.toml; a folder means the repro.toml inside it) comes first, as in
     every command; `kernodeck bundle OUT` bundles ./repro.toml."""
-    from kernodeck.bundle import write_bundle
+    from kernodeck.handover.bundle import write_bundle
 
     if len(paths) > 2:
         raise click.UsageError("give at most two paths: [MANIFEST] OUT")

@@ -2,7 +2,7 @@
 
 The command decides what a person sees: the progress display (`RichProgress`, on stderr when it
 is a terminal and not -q), the summary, the failures and the exit code. The work is
-`kernodeck.lock.lock_manifest`, which shows nothing on its own.
+`kernodeck.lock.orchestrate.lock_manifest`, which shows nothing on its own.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import click
 
 from kernodeck.commands.options import default_manifest, json_option
 from kernodeck.errors import EXIT_FAILED, KernodeckError
-from kernodeck.fsio import atomic_write_text
+from kernodeck.support.fsio import atomic_write_text
 
 if TYPE_CHECKING:
-    from kernodeck.lock import LockProgress, LockResult, PlatformFailure
+    from kernodeck.lock.orchestrate import LockProgress, LockResult, PlatformFailure
 
 
 @click.command()
@@ -92,7 +92,7 @@ def lock(
     mirrors: tuple[str, ...],
 ) -> None:
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
-    from kernodeck.lock import Format, lock_manifest
+    from kernodeck.lock.orchestrate import Format, lock_manifest
 
     manifest = manifest if manifest is not None else default_manifest()
     progress = progress_for(quiet, sys.stderr)
@@ -228,7 +228,7 @@ def _write_json(json_out: str, data: dict[str, Any]) -> None:
 def _error_json(e: KernodeckError) -> dict[str, Any]:
     """What stopped the lock, as the terminal says it; credentials in URLs concealed again, since
     this goes to a file."""
-    from kernodeck.urls import redact
+    from kernodeck.support.urls import redact
 
     return {
         "message": redact(e.message),
@@ -279,7 +279,7 @@ def progress_for(quiet: bool, stream: TextIO) -> LockProgress | None:
 
 class RichProgress:
     """Progress on stderr: packages pinned and metadata read, per platform (a
-    `kernodeck.lock.LockProgress`; called from the lock's resolver threads)."""
+    `kernodeck.lock.orchestrate.LockProgress`; called from the lock's resolver threads)."""
 
     def __init__(self) -> None:
         from rich.console import Console

@@ -26,8 +26,8 @@ def report(reports: tuple[str, ...], out: Path | None) -> None:
     """
     from kernodeck.diff import diff_reports, load_report
     from kernodeck.errors import UsageError
-    from kernodeck.fsio import atomic_write_text
     from kernodeck.render.html import diff_html, html_report, require_matplotlib
+    from kernodeck.support.fsio import atomic_write_text
 
     if len(reports) > 2:
         raise UsageError(f"report takes one or two report files, got {len(reports)}")

@@ -1,6 +1,6 @@
 """`kernodeck verify --fleet` on every rank, and `require(..., fleet=True)` inside a job.
 
-Each rank announces itself, runs the ordinary verify (kernodeck.verify.run, with the usual
+Each rank announces itself, runs the ordinary verify (kernodeck.layers.run, with the usual
 --only/--skip/--no-compute), then takes part in the exchange (kernodeck.fleet.exchange). On the
 command line, when no rank is missing, the ranks then form a gloo process group on the same store
 and all-reduce the verdict, so every rank exits with the same verdict and the group itself proves
@@ -31,8 +31,8 @@ from kernodeck.fleet.exchange import (
     open_store,
 )
 from kernodeck.fleet.facts import Identity, identity_from_env
-from kernodeck.fsio import atomic_write_text
 from kernodeck.report import Report
+from kernodeck.support.fsio import atomic_write_text
 
 BACKENDS = ("gloo", "nccl")
 

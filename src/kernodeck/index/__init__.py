@@ -18,7 +18,7 @@ from kernodeck.index.models import (
     ProjectPage,
 )
 from kernodeck.index.sources import MissingCredential, default_index_url
-from kernodeck.urls import redact
+from kernodeck.support.urls import redact
 
 if TYPE_CHECKING:
     from kernodeck.index.client import ClientStats, IndexClient

@@ -14,7 +14,7 @@ that predates it. As uv does, the build requirements come from the lock's own so
   that serves no upload times is asked again without the cut, as the lock itself lets such files
   pass);
 - pip isolated from the user's configuration, with what the machine needs to reach the network
-  (CA bundle, proxy, client certificate: `kernodeck.installer_env`).
+  (CA bundle, proxy, client certificate: `kernodeck.handover.installer_env`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from datetime import datetime, timezone
 
 from packaging.version import InvalidVersion, Version
 
-from kernodeck.installer_env import installer_environment
-from kernodeck.urls import PLACEHOLDER, redact
+from kernodeck.handover.installer_env import installer_environment
+from kernodeck.support.urls import PLACEHOLDER, redact
 
 #: The pip that first knows `--uploaded-prior-to`.
 UPLOADED_PRIOR_TO_PIP = Version("26.0")
@@ -152,7 +152,7 @@ def install_build_requirements(python: str, requirements: Sequence[str], sources
             at = argv.index("--uploaded-prior-to")
             proc = _run([*argv[:at], *argv[at + 2 :]], inst.env)
     if proc.returncode != 0:
-        from kernodeck.installer_errors import installer_cause
+        from kernodeck.handover.installer_errors import installer_cause
 
         cause = installer_cause(proc.stdout, requirements="the manifest", credentials=list(sources.variables))
         listed = ", ".join(requirements)

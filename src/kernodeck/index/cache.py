@@ -25,7 +25,7 @@ file's URL and artifact hash, and the PEP 658 metadata hash the page declared (c
 the content on every read). So metadata read from one index can never answer for another.
 
 Keys and contents hold URLs only in their public form (user-info removed, expanded placeholder
-values replaced by their `${NAME}`, see `kernodeck.urls`): nothing secret reaches the disk.
+values replaced by their `${NAME}`, see `kernodeck.support.urls`): nothing secret reaches the disk.
 
 The parsed form lets a warm lock skip decoding and validating big pages (tens of thousands of
 files); it records the size and mtime of the .json it was made from and is ignored when that file
@@ -59,9 +59,9 @@ from pathlib import Path
 from typing import Any
 
 from kernodeck.errors import IndexError_
-from kernodeck.filelocks import held_slot
-from kernodeck.fsio import atomic_write_bytes
-from kernodeck.urls import redact
+from kernodeck.support.filelocks import held_slot
+from kernodeck.support.fsio import atomic_write_bytes
+from kernodeck.support.urls import redact
 
 _LAYOUT = "index-v3"  # v3: 16 shard folders per kind (v2 had 256), named locks in one file
 _SEAL = b"KDC2 sha256:"

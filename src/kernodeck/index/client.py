@@ -33,7 +33,7 @@ suit a target), `fetcher.MetadataFetcher` (core metadata and files), both over
   request only when it goes to that source's own scheme and host, and user-info is sent as basic
   auth to that host only; ~/.netrc (or $NETRC) is used for hosts without them. URLs kept in
   pages, cache keys and contents, errors, logs and stats never carry credentials or expanded
-  values (`kernodeck.urls`).
+  values (`kernodeck.support.urls`).
 """
 
 from __future__ import annotations

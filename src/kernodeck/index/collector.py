@@ -39,7 +39,7 @@ from kernodeck.index.transport import (
     _page_url,
     bounded_allocator,
 )
-from kernodeck.urls import redact
+from kernodeck.support.urls import redact
 
 
 class PageCollector(IndexHttp):

@@ -34,7 +34,7 @@ from kernodeck.index.models import (
     parse_filename,
 )
 from kernodeck.index.transport import _MIN_DOWNLOAD_RATE, IndexHttp, _local_path
-from kernodeck.urls import public_url, redact
+from kernodeck.support.urls import public_url, redact
 
 
 class MetadataFetcher(IndexHttp):

@@ -32,7 +32,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.errors import IndexError_
-from kernodeck.urls import strip_userinfo
+from kernodeck.support.urls import strip_userinfo
 
 JSON_CONTENT_TYPE = "application/vnd.pypi.simple.v1+json"
 HTML_CONTENT_TYPE = "application/vnd.pypi.simple.v1+html"

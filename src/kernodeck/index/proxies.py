@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from kernodeck.urls import redact
+from kernodeck.support.urls import redact
 
 if TYPE_CHECKING:
-    from kernodeck.installer_env import Setting
+    from kernodeck.handover.installer_env import Setting
 
 
 @dataclass(frozen=True)

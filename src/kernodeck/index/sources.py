@@ -2,7 +2,7 @@
 
 Credentials never leave memory: `expand()` resolves placeholders into a `ResolvedUrl` whose `url`
 has no user-info and whose `auth` is kept apart, and remembers every expanded value with
-`kernodeck.urls.remember_secret` so that `redact()`/`conceal()` put its `${NAME}` back in whatever
+`kernodeck.support.urls.remember_secret` so that `redact()`/`conceal()` put its `${NAME}` back in whatever
 is written or printed. `ResolvedUrl.public` is the URL as written (placeholders in place): the
 client keys caches and builds page and file URLs with it, and expands the placeholders of a
 source only in requests to that source's own scheme and host (`ResolvedUrl.for_request`).
@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from kernodeck.errors import IndexError_, UsageError
-from kernodeck.urls import redact, remember_secret
+from kernodeck.support.urls import redact, remember_secret
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -175,7 +175,7 @@ _INDEX_KEYS = ("index-url", "extra-index-url", "find-links")
 def _pip_index_settings(python: str) -> dict[str, Any]:
     """pip's index settings and built-in default index, as `python`'s pip reads them. For this
     interpreter they are read without importing pip (importing pip's configuration costs more
-    than the rest of a replayed lock): its files by `kernodeck.installer_env.pip_config_values`,
+    than the rest of a replayed lock): its files by `kernodeck.handover.installer_env.pip_config_values`,
     its default from pip's own index module alone. Another interpreter is asked in a subprocess
     running `_PIP_PROBE`, which reads them with pip itself; tests check both agree."""
     if python == sys.executable:
@@ -186,7 +186,7 @@ def _pip_index_settings(python: str) -> dict[str, Any]:
 
 def _pip_settings_here() -> dict[str, Any]:
     """This interpreter's pip index settings ("config", "settings"), without its default."""
-    from kernodeck.installer_env import pip_config_values
+    from kernodeck.handover.installer_env import pip_config_values
 
     values = pip_config_values(os.environ, prefix=sys.prefix)
     out: dict[str, Any] = {}

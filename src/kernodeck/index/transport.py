@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from kernodeck import __version__
@@ -36,16 +36,18 @@ from kernodeck.index.models import (
     ProjectPage,
 )
 
-if TYPE_CHECKING:  # httpx (and ssl) are imported when the first request is made (a warm lock makes none)
+if TYPE_CHECKING:
+    # httpx (and ssl) are imported when the first request is made (a warm lock makes none)
     import ssl
 
     import httpx
+    from typing_extensions import Self
 
+    from kernodeck.handover.installer_env import Setting
     from kernodeck.index.proxies import ProxyInUse
-    from kernodeck.installer_env import Setting
-from kernodeck.httpmods import http2_asked
 from kernodeck.index.sources import ResolvedUrl, expand, netrc_auth
-from kernodeck.urls import public_url, redact
+from kernodeck.support.httpmods import http2_asked
+from kernodeck.support.urls import public_url, redact
 
 _RETRY_STATUS = {500, 502, 503, 504}
 _ATTEMPTS = 4
@@ -93,7 +95,7 @@ class _Reply:
     reason_phrase: str
     headers: httpx.Headers
     content: bytes
-    url: str  # public form (see kernodeck.urls.public_url)
+    url: str  # public form (see kernodeck.support.urls.public_url)
     request_url: str  # public form
 
 
@@ -133,11 +135,11 @@ class ClientStats:
 
 def network_reach(environ: Mapping[str, str] | None = None) -> tuple[ssl.SSLContext | bool, Setting | None]:
     """(TLS verification, proxy) for the index client, from the same settings the installer runs
-    keep (kernodeck.installer_env): the user's CA bundle and client certificate, and pip's proxy
+    keep (kernodeck.handover.installer_env): the user's CA bundle and client certificate, and pip's proxy
     setting with its source (None: the HTTP(S)_PROXY / NO_PROXY variables apply)."""
     import ssl
 
-    from kernodeck.installer_env import network_settings
+    from kernodeck.handover.installer_env import network_settings
 
     net = network_settings(os.environ if environ is None else environ)
     verify: ssl.SSLContext | bool = True

@@ -29,10 +29,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from kernodeck.conflicts import blank_conflicts, conflict_regions, regions_text
 from kernodeck.errors import KernodeckError
 from kernodeck.lockfile.header import HEADER_KEY, HEADER_KV, OLD_HEADER_KEY, PLATFORM_KEY
 from kernodeck.lockfile.names import requirements_path
+from kernodeck.support.conflicts import blank_conflicts, conflict_regions, regions_text
 
 
 class LockfileError(KernodeckError):
@@ -107,7 +107,7 @@ class LockFile:
 
     @property
     def lock_inputs_sha256(self) -> str | None:
-        """kernodeck.lockinputs: the digest of what can change a pin."""
+        """kernodeck.lock.inputs: the digest of what can change a pin."""
         return self.header.get(HEADER_KEY)
 
 

@@ -17,7 +17,7 @@ from packaging.utils import NormalizedName
 from packaging.version import Version
 
 from kernodeck.lockfile.header import digest_line, generated_line, input_line, platform_line
-from kernodeck.urls import strip_userinfo
+from kernodeck.support.urls import strip_userinfo
 
 if TYPE_CHECKING:
     import tomlkit.items
@@ -69,7 +69,7 @@ class PlatformLock:
     platform: str
     summary: str  # Target.summary(): "cpython 3.11, manylinux_2_28 x86_64, backend cu126"
     manifest_name: str  # the manifest's file name, e.g. "repro.toml"
-    lock_inputs_sha256: str  # kernodeck.lockinputs: the digest of what can change a pin
+    lock_inputs_sha256: str  # kernodeck.lock.inputs: the digest of what can change a pin
     exclude_newer: datetime | None
     indexes: tuple[IndexLine, ...]
     packages: tuple[LockedPackage, ...]

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +38,6 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from kernodeck.conflicts import blank_conflicts, conflict_regions, regions_text
 from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
 from kernodeck.lockfile.names import is_kernodeck_file
@@ -55,11 +53,8 @@ from kernodeck.reqfile import (
     parse_requirements_file,
     read_pyproject,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from kernodeck.support.conflicts import blank_conflicts, conflict_regions, regions_text
+from kernodeck.support.tomltext import tomllib
 
 #: Folders proposed as data (first) or weights (second).
 DATA_FOLDERS = ("data", "datasets")

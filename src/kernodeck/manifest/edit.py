@@ -16,7 +16,7 @@ from tomlkit.exceptions import ParseError
 from tomlkit.toml_document import TOMLDocument
 
 from kernodeck.errors import Issue, ManifestError, UsageError
-from kernodeck.fsio import atomic_write_text
+from kernodeck.support.fsio import atomic_write_text
 
 PathLike = str | Sequence[str | int]
 

@@ -31,10 +31,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from kernodeck.fsio import atomic_write_text
 from kernodeck.interpreters import given
 from kernodeck.probe.facts import Distribution, Facts
-from kernodeck.urls import redact
+from kernodeck.support.fsio import atomic_write_text
+from kernodeck.support.urls import redact
 
 #: The preferences file `init --from-env` writes beside repro.toml.
 ENV_PINS = "kernodeck-env-pins.txt"

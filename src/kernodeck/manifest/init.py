@@ -20,13 +20,13 @@ import tomlkit
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import UsageError
-from kernodeck.fsio import atomic_write_text
 from kernodeck.gitstate import GitState, git_state
 from kernodeck.manifest.adopt import Discovery, discover
 from kernodeck.manifest.fromenv import ENV_PINS, EnvAdoption, write_env_pins
 from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.lockplatforms import covered_platforms
 from kernodeck.manifest.schema import Python
+from kernodeck.support.fsio import atomic_write_text
 
 #: What init writes where [code] would be, outside a git checkout (or before its first commit);
 #: `kernodeck capture` replaces it with the [code] table once there is a revision.

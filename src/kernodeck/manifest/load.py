@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from kernodeck.errors import Issue, ManifestError, UsageError
-from kernodeck.fsio import NotRegularFile, read_regular
 from kernodeck.manifest.model import pydantic_model
 from kernodeck.manifest.schema import Manifest, cross_field_problems
-from kernodeck.tomltext import MAX_DEPTH, parse_toml, too_deep
+from kernodeck.support.fsio import NotRegularFile, read_regular
+from kernodeck.support.tomltext import MAX_DEPTH, parse_toml, too_deep
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -21,7 +21,6 @@ common platforms (`CANDIDATES`); their marker environments and tags come from `t
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +32,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, REQUIREMENTS_SUFFIX
 from kernodeck.manifest.schema import Platform, Python
+from kernodeck.support.tomltext import tomllib
 from kernodeck.targets import Target
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 #: Platforms a lock's evidence is tested against (os, arch), in the order they are declared.
 CANDIDATES: tuple[tuple[str, str], ...] = (

@@ -572,7 +572,8 @@ def _to_pydantic(hint: Any) -> Any:
     origin = get_origin(hint)
     if origin is Annotated:
         base, *meta = get_args(hint)
-        return Annotated[(_to_pydantic(base), *(_marker_to_pydantic(m) for m in meta))]
+        args = (_to_pydantic(base), *(_marker_to_pydantic(m) for m in meta))
+        return Annotated[args]
     if origin in (Union, types.UnionType):
         return Union[tuple(_to_pydantic(a) for a in get_args(hint))]  # noqa: UP007
     if origin is list:

@@ -30,7 +30,7 @@ from typing import Any
 
 from kernodeck.manifest.poetrydeps import requirement_of, source_note
 from kernodeck.manifest.schema import MARKER_VARIABLES
-from kernodeck.tomltext import parse_toml
+from kernodeck.support.tomltext import parse_toml
 
 NAME = "Pipfile"
 

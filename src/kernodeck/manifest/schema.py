@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import BACKEND_FORMS, parse_backend
 from kernodeck.manifest.model import AfterValidator, Field, Model, WithJsonSchema, describe, field_validator
-from kernodeck.urls import PLACEHOLDER, is_placeholder_userinfo, redact, secret_query_params
+from kernodeck.support.urls import PLACEHOLDER, is_placeholder_userinfo, redact, secret_query_params
 
 SCHEMA_VERSION = 1
 

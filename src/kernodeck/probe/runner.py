@@ -27,11 +27,11 @@ from packaging.utils import canonicalize_name
 
 from kernodeck.errors import EXIT_FAILED, KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
-from kernodeck.firsterror import first_error
 from kernodeck.interpreters import Interpreter, choose, is_running
 from kernodeck.probe import launch
 from kernodeck.probe.facts import Facts, TorchCompute, TorchFacts
 from kernodeck.probe.launch import PROBE_DIR, SCRIPT
+from kernodeck.support.firsterror import first_error
 
 __all__ = [
     "SCRIPT",
@@ -325,7 +325,7 @@ class TorchVerdicts:
     def put(self, key: str, compute: dict[str, Any]) -> None:
         if compute.get("status") != "ok":
             return
-        from kernodeck.fsio import atomic_write_text
+        from kernodeck.support.fsio import atomic_write_text
 
         data = self._load()
         data = (

@@ -2,7 +2,7 @@
 
 Standard library only, Python >= 3.8: it must run in any environment Kernodeck is asked to verify,
 without Kernodeck installed there. It reports raw observations (file contents, command output);
-parsing and judging happen in Kernodeck (kernodeck.probe.facts, kernodeck.verify).
+parsing and judging happen in Kernodeck (kernodeck.probe.facts, kernodeck.layers).
 
     python -I script.py [--records] [--records-cache DIR] [--rehash] [--locate PKG:PATH]...
                         [--env NAME]... [--env-present NAME]... [--no-smi] [--request-stdin]

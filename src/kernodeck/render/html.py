@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernodeck.errors import UsageError
-from kernodeck.fsio import atomic_write_text
 from kernodeck.render.terminal import counts_text, first_failure, layer_counts, layers_of, short_hashes
 from kernodeck.report import Report, Status, Step
+from kernodeck.support.fsio import atomic_write_text
 
 if TYPE_CHECKING:
     from kernodeck.diff import DiffResult
@@ -589,7 +589,7 @@ def _mini_steps(report: Report, layer: str) -> str:
 
 def diff_html(a: Report, b: Report, result: DiffResult) -> str:
     """Two reports side by side by layer, the layers that differ first and marked."""
-    from kernodeck.diff import LAYER_ORDER, layer_info
+    from kernodeck.layers import LAYER_ORDER, layer_info
 
     by_layer: dict[str, list[Any]] = {}
     for group in result.groups.values():

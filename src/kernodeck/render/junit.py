@@ -18,9 +18,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from kernodeck.fsio import atomic_write_text
 from kernodeck.render.terminal import layers_of
 from kernodeck.report import Report, Status, Step
+from kernodeck.support.fsio import atomic_write_text
 
 # characters XML 1.0 cannot carry (control characters from installer output, for one)
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -479,7 +479,7 @@ def diff_lines(
 ) -> list[Line]:
     """`kernodeck diff` as lines: a heading per layer with its count and cause, one line per
     difference with the two values below it, the summary last."""
-    from kernodeck.diff import layer_info
+    from kernodeck.layers import layer_info
 
     w = _Writer(width, verbose, _SYMBOLS if unicode else _ASCII_SYMBOLS, unicode)
     mark = _DIFFERS[0] if unicode else _DIFFERS[1]

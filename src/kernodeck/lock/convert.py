@@ -5,8 +5,8 @@ file on disk differs from it.
     rendered = render(lock, "pylock")       # Rendered: the texts, counts and warnings
     stale_reasons(old_text, rendered.text, manifest, target, ".txt")
 
-No I/O: the renderers themselves are `kernodeck.lockfile.write`; `kernodeck.lock` writes the
-files. `Rendered` is also what the replay cache (`kernodeck.lockreplay`) records and restores.
+No I/O: the renderers themselves are `kernodeck.lockfile.write`; `kernodeck.lock.orchestrate` writes the
+files. `Rendered` is also what the replay cache (`kernodeck.lock.replay`) records and restores.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from kernodeck.lock.inputs import unsatisfied_pins
 from kernodeck.lockfile.header import (
     EXCLUDE_NEWER_KEY,
     OLD_HEADER_KEY,
@@ -34,7 +35,6 @@ from kernodeck.lockfile.write import (
     render_pylock,
     render_requirements,
 )
-from kernodeck.lockinputs import unsatisfied_pins
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource

@@ -15,18 +15,18 @@ import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kernodeck import bundlesums
 from kernodeck.gitstate import GitState, git_state, later_commits_touch_only_kernodeck_files, run_git
+from kernodeck.handover import sums as bundlesums
+from kernodeck.layers.context import Context, short
+from kernodeck.layers.data import file_step
 from kernodeck.lockfile.names import INVENTORY_NAME
 from kernodeck.manifest.schema import Code, Manifest
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Status, Step
-from kernodeck.verify.context import Context, short
-from kernodeck.verify.data import file_step
 
 LAYER = "code"
 
-#: What `kernodeck bundle` writes beside the manifest (see kernodeck.bundle, kernodeck.bundlesums).
+#: What `kernodeck bundle` writes beside the manifest (see kernodeck.handover.bundle, kernodeck.handover.sums).
 BUNDLE_SUMS = bundlesums.NAME
 REFERENCES = "references.json"
 #: Files a bundle generates that are not the project's code; any depth for the prefixed names.
@@ -41,7 +41,7 @@ _GENERATED = frozenset(
     }
 )
 _GENERATED_NAMES = ("requirements-rebuild-", "pylock.")
-#: The folder where a bundle carries Kernodeck itself (kernodeck.bundle.TOOL_DIR).
+#: The folder where a bundle carries Kernodeck itself (kernodeck.handover.bundle.TOOL_DIR).
 _TOOL_DIR = "_kernodeck/"
 _GENERATED_BASENAMES = frozenset({INVENTORY_NAME, BUNDLE_SUMS})
 

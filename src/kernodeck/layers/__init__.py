@@ -134,3 +134,48 @@ def selected(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Layer]:
     only_l = parse_layers(only, option="--only")
     skip_l = parse_layers(skip, option="--skip")
     return [layer for layer in VERIFY_LAYERS if (not only_l or layer in only_l) and layer not in skip_l]
+
+
+# The table `kernodeck diff` and the renderers group layers and step kinds by.
+#: Layers in the order verify checks them; a difference is reported against the first.
+LAYER_ORDER: tuple[str, ...] = (
+    "code",
+    "config",
+    "data",
+    "weights",
+    "interpreter",
+    "packages",
+    "contract",
+    "rebuild",
+    "system",
+    "backend",
+    "device",
+    "application",
+    "resume",
+)
+
+#: layer -> (group, cause)
+_LAYERS: dict[str, tuple[str, str]] = {
+    "code": ("code", "inputs"),
+    "config": ("code", "inputs"),
+    "data": ("data", "inputs"),
+    "weights": ("data", "inputs"),
+    "interpreter": ("packages", "software"),
+    "python": ("packages", "software"),
+    "packages": ("packages", "software"),
+    "contract": ("packages", "software"),
+    "rebuild": ("packages", "software"),
+    "system": ("system and backend", "execution conditions"),
+    "platform": ("system and backend", "execution conditions"),
+    "backend": ("system and backend", "execution conditions"),
+    "device": ("system and backend", "execution conditions"),
+    "compute": ("system and backend", "execution conditions"),
+    "application": ("results", "results"),
+    "checks": ("results", "results"),
+    "resume": ("results", "results"),
+}
+
+
+def layer_info(layer: str) -> tuple[str, str]:
+    """(group, cause) of a layer; unknown layers are grouped under "other"."""
+    return _LAYERS.get(layer, ("other", "other"))

@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernodeck.interpreters import Interpreter
+from kernodeck.layers.backend import describe_build
+from kernodeck.layers.context import Context, short
+from kernodeck.layers.device import diagnose
+from kernodeck.layers.run import inventory
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Facts
 from kernodeck.probe.runner import Probe, ProbeRequest
 from kernodeck.report import CheckedInterpreter, Report, Step
-from kernodeck.verify.backend import describe_build
-from kernodeck.verify.context import Context, short
-from kernodeck.verify.device import diagnose
-from kernodeck.verify.run import inventory
 
 
 def run_doctor(probe: Probe, *, compute: bool = True, checked: Interpreter | None = None) -> Report:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from kernodeck.layers.context import Context
 from kernodeck.lockfile.read import lockfile_path, read_lockfile
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Step
-from kernodeck.verify.context import Context
 
 LAYER = "backend"
 

@@ -3,13 +3,13 @@ interpreter's platform (os, arch, bits, libc) can run the wheels locked for the 
 
 from __future__ import annotations
 
+from kernodeck.layers.context import Context
+from kernodeck.layers.system import libc_problem
 from kernodeck.manifest.schema import Manifest
 from kernodeck.platforms import norm_arch, os_of_sys_platform
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Step
 from kernodeck.targets import Target
-from kernodeck.verify.context import Context
-from kernodeck.verify.system import libc_problem
 
 LAYER = "interpreter"
 

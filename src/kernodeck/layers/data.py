@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 from kernodeck import hfcache
+from kernodeck.layers.context import Context
 from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, escaping_link, outside_message
 from kernodeck.manifest.schema import Data, Manifest, Weights
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Step
-from kernodeck.verify.context import Context
 
 LAYER = "data"
 

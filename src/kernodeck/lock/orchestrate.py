@@ -8,7 +8,7 @@ Every requested platform is resolved before anything is written. A platform that
 locked (an unreachable index, no solution, no wheel) leaves its previous files untouched and is
 reported in `result.failed`; the other platforms are still written.
 
-Freshness: each file's header records `lock-inputs-sha256` (kernodeck.lockinputs), the digest of
+Freshness: each file's header records `lock-inputs-sha256` (kernodeck.lock.inputs), the digest of
 exactly what can change its pins, so edits elsewhere in the manifest never make a lock stale.
 
 Joint resolution (`[packages] same-versions`, kernodeck.resolve.joint): unless "no", a package on
@@ -28,15 +28,15 @@ Unless `upgrade`, the versions pinned in the existing requirements file of a pla
 first (minimal churn, like pip-tools and uv); `upgrade_packages` drops that preference for the
 named projects only.
 
-Replay (kernodeck.lockreplay): a finished lock is recorded in the index cache under a key made of
+Replay (kernodeck.lock.replay): a finished lock is recorded in the index cache under a key made of
 everything it was computed from, and an unchanged re-lock reproduces it without resolving while
 every project page it read still stands. `refresh` never replays; locks that read local folders,
 download files to hash them, or use credentials are never recorded.
 
 The stages live in one module each; this one orchestrates them and is the public API:
-  - kernodeck.lockmirrors   mirrors: parse `NAME=URL`, fetch from them, map URLs back;
-  - kernodeck.lockconvert   one platform's resolution -> PlatformLock -> rendered text, stale reasons;
-  - kernodeck.lockreplay    the replay cache: key, lookup, store;
+  - kernodeck.lock.mirrors   mirrors: parse `NAME=URL`, fetch from them, map URLs back;
+  - kernodeck.lock.convert   one platform's resolution -> PlatformLock -> rendered text, stale reasons;
+  - kernodeck.lock.replay    the replay cache: key, lookup, store;
   - kernodeck.lockfile      file names, renderers and the reader (the existing pins preferred);
   - kernodeck.commands.lock the command line, which alone decides on a progress display.
 """
@@ -58,20 +58,20 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from kernodeck import lockreplay
 from kernodeck.errors import EXIT_USAGE, IndexError_, KernodeckError, ResolutionError, UsageError
-from kernodeck.fsio import interrupted_set, write_set
-from kernodeck.gctune import fewer_collections
 from kernodeck.index.cache import IndexCache, default_cache_dir
-from kernodeck.lockconvert import Format, Rendered, diff, platform_lock, render, stale_reasons
+from kernodeck.lock import replay as lockreplay
+from kernodeck.lock.convert import Format, Rendered, diff, platform_lock, render, stale_reasons
+from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256
+from kernodeck.lock.mirrors import mirror_hint, mirrored, parse_mirrors, replace_all, unmirror
 from kernodeck.lockfile.leftover import LeftOver, left_over, remove
 from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
 from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
-from kernodeck.lockinputs import default_index_for, lock_inputs_sha256
-from kernodeck.lockmirrors import mirror_hint, mirrored, parse_mirrors, replace_all, unmirror
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.sources import merge, read_sources, root_via
-from kernodeck.urls import redact, strip_userinfo
+from kernodeck.support.fsio import interrupted_set, write_set
+from kernodeck.support.gctune import fewer_collections
+from kernodeck.support.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
     from typing import Any

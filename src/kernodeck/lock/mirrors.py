@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kernodeck.errors import UsageError
-from kernodeck.urls import redact, strip_userinfo
+from kernodeck.support.urls import redact, strip_userinfo
 
 if TYPE_CHECKING:
     from kernodeck.index.models import IndexSource

@@ -2,7 +2,7 @@
 
 Used for every Python process Kernodeck runs and summarises in one line: the environment and torch
 probes (kernodeck.probe.runner) and the application checks (kernodeck.checks.runner). Installer
-output (pip, uv) has rules of its own in kernodeck.installer_errors.
+output (pip, uv) has rules of its own in kernodeck.handover.installer_errors.
 
 The rule, in order of the text (the first match wins, so the root cause of a chain of exceptions
 is named, not the exception raised while handling it, nor the noise printed at exit):

@@ -18,7 +18,7 @@ errors, only in `-vv` output). `installer_cause(output)` looks for the causes fi
     other        the installer's first error as it printed it (`first_error`)
 
 and returns the cause's kind, a first error that names it (followed by what the installer then
-concluded, when that differs), and a hint. Messages pass through `kernodeck.urls.redact`.
+concluded, when that differs), and a hint. Messages pass through `kernodeck.support.urls.redact`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kernodeck.urls import redact
+from kernodeck.support.urls import redact
 
 _BOX = re.compile(r"^[\s│├╰─▶×|`]+")
 

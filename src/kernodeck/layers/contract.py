@@ -15,10 +15,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Distribution, Facts
 from kernodeck.report import Step
-from kernodeck.verify.context import Context
 
 LAYER = "contract"
 
@@ -63,7 +63,7 @@ def cached_broken_requirements(facts: Facts, cache_dir: Path | None) -> tuple[li
         pass
     broken, checked = broken_requirements(facts)
     try:
-        from kernodeck.fsio import atomic_write_text
+        from kernodeck.support.fsio import atomic_write_text
 
         atomic_write_text(file, json.dumps({"key": key, "broken": broken, "checked": checked}))
     except OSError:

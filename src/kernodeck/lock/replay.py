@@ -8,7 +8,7 @@ resolving while everything it read still stands.
 The key is made of everything a lock is computed from: the lock inputs of each platform, the
 platforms, the format, the pins it preferred, the default index, the mirrors, Kernodeck's own
 sources (size and mtime of every module) and the Python/packaging versions. A record holds the
-rendered files (`kernodeck.lockconvert.Rendered`), the differences across platforms and the cached
+rendered files (`kernodeck.lock.convert.Rendered`), the differences across platforms and the cached
 project pages the lock read. It replays while every one of those pages is still on disk unchanged
 and would still answer without the network (fetched after exclude-newer, or within its
 time-to-live): the metadata a lock reads is immutable (keyed by artifact hash), so the resolution
@@ -32,8 +32,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from kernodeck.index.cache import DEFAULT_PAGE_TTL, IndexCache, page_is_fresh
-from kernodeck.lockconvert import Rendered
-from kernodeck.lockinputs import default_index_for
+from kernodeck.lock.convert import Rendered
+from kernodeck.lock.inputs import default_index_for
 
 if TYPE_CHECKING:
     from kernodeck.manifest.schema import Manifest
@@ -56,7 +56,7 @@ class Replay:
 
 def sources_fingerprint() -> str:
     """Size and mtime of every module of kernodeck: a changed source never replays an old lock."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the kernodeck package, not only lock/
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")

@@ -14,7 +14,7 @@ saying why):
                   `--only-binary :all:` unless the manifest allows sdists), in an isolated pip run
                   (`--isolated`, `PIP_CONFIG_FILE=os.devnull`, an environment reduced to the
                   basics, the machine's network settings and the variables the manifest names:
-                  `kernodeck.installer_env`), or `uv pip install` with the same strictness;
+                  `kernodeck.handover.installer_env`), or `uv pip install` with the same strictness;
    `project`      when `[packages] from` names the project's pyproject.toml, or a requirements
                   file it reads installs the project (`-e .`): the project itself, editable
                   from its folder, without dependencies (as `uv sync` installs it); a project
@@ -45,12 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernodeck import bundlesums
-from kernodeck.conflicts import conflict_regions
 from kernodeck.errors import KernodeckError, UsageError
-from kernodeck.fsio import atomic_write_text, nearest_existing
-from kernodeck.installer_env import Installer, InstallerEnvironment, installer_environment
-from kernodeck.installer_errors import InstallerCause, backend_error, first_error, installer_cause
+from kernodeck.handover import sums as bundlesums
+from kernodeck.handover.installer_env import Installer, InstallerEnvironment, installer_environment
+from kernodeck.handover.installer_errors import InstallerCause, backend_error, first_error, installer_cause
 from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
@@ -63,7 +61,9 @@ from kernodeck.platforms import (
     os_of_sys_platform,
 )
 from kernodeck.report import Report, Status, Step
-from kernodeck.urls import redact
+from kernodeck.support.conflicts import conflict_regions
+from kernodeck.support.fsio import atomic_write_text, nearest_existing
+from kernodeck.support.urls import redact
 
 LAYER = "rebuild"
 BUNDLE_SUMS = bundlesums.NAME
@@ -625,7 +625,7 @@ def install_argv(
 ) -> list[str]:
     """The one command that installs a lock file into a fresh environment: rebuild runs it, and
     REBUILD.md prints it. Binary-only unless the manifest allows some sdists (`allow_sdist`).
-    `extra`: the network arguments of `kernodeck.installer_env` (before `-r`)."""
+    `extra`: the network arguments of `kernodeck.handover.installer_env` (before `-r`)."""
     only_binary = not allow_sdist
     if installer == "uv":
         argv = [
@@ -777,7 +777,7 @@ def clean_environment(
     environ: Mapping[str, str], keep: Sequence[str], installer: Installer = "pip"
 ) -> InstallerEnvironment:
     """The environment of every step in the new venv, and the network arguments of the install:
-    owned by `kernodeck.installer_env` (basics, network reach, the manifest's credential
+    owned by `kernodeck.handover.installer_env` (basics, network reach, the manifest's credential
     variables; isolated from the user's pip and uv configuration)."""
     return installer_environment(environ, keep, installer=installer)
 

@@ -53,7 +53,7 @@ def load_none() -> None:
     if LOADER in sys.modules or "pydantic" in sys.modules:
         return
     loader = types.ModuleType(
-        LOADER, "kernodeck.pydanticplugins: the kernodeck process loads no pydantic plugins"
+        LOADER, "kernodeck.support.pydanticplugins: the kernodeck process loads no pydantic plugins"
     )
     loader.get_plugins = _no_plugins  # type: ignore[attr-defined]
     loader.__getattr__ = _from_the_real_loader  # type: ignore[method-assign]

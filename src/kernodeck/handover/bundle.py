@@ -34,17 +34,24 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kernodeck import bundlesums, selfwheel
 from kernodeck.errors import KernodeckError, UsageError
-from kernodeck.fsio import atomic_write_bytes
 from kernodeck.gitstate import git_state, later_commits_touch_only_kernodeck_files
+from kernodeck.handover import selfwheel
+from kernodeck.handover import sums as bundlesums
+from kernodeck.handover.rebuild import (
+    INVENTORY_FILE,
+    credential_names,
+    installs_project,
+    project_argv,
+    stage_commands,
+)
+from kernodeck.handover.scrub import Scrubber
 from kernodeck.index.sources import locker_pip_settings
 from kernodeck.lockfile.names import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
-from kernodeck.rebuild import INVENTORY_FILE, credential_names, installs_project, project_argv, stage_commands
 from kernodeck.report import Report, Status
-from kernodeck.scrub import Scrubber
+from kernodeck.support.fsio import atomic_write_bytes
 
 BUNDLE_SUMS = bundlesums.NAME
 OBSERVED_DIR = "observed"
@@ -641,7 +648,7 @@ def _md_outputs(m: Manifest) -> list[str]:
 
 def _template(name: str) -> string.Template:
     """A text template shipped in the package (`kernodeck/templates/`)."""
-    text = resources.files("kernodeck").joinpath("templates", name).read_text(encoding="utf-8")
+    text = resources.files("kernodeck").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
     return string.Template(text)
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernodeck.urls import URL_USERINFO
+from kernodeck.support.urls import URL_USERINFO
 
 #: Environment variable names whose values are credentials.
 SECRET_NAME = re.compile(

@@ -14,11 +14,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from kernodeck.backends import min_driver_for_cuda
+from kernodeck.layers.backend import describe_build, torch_relevant
+from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Facts, TorchDevice
 from kernodeck.report import Step
-from kernodeck.verify.backend import describe_build, torch_relevant
-from kernodeck.verify.context import Context
 
 LAYER = "device"
 

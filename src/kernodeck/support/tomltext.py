@@ -1,6 +1,6 @@
 """TOML text a person wrote (repro.toml, pyproject.toml) parsed, or a located ManifestError: the
 file, line and column of a syntax error with the offending line and a caret; a file left with
-git merge conflict markers says so at the first marker (see `kernodeck.conflicts`)."""
+git merge conflict markers says so at the first marker (see `kernodeck.support.conflicts`)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import re
 import sys
 from typing import Any
 
-from kernodeck.conflicts import conflict_issue
 from kernodeck.errors import Issue, ManifestError
+from kernodeck.support.conflicts import conflict_issue
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+__all__ = ["parse_toml", "tomllib", "too_deep"]
 
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 _EXCERPT_WIDTH = 120

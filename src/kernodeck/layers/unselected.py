@@ -19,9 +19,9 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
 from kernodeck.errors import KernodeckError
+from kernodeck.layers.contract import required_by
 from kernodeck.manifest.schema import Manifest, is_pipfile, is_pyproject
 from kernodeck.probe.facts import Facts
-from kernodeck.verify.contract import required_by
 
 Kind = Literal["group", "extra", "poetry-group", "poetry-extra", "pipenv-dev"]
 

@@ -18,14 +18,25 @@ from typing import Any
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.interpreters import Interpreter
-from kernodeck.layers import Layer, parse_layers, selected
+from kernodeck.layers import (
+    Layer,
+    backend,
+    code,
+    contract,
+    data,
+    device,
+    interpreter,
+    packages,
+    parse_layers,
+    selected,
+    system,
+)
+from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.platforms import PlatformChoice, choose, probe_facts
 from kernodeck.probe.facts import Facts
 from kernodeck.probe.runner import Probe, ProbeRequest
 from kernodeck.report import CheckedInterpreter, Report, Status, Step
-from kernodeck.verify import backend, code, contract, data, device, interpreter, packages, system
-from kernodeck.verify.context import Context
 
 #: The cause of the layers not run after the packages layer found most of the lock missing.
 SKIPPED_WRONG_ENVIRONMENT = "not-the-project-environment"

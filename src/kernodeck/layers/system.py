@@ -7,11 +7,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import min_driver_for_cuda
+from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.platforms import norm_arch
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Step
-from kernodeck.verify.context import Context
 
 LAYER = "system"
 

@@ -13,13 +13,13 @@ from pathlib import Path
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from kernodeck.layers.context import Context, short
+from kernodeck.layers.contract import required_by
+from kernodeck.layers.unselected import part_hint, unselected
 from kernodeck.lockfile.read import LockFile, LockfileError, Pin, lockfile_path, read_lockfile
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Distribution, Facts
 from kernodeck.report import Step
-from kernodeck.verify.context import Context, short
-from kernodeck.verify.contract import required_by
-from kernodeck.verify.unselected import part_hint, unselected
 
 LAYER = "packages"
 
@@ -322,7 +322,7 @@ def _wrong_environment_step(missing: list[Pin], pins: int, install: str, lock_na
 
 
 def _stale(lock: LockFile, ctx: Context) -> list[Step]:
-    from kernodeck.fsio import interrupted_set
+    from kernodeck.support.fsio import interrupted_set
 
     if interrupted_set(lock.path.parent):
         return [
@@ -338,7 +338,7 @@ def _stale(lock: LockFile, ctx: Context) -> list[Step]:
         ]
     what = "changed"
     if lock.lock_inputs_sha256 and ctx.platform is not None:
-        from kernodeck.lockinputs import current_lock_inputs
+        from kernodeck.lock.inputs import current_lock_inputs
 
         recorded: str | None = lock.lock_inputs_sha256
         actual = current_lock_inputs(ctx.manifest_file, ctx.platform.name)
