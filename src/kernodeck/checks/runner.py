@@ -95,12 +95,23 @@ def resolve_python(python: str) -> str:
     return python
 
 
+#: The placeholders of a check's or resume's `run` (docs/manifest.md documents each: a test checks).
+PLACEHOLDERS: tuple[str, ...] = ("{out}", "{python}")
+
+
 def expand_argv(argv: Sequence[str], python: str, out: Path) -> list[str]:
     python = resolve_python(python)
-    args = [a.replace("{out}", str(out)).replace("{python}", python) for a in argv]
+    values = dict(zip(PLACEHOLDERS, (str(out), python), strict=True))
+    args = [_expand(a, values) for a in argv]
     if args and args[0] in _PYTHON_NAMES:
         args[0] = python
     return args
+
+
+def _expand(arg: str, values: dict[str, str]) -> str:
+    for name, value in values.items():
+        arg = arg.replace(name, value)
+    return arg
 
 
 def target_env(

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import default_manifest, deprecated, manifest_file, report_options
+from kernodeck.commands.options import (
+    PYTHON_DEFAULT,
+    default_manifest,
+    deprecated,
+    manifest_file,
+    report_options,
+)
 from kernodeck.render.output import OutputOptions
 
 RESUME = "resume"
@@ -37,7 +43,7 @@ def split_manifest(args: tuple[str, ...], old_manifest: str | None) -> tuple[Pat
     "python",
     default=None,
     metavar="PATH",
-    help="Target interpreter (default: the activated venv's, else the activated conda environment's, else this one).",
+    help=f"Target interpreter (default: {PYTHON_DEFAULT}).",
 )
 @click.option(
     "--record",

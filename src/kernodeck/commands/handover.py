@@ -8,7 +8,13 @@ from typing import Any
 
 import click
 
-from kernodeck.commands.options import default_manifest, deprecated, manifest_argument, report_options
+from kernodeck.commands.options import (
+    PYTHON_DEFAULT,
+    default_manifest,
+    deprecated,
+    manifest_argument,
+    report_options,
+)
 from kernodeck.errors import EXIT_OK
 from kernodeck.render.output import OutputOptions
 
@@ -206,7 +212,7 @@ def bundle(
     "python",
     default=None,
     metavar="PATH",
-    help="The reference environment's interpreter (default: the activated venv, else the activated conda environment, else this one).",
+    help=f"The reference environment's interpreter (default: {PYTHON_DEFAULT}).",
 )
 @click.option("--no-system", is_flag=True, help="Do not probe the system (driver, CUDA/ROCm, devices).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")

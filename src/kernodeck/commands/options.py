@@ -17,6 +17,14 @@ from typing import Any, TypeVar
 
 import click
 
+#: Which interpreter `verify`, `check`, `capture` and `diff live` look at without `--python`: the rule of
+#: `kernodeck.interpreters.choose(project=...)`, in the words every `--help` uses (README says the same).
+PYTHON_DEFAULT = (
+    "the activated venv, else the activated conda environment, else the project's .venv (in the "
+    "manifest's folder or a parent), else the interpreter running Kernodeck, unless that is its own "
+    "uv tool or pipx environment: then the command stops and asks for --python"
+)
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_MANIFEST = "repro.toml"

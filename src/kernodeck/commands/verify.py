@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kernodeck.commands.options import default_manifest, isolate_torch_option, manifest_file, report_options
+from kernodeck.commands.options import (
+    PYTHON_DEFAULT,
+    default_manifest,
+    isolate_torch_option,
+    manifest_file,
+    report_options,
+)
 from kernodeck.render.output import OutputOptions
 
 if TYPE_CHECKING:
@@ -34,7 +40,7 @@ def _target(python: str | None, project: Path, *, own_tool: bool = False) -> str
     "python",
     default=None,
     metavar="PATH",
-    help="Interpreter of the environment to check (default: the activated venv, else the activated conda environment, else the project's .venv, else this one).",
+    help=f"Interpreter of the environment to check (default: {PYTHON_DEFAULT}).",
 )
 @click.option(
     "--platform",
@@ -160,7 +166,7 @@ def verify(
     "python",
     default=None,
     metavar="PATH",
-    help="Interpreter of the environment to describe (default: as for verify).",
+    help="Interpreter of the environment to describe (default: as for verify, except that Kernodeck's own uv tool or pipx environment is described, saying so, rather than refused).",
 )
 @click.option(
     "--json",

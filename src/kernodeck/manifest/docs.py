@@ -30,6 +30,7 @@ _CHECKED: dict[str, str] = {
     "_project_name": "package name (PEP 508)",
     "_requirement": "requirement (PEP 508)",
     "_specifier": 'version specifier (e.g. ">=560.28")',
+    "_quantity": 'comparison of a number (e.g. ">=1", ">=8.0")',
     "_marker": "environment marker (PEP 508)",
     "_version": "version",
     "_python_version": 'Python version ("3.11" or "3.11.7")',

@@ -118,6 +118,15 @@ def _specifier(v: str) -> str:
     return v
 
 
+def _quantity(v: str) -> str:
+    """A comparison of a number (a device count, a compute capability, GiB), written as a specifier."""
+    try:
+        SpecifierSet(v)
+    except InvalidSpecifier:
+        raise ValueError(f"invalid comparison {v!r} (expected e.g. '>=1', '>=8.0' or '==2')") from None
+    return v
+
+
 def _marker(v: str) -> str:
     try:
         Marker(v)
@@ -194,6 +203,7 @@ Name = Annotated[str, AfterValidator(_name)]
 ProjectName = Annotated[str, AfterValidator(_project_name)]
 RequirementStr = Annotated[str, AfterValidator(_requirement)]
 SpecifierStr = Annotated[str, AfterValidator(_specifier)]
+QuantityStr = Annotated[str, AfterValidator(_quantity)]
 MarkerStr = Annotated[str, AfterValidator(_marker)]
 VersionStr = Annotated[str, AfterValidator(_version)]
 PythonVersion = Annotated[str, AfterValidator(_python_version)]
@@ -379,14 +389,16 @@ class Platform(_Model):
 
 
 class Gpu(_Model):
-    count: SpecifierStr | None = None
-    """How many devices."""
+    """What the visible accelerators must be, e.g. `gpu = { count = ">=1", compute-capability = ">=8.0", memory-gib = ">=20" }`."""
+
+    count: QuantityStr | None = None
+    """How many devices are visible, e.g. ">=1" or "==8"."""
     name: str | None = None
-    """Device name (as the driver reports it)."""
-    compute_capability: SpecifierStr | None = None
-    """CUDA compute capability."""
-    memory_gib: SpecifierStr | None = None
-    """Memory per device, GiB."""
+    """Device name (as the driver reports it), e.g. "NVIDIA H100 80GB HBM3"."""
+    compute_capability: QuantityStr | None = None
+    """CUDA compute capability (major.minor), e.g. ">=8.0" for Ampere and newer."""
+    memory_gib: QuantityStr | None = None
+    """Memory per device in GiB, e.g. ">=20"."""
 
 
 class System(_Model):
@@ -512,10 +524,12 @@ class CheckOutput(_Model):
 
 
 class Check(_Model):
+    """A small sample of the application, run as a command and judged by its outputs. Placeholders in `run`: `{out}` becomes a fresh, empty output folder made for this run (each output's `path` is read from it, so the command must write there), `{python}` the interpreter being verified (a leading `python` or `python3` is replaced by it too). Example: `run = ["python", "-m", "app.embed", "--input", "data/samples.jsonl", "--out", "{out}"]` with an output `path = "embeddings.npy"` reads `{out}/embeddings.npy`. The command runs in the manifest's folder, without a shell."""
+
     name: Name
     """How `kernodeck check` and reports call it."""
     run: Annotated[list[str], Field(min_length=1)]
-    """The command, as a list of arguments (no shell)."""
+    """The command, as a list of arguments (no shell); `{out}` and `{python}` are replaced (see above)."""
     timeout: Annotated[float, Field(gt=0)] = 300
     """Seconds before the command is stopped."""
     env: dict[str, str] = {}
@@ -552,7 +566,7 @@ class Resume(_Model):
     required_state: list[str] = []
     """Keys the checkpoint must hold (e.g. optimizer, scheduler, RNG states)."""
     run: Annotated[list[str], Field(min_length=1)]
-    """The command that resumes, as a list of arguments."""
+    """The command that resumes, as a list of arguments; `{out}` (a fresh output folder: write the log there) and `{python}` are replaced as in `[[check]]`, e.g. `["python", "train.py", "--resume", "checkpoints/step-200.pt", "--log", "{out}/resume.jsonl"]`."""
     timeout: Annotated[float, Field(gt=0)] = 600
     """Seconds before the command is stopped."""
     trajectory: Trajectory | None = None
