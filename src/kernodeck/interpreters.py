@@ -266,3 +266,69 @@ def choose(
     if passed_over:
         reason += f"; {', '.join(passed_over)}"
     return Interpreter(sys.executable, Source.RUNNING, reason)
+
+
+def extra_requirements(extra: str) -> list[str]:
+    """The requirements Kernodeck's extra `extra` adds (its installed metadata's Requires-Dist)."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import Requirement
+
+    try:
+        declared = requires("kernodeck") or []
+    except PackageNotFoundError:
+        return []
+    out: list[str] = []
+    for text in declared:
+        req = Requirement(text)
+        if (
+            req.marker is not None
+            and req.marker.evaluate({"extra": extra})
+            and not req.marker.evaluate({"extra": ""})
+        ):
+            req.marker = None
+            out.append(str(req))
+    return out
+
+
+def add_extra_hint(extra: str, *, prefix: str | os.PathLike[str] | None = None) -> str:
+    """The command that adds Kernodeck's extra `extra` to the environment Kernodeck runs from, for the
+    way it was installed (pipx, `uv tool`, uvx, or pip in a venv): `pip install` does not reach a tool's
+    environment. The extra's own requirements are named, so the command never reinstalls Kernodeck
+    itself from an index (it may have come from a folder or a bundle)."""
+    reqs = extra_requirements(extra) or [f"kernodeck[{extra}]"]
+    quoted = " ".join(f"'{r}'" for r in reqs)
+    tool = tool_environment(prefix)
+    if tool == "pipx":
+        how = f"pipx inject kernodeck {quoted}"
+    elif tool in ("uv tool", "uvx"):
+        withs = " ".join(f"--with '{r}'" for r in reqs)
+        source = (
+            _uv_tool_source(Path(sys.prefix if prefix is None else prefix)) if tool == "uv tool" else None
+        )
+        how = (
+            f"uv tool install {withs} {source or 'kernodeck'}"
+            if tool == "uv tool"
+            else f"uvx {withs} kernodeck ..."
+        )
+    else:
+        python = sys.executable if prefix is None else str(env_python(Path(prefix)))
+        how = f"{python} -m pip install {quoted}"
+    return f"add Kernodeck's [{extra}] extra: {how}"
+
+
+def _uv_tool_source(root: Path) -> str | None:
+    """Where `uv tool install` took Kernodeck from (a folder, a file, a URL), as its receipt records
+    it; None for the index (then `kernodeck` names it)."""
+    from kernodeck.support.tomltext import tomllib
+
+    try:
+        receipt = tomllib.loads((root / "uv-receipt.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    for req in receipt.get("tool", {}).get("requirements", []):
+        if isinstance(req, dict) and req.get("name") == "kernodeck":
+            for key in ("directory", "path", "url", "git"):
+                if isinstance(req.get(key), str):
+                    return str(req[key])
+    return None

@@ -106,14 +106,21 @@ def lookup(obj: Any, key: str) -> tuple[bool, Any]:
 
 
 class _NeedPackage(Exception):
-    pass
+    def __init__(self, what: str, extra: str | None = None) -> None:
+        if extra is not None:
+            from kernodeck.interpreters import add_extra_hint
+
+            what = f"{what}; {add_extra_hint(extra)}"
+        super().__init__(what)
 
 
 def _np() -> Any:
     try:
         import numpy as np
     except ImportError:
-        raise _NeedPackage("reading this output needs numpy in kernodeck's own environment") from None
+        raise _NeedPackage(
+            "reading this output needs numpy in kernodeck's own environment", "checks"
+        ) from None
     return np
 
 
@@ -143,7 +150,9 @@ def _safetensors(path: Path, key: str | None) -> Result:
     try:
         from safetensors import safe_open
     except ImportError:
-        raise _NeedPackage("reading .safetensors needs safetensors in kernodeck's own environment") from None
+        raise _NeedPackage(
+            "reading .safetensors needs safetensors in kernodeck's own environment", "checks"
+        ) from None
     with safe_open(str(path), framework="numpy") as f:
         names = sorted(f.keys())
     if key is None:

@@ -33,7 +33,13 @@ from kernodeck.support.fsio import atomic_write_text
 if TYPE_CHECKING:
     from kernodeck.diff import DiffResult
 
-EXTRA_HINT = "install the report extra: pip install 'kernodeck[report]'"
+
+def extra_hint() -> str:
+    """How to add the `[report]` extra (matplotlib) for the way Kernodeck was installed."""
+    from kernodeck.interpreters import add_extra_hint
+
+    return add_extra_hint("report")
+
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
@@ -157,7 +163,7 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError as e:
-        raise UsageError(f"HTML reports need matplotlib for their charts ({e})", hint=EXTRA_HINT) from None
+        raise UsageError(f"HTML reports need matplotlib for their charts ({e})", hint=extra_hint()) from None
 
 
 def _svg(fig: Any) -> str:
@@ -547,7 +553,7 @@ def html_report(report: Report, *, charts_optional: bool = False) -> str:
     figures = charts(report) if _has_matplotlib() else []
     chart_html = ""
     if drawable and not figures and not _has_matplotlib():
-        chart_html = f'<p class="muted" id="charts">The charts were left out: {_e(EXTRA_HINT)}.</p>'
+        chart_html = f'<p class="muted" id="charts">The charts were left out: {_e(extra_hint())}.</p>'
     if figures:
         chart_html = (
             '<section id="charts"><div class="charts">'
@@ -645,9 +651,9 @@ def diff_html(a: Report, b: Report, result: DiffResult) -> str:
 
 
 __all__ = [
-    "EXTRA_HINT",
     "charts",
     "diff_html",
+    "extra_hint",
     "html_report",
     "package_rows",
     "require_matplotlib",
