@@ -56,3 +56,13 @@ def test_a_program_that_imports_kernodeck_keeps_its_modules() -> None:
 def test_nothing_is_marked_once_httpx_is_imported() -> None:
     code = "import httpx\nfrom kernodeck.support.httpmods import keep_unused_out\nkeep_unused_out()\nimport anyio"
     assert _loaded(code)["anyio"]
+
+
+def test_let_back_makes_the_kept_out_modules_importable_again() -> None:
+    code = (
+        "import sys\nfrom kernodeck.support import httpmods\nhttpmods.keep_unused_out({})\n"
+        "try:\n    import anyio\nexcept ImportError:\n    print('kept out')\n"
+        "httpmods.let_back()\nimport anyio\nprint('back', anyio.__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:2] == ["kept out", "back anyio"], done.stderr

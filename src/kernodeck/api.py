@@ -101,6 +101,7 @@ def require(
     *,
     fleet: bool = False,
     fleet_timeout: float = 120.0,
+    log_to: str | Iterable[str] = (),
     **kw: object,
 ) -> Report:
     """Verify (the interpreter chosen as for `kernodeck verify`: `python=`, else the activated
@@ -116,15 +117,23 @@ def require(
 
     The cyclic collector runs less while Kernodeck imports its modules and checks: after
     `import torch` a full collection walks torch's objects too (90 ms each here), and the
-    imports alone set off several; a warm require() took 0.33 s instead of 0.47 s."""
+    imports alone set off several; a warm require() took 0.33 s instead of 0.47 s.
+
+    `log_to="mlflow"` (or "wandb", or both in a list) logs the report to the active run of that
+    tracker before anything is raised: the JSON and HTML reports as artifacts, the verdict, reference
+    id, platform, lock digest, torch build and first failure as tags (kernodeck.trackers). Under
+    `fleet=True` only rank 0 logs."""
     if fleet:
         from kernodeck.fleet.exchange import group_initialized
 
         if group_initialized():
             from kernodeck.fleet.run import require_in_group
 
-            return require_in_group(lambda: verify(path, **kw), timeout=fleet_timeout)  # type: ignore[arg-type]
-    report = verify(path, **kw)  # type: ignore[arg-type]
+            return require_in_group(
+                lambda: _logged(verify(path, **kw), log_to, path, rank0_only=True),  # type: ignore[arg-type]
+                timeout=fleet_timeout,
+            )
+    report = _logged(verify(path, **kw), log_to, path)  # type: ignore[arg-type]
     if not report.ok:
         from kernodeck.report import Status  # (imported by verify, after the probe started)
 
@@ -143,6 +152,25 @@ def require(
         )
         err.report = report  # type: ignore[attr-defined]
         raise err
+    return report
+
+
+def _logged(
+    report: Report, log_to: str | Iterable[str], path: str | os.PathLike[str], *, rank0_only: bool = False
+) -> Report:
+    """`report`, logged first to the trackers `log_to` names (none: nothing is imported)."""
+    wanted = [log_to] if isinstance(log_to, str) else list(log_to)
+    if not wanted:
+        return report
+    if rank0_only:
+        import torch.distributed as dist
+
+        if dist.get_rank() != 0:
+            return report
+    from kernodeck.trackers import log_report
+
+    manifest = Path(path)
+    log_report(report, wanted, manifest=manifest / "repro.toml" if manifest.is_dir() else manifest)
     return report
 
 

@@ -92,6 +92,14 @@ def _target(python: str | None, project: Path, *, own_tool: bool = False) -> str
     show_default=True,
     help="With --fleet: nccl also times one all-reduce on the devices.",
 )
+@click.option(
+    "--log-to",
+    "log_to",
+    multiple=True,
+    metavar="TRACKER",
+    help="Also log the report to the active run of an experiment tracker: mlflow or wandb (repeatable): "
+    "the JSON and HTML reports as artifacts, the verdict and key facts as tags.",
+)
 @report_options()
 def verify(
     manifest: Path | None,
@@ -107,6 +115,7 @@ def verify(
     fleet: bool,
     fleet_timeout: float,
     fleet_backend: str,
+    log_to: tuple[str, ...],
     output: OutputOptions,
 ) -> None:
     """Check a live environment against repro.toml, layer by layer.
@@ -115,6 +124,10 @@ def verify(
     resume. Exit 0 when everything required passed, 1 when a check failed, 2 for bad input.
     """
     manifest = manifest if manifest is not None else default_manifest()
+    if log_to:
+        from kernodeck.trackers import available
+
+        available(log_to)  # an unknown tracker or a missing library stops here, before verifying
     from kernodeck.api import verify as run
     from kernodeck.render import emit
     from kernodeck.report import write_json_report
@@ -157,6 +170,11 @@ def verify(
     if json_out is not None:
         write_json_report(report, json_out)
     emit(report, output, sys.stderr if json_out == "-" else sys.stdout)
+    if log_to:
+        from kernodeck.trackers import log_report
+
+        for line in log_report(report, log_to, manifest=manifest_file(manifest)):
+            click.echo(line, err=True)
     sys.exit(report.exit_code)
 
 

@@ -33,3 +33,11 @@ def keep_unused_out(environ: Mapping[str, str] | None = None) -> None:
         return
     for name in _NEVER_RUN if http2_asked(environ) else _NEVER_RUN + _HTTP2:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "not importable"
+
+
+def let_back() -> None:
+    """Make the modules `keep_unused_out` marked importable again: a library the command loads on request
+    (an experiment tracker's client) may run them. Modules already imported are left as they are."""
+    for name in _NEVER_RUN + _HTTP2:
+        if name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]
