@@ -3,6 +3,7 @@ and checked against the files the runs left behind, proposals written as comment
 
 from __future__ import annotations
 
+import html
 import json
 import sys
 from pathlib import Path
@@ -252,3 +253,67 @@ def test_round_up() -> None:
     assert round_up(4e-7) == 4e-7
     assert round_up(9.5e-3) == 1e-2
     assert round_up(0.0) == 0.0
+
+
+def test_report_renders_the_folder(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, folder = _variance(project, ["batch=16,1"], repeats=1)
+    assert main(["report", str(folder)]) == 0
+    page = (folder / "variance.html").read_text()
+    emb = _output(data, "emb.npy")
+    assert page.count("<svg") == 1  # one array output, one chart
+    assert "emb/emb.npy" in page and html.escape(emb["conditions"][1]["effect"]) in page
+    assert html.escape(emb["proposal"]["text"]) in page
+    (folder / DATA).write_text(json.dumps({"kind": "variance", "outputs": [{"check": 1}]}))
+    assert main(["report", str(folder)]) == 2
+    assert "malformed" in capsys.readouterr().err
+
+
+def test_a_dollar_in_a_name_is_drawn_as_itself() -> None:
+    from kernodeck.render.variance import distribution_svg
+
+    output = {
+        "check": "c",
+        "output": "cost$a$.npy",
+        "criteria": {"atol": 1e-6},
+        "chart": {
+            "against": "reference",
+            "series": [{"condition": "PRICE=$5", "row": [0, 1], "abs": [0.0, 1e-7]}],
+        },
+        "proposal": {"values": {"atol": 1e-6}},
+    }
+    svg = distribution_svg(output)
+    assert svg is not None and "cost$a$.npy" in svg and "PRICE=$5" in svg
+
+
+def test_capture_never_changes_a_criterion(project: Path) -> None:
+    import datetime as dt
+    import subprocess
+
+    from kernodeck.capture import capture
+
+    path = project / "repro.toml"
+    assert (
+        main(["check", str(path), "--python", PY, "--repeat", "1", "--vary", "batch=16,1", "--propose", "-q"])
+        == 0
+    )
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+        subprocess.run(
+            [
+                "git",
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                "-c",
+                "commit.gpgsign=false",
+                *args,
+            ],
+            cwd=project,
+            check=True,
+        )
+    before, text = load_manifest(path), path.read_text()
+    capture(path, python=PY, system_probe=None, today=dt.date(2026, 12, 2))
+    after = load_manifest(path)
+    assert after.check == before.check
+    block = [line for line in text.splitlines() if line.startswith("# variance")]
+    assert len(block) > 3 and all(line in path.read_text().splitlines() for line in block)

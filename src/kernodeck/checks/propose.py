@@ -11,6 +11,7 @@ Zero spread proposes nothing: bit-identical runs say nothing about the size of r
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -87,10 +88,22 @@ def _numeric(ov: OutputVariance, noise: Spread, safety: float) -> Proposal:
     ]
     if ov.kind != "array" and "cosine-min" in wanted:
         wanted.remove("cosine-min")
-    p = Proposal(basis=f"largest deviation between runs x {safety:g}, rounded up")
+    p = Proposal(basis=f"largest deviation between runs ({largest_from(ov)}) x {safety:g}, rounded up")
     for key in wanted or ["atol"]:
         _one(p, key, noise, safety)
     return p
+
+
+def largest_from(ov: OutputVariance) -> str:
+    """Which comparison saw the largest absolute deviation: a condition, or a condition's repeats."""
+    named = [
+        (s.max_abs or 0.0, f"repeats of {label.split(' (', 1)[0]}")
+        for s, label in zip(ov.repeats, ov.conditions, strict=True)
+    ]
+    named += [
+        (s.max_abs or 0.0, label) for s, label in zip(ov.across, ov.conditions, strict=True) if s is not None
+    ]
+    return max(named, key=lambda pair: pair[0])[1]
 
 
 def _one(p: Proposal, key: str, noise: Spread, safety: float) -> None:
@@ -328,7 +341,8 @@ def _chart(ov: OutputVariance) -> dict[str, Any] | None:
         if s is None or s.per_row is None:
             continue
         rows, values = criteria.compact_rows(s.per_row, "max")
-        series.append({"condition": label, "row": rows, "abs": values})
+        shown = [v if math.isfinite(v) else sys.float_info.max for v in values]
+        series.append({"condition": label, "row": rows, "abs": shown})
     return {"against": against, "series": series} if series else None
 
 
