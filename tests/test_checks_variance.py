@@ -317,3 +317,58 @@ def test_capture_never_changes_a_criterion(project: Path) -> None:
     assert after.check == before.check
     block = [line for line in text.splitlines() if line.startswith("# variance")]
     assert len(block) > 3 and all(line in path.read_text().splitlines() for line in block)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    def start(self, total: int, jobs: int) -> None:
+        self.calls.append(("start", (total, jobs)))
+
+    def done(self, run: object, estimate: float | None) -> None:
+        self.calls.append(("done", estimate))
+
+    def close(self) -> None:
+        self.calls.append(("close", None))
+
+
+def test_progress_gets_an_estimate_after_the_first_run(project: Path) -> None:
+    manifest = load_manifest(project / "repro.toml")
+    checks = list(manifest.check)
+    rec = _Recorder()
+    evidence = variance(
+        manifest, project, PY, Request(checks, parse_vary(["batch=16,1"], checks), 2, 1), progress=rec
+    )
+    assert rec.calls[0] == ("start", (4, 1)) and rec.calls[-1] == ("close", None)
+    estimates = [e for name, e in rec.calls if name == "done"]
+    first = evidence.runs[0].seconds  # one worker: runs finish in order
+    assert estimates == [pytest.approx(first * left) for left in (3, 2, 1, 0)]
+
+
+def test_the_bar_only_on_a_terminal() -> None:
+    import io
+
+    from kernodeck.commands.variance import BarProgress, progress_for
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert progress_for(False, io.StringIO()) is None
+    assert progress_for(True, Tty()) is None
+    bar = progress_for(False, Tty())
+    assert isinstance(bar, BarProgress)
+
+
+def test_json_to_stdout_and_resume_alone(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(project / "repro.toml")
+    assert main(["check", path, "--python", PY, "--repeat", "1", "--vary", "batch=16,1", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["kind"] == "variance" and len(data["runs"]) == 2
+    assert "batch=1: changes it by up to" in captured.err  # the human report moved to stderr
+    e = data["outputs"][0]["conditions"][1]["vs-baseline"]
+    assert e["p50-abs"] <= e["p90-abs"] <= e["p99-abs"] <= e["max-abs"]
+    assert main(["check", path, "resume", "--python", PY, "--repeat", "2"]) == 2
+    assert "the resume check is not repeated" in capsys.readouterr().err

@@ -39,6 +39,8 @@ from kernodeck.report import Status
 from kernodeck.support.fsio import atomic_write_text
 
 FOLDER = Path(".kernodeck") / "variance"
+QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+"""The per-element distribution of |run - anchor| kept for an array output."""
 DATA = "variance.json"
 
 
@@ -192,6 +194,7 @@ class Spread:
     rows: int | None = None
     rows_changed: int | None = None
     per_row: Any = None  # per row, the largest |run - anchor| over the runs (numeric arrays)
+    quantiles: dict[str, float] = field(default_factory=dict)  # p50/p90/p99 of |run - anchor|, worst run
 
     @property
     def moved(self) -> bool:
@@ -210,6 +213,7 @@ class Spread:
         ):
             if v is not None:
                 d[key] = _finite_or_text(v)
+        d.update({f"{q}-abs": _finite_or_text(v) for q, v in self.quantiles.items()})
         return d
 
 
@@ -274,6 +278,9 @@ def _add_rows(s: Spread, v: Any, anchor: Any, diff: Any, same: bool) -> None:
     if not same:  # an identical run's cosine is 1, whatever float64 rounding of the dot product says
         cos = criteria.row_cosines(v, anchor)
         s.min_cosine = min(s.min_cosine if s.min_cosine is not None else 1.0, float(cos.min()))
+    if diff.size:
+        for q, at in QUANTILES:
+            s.quantiles[q] = max(s.quantiles.get(q, 0.0), float(np.quantile(diff, at)))
     row_max = diff.reshape(_rows(anchor), -1).max(axis=1)
     s.per_row = row_max if s.per_row is None else np.maximum(s.per_row, row_max)
     s.rows_changed = int((s.per_row > 0).sum())

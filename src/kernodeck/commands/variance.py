@@ -73,9 +73,13 @@ def run_variance(
     from kernodeck.checks.conditions import parse_vary
     from kernodeck.checks.propose import report_text, write_proposals
     from kernodeck.checks.variance import DATA, Request, cores, variance
+    from kernodeck.commands.check import RESUME
     from kernodeck.errors import UsageError
 
-    selected = select_checks(manifest, [n for n in names if n != "resume"] or None)
+    wanted = [n for n in names if n != RESUME or any(c.name == RESUME for c in manifest.check)]
+    if names and not wanted:
+        raise UsageError("--repeat measures [[check]]s: the resume check is not repeated")
+    selected = select_checks(manifest, wanted or None)
     if not selected:
         raise UsageError("--repeat measures [[check]]s, and the manifest declares none")
     request = Request(selected, parse_vary(vary, selected), repeat, jobs or cores())

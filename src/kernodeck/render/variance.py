@@ -70,7 +70,7 @@ def _head(data: dict[str, Any]) -> str:
 def _output_section(o: dict[str, Any], index: int) -> str:
     name = f"{o['check']}/{o['output']}"
     rows = "".join(
-        f"<tr><td>{_e(c['condition'])}</td><td>{_e(c.get('effect', ''))}</td></tr>"
+        f"<tr><td>{_e(c['condition'])}</td><td>{_e(c.get('effect', ''))}</td><td>{_e(_quantiles(c))}</td></tr>"
         for c in o.get("conditions", [])
     )
     margins = "".join(f"<li>{_e(m)}</li>" for m in o.get("margins", []))
@@ -84,9 +84,16 @@ def _output_section(o: dict[str, Any], index: int) -> str:
     )
     return (
         f'<section id="output-{index}"><h2>{_e(name)} <span class="muted">({_e(o.get("kind", ""))})</span></h2>'
-        f"<table><tr><th>condition</th><th>effect</th></tr>{rows}</table>"
+        f"<table><tr><th>condition</th><th>effect</th><th>|run - baseline| p50 / p99</th></tr>{rows}</table>"
         f"<ul>{margins}<li>{_e(proposal.get('text', ''))}</li></ul>{warn}{chart}</section>"
     )
+
+
+def _quantiles(c: dict[str, Any]) -> str:
+    d = c.get("vs-baseline") or c.get("repeats") or {}
+    if "p50-abs" not in d:
+        return ""
+    return f"{float(d['p50-abs']):.2g} / {float(d['p99-abs']):.2g}"
 
 
 def _tolerance(o: dict[str, Any]) -> float | None:
