@@ -372,3 +372,13 @@ def test_json_to_stdout_and_resume_alone(project: Path, capsys: pytest.CaptureFi
     assert e["p50-abs"] <= e["p90-abs"] <= e["p99-abs"] <= e["max-abs"]
     assert main(["check", path, "resume", "--python", PY, "--repeat", "2"]) == 2
     assert "the resume check is not repeated" in capsys.readouterr().err
+
+
+def test_a_run_that_fails_is_reported_not_measured(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(project / "repro.toml")
+    assert main(["check", path, "--python", PY, "--repeat", "1", "--vary", "batch=16,0"]) == 1
+    out = capsys.readouterr().out
+    assert "! emb batch=0 run 1: exit code 1: ValueError" in out
+    assert "batch=0: 1 of 1 runs wrote no readable output" in out
+    assert "nothing proposed: 1 run(s) wrote no readable output" in out
+    assert "current criteria: passed in all 1 run(s) that ran to the end" in out

@@ -247,7 +247,21 @@ def report_text(evidence: Evidence, safety: float, folder_shown: str) -> str:
         )
     for ov in evidence.outputs:
         lines.extend(output_lines(ov, safety))
+    lines.append(criteria_summary(evidence))
     return "\n".join(lines) + "\n"
+
+
+def criteria_summary(evidence: Evidence) -> str:
+    """The current criteria over every run that ran to the end, as `kernodeck check` judges them."""
+    ran = [r for r in evidence.runs if r.ok]
+    counts: dict[str, int] = {}
+    for r in ran:
+        for name in r.failed:
+            counts[name] = counts.get(name, 0) + 1
+    if not counts:
+        return f"current criteria: passed in all {len(ran)} run(s) that ran to the end"
+    shown = "; ".join(f"{name} in {n} of {len(ran)} runs" for name, n in sorted(counts.items()))
+    return f"current criteria FAILED: {shown}"
 
 
 # --- variance.json --------------------------------------------------------------------------------

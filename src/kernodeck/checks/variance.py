@@ -20,7 +20,6 @@ import hashlib
 import json
 import math
 import os
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -126,8 +125,6 @@ def run_all(
     jobs = max(1, min(request.jobs, len(runs)))
     if progress is not None:
         progress.start(len(runs), jobs)
-    first: list[float] = []
-    lock = threading.Lock()
 
     def one(run: Run) -> Run:
         _run_one(manifest, root, python, by_name[run.check], conds[run.condition], request.axes, run, env)
@@ -135,18 +132,12 @@ def run_all(
 
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(one, r) for r in runs]
-            finished = 0
-            for fut in as_completed(futures):
+            first: float | None = None  # the first run to finish times the estimate
+            for finished, fut in enumerate(as_completed([pool.submit(one, r) for r in runs]), start=1):
                 run = fut.result()
-                with lock:
-                    finished += 1
-                    if not first:
-                        first.append(run.seconds)
-                    left = len(runs) - finished
-                    estimate = math.ceil(left / jobs) * first[0]
+                first = run.seconds if first is None else first
                 if progress is not None:
-                    progress.done(run, estimate)
+                    progress.done(run, math.ceil((len(runs) - finished) / jobs) * first)
     finally:
         if progress is not None:
             progress.close()
@@ -228,26 +219,34 @@ def kind_of(output: CheckOutput, sample: Any) -> str:
     return "array" if criteria.numeric_array(sample) is not None else "exact"
 
 
+UNREAD: Any = object()
+"""The value of a run whose output could not be read (a JSON `null` is a value)."""
+
+
 def value_of(output: CheckOutput, loaded: Loaded | None, kind: str) -> Any:
+    """What is compared: a metric's number, a numeric array, or plain values; `UNREAD` when the
+    run wrote nothing readable (or no number, or no numeric array, where one is compared)."""
     if loaded is None:
-        return None
+        return UNREAD
     if kind == "metric":
         assert output.metric is not None
-        return criteria.metric_of(loaded.value, output.metric)
-    if kind == "array":
-        return criteria.numeric_array(loaded.value)
-    return criteria.plain(loaded.value)
+        got = criteria.metric_of(loaded.value, output.metric)
+    elif kind == "array":
+        got = criteria.numeric_array(loaded.value)
+    else:
+        return criteria.plain(loaded.value)
+    return UNREAD if got is None else got
 
 
 def spread(values: Sequence[Any], anchor: Any, kind: str) -> Spread:
-    """The runs' `values` against `anchor` (None: unreadable)."""
+    """The runs' `values` against `anchor` (`UNREAD`: nothing to compare)."""
     s = Spread(runs=len(values))
     if kind == "exact":
-        s.unreadable = sum(v is None for v in values)
-        s.identical = sum(v is not None and v == anchor for v in values)
+        s.unreadable = s.runs if anchor is UNREAD else sum(v is UNREAD for v in values)
+        s.identical = 0 if anchor is UNREAD else sum(v is not UNREAD and v == anchor for v in values)
         return s
     s.max_abs = s.max_rel = 0.0
-    if kind == "array" and anchor is not None:
+    if kind == "array" and anchor is not UNREAD:
         s.min_cosine, s.rows, s.rows_changed = 1.0, _rows(anchor), 0
     for v in values:
         _add(s, v, anchor, kind)
@@ -259,7 +258,7 @@ def _rows(arr: Any) -> int:
 
 
 def _add(s: Spread, v: Any, anchor: Any, kind: str) -> None:
-    if v is None or anchor is None or (kind == "array" and v.shape != anchor.shape):
+    if v is UNREAD or anchor is UNREAD or (kind == "array" and v.shape != anchor.shape):
         s.unreadable += 1
         s.max_abs = s.max_rel = math.inf
         return
@@ -346,18 +345,18 @@ def measure_output(
     check: Check, output: CheckOutput, runs: Sequence[Run], labels: Sequence[str], root: Path
 ) -> OutputVariance | None:
     """The evidence for one output from the runs of its check (None: it must not exist, or no run
-    of the baseline ran to the end)."""
+    wrote it readably)."""
     if not output.exists:
         return None
     mine = [r for r in runs if r.check == check.name]
     loaded = {id(r): _load(r, output) for r in mine}
-    sample = next((v.value for v in loaded.values() if v is not None), None)
-    if sample is None:
+    readable = [v for v in loaded.values() if v is not None]
+    if not readable:
         return None
-    kind = kind_of(output, sample)
+    kind = kind_of(output, readable[0].value)
     values = {id(r): value_of(output, loaded[id(r)], kind) for r in mine}
     groups = [[r for r in mine if r.condition == ci] for ci in range(len(labels))]
-    anchor = values[id(groups[0][0])] if groups[0] else None
+    anchor = values[id(groups[0][0])]  # the baseline's first run
     ov = OutputVariance(
         check.name,
         output,
@@ -369,12 +368,19 @@ def measure_output(
         used={},
     )
     _against_reference(ov, [[values[id(r)] for r in g] for g in groups], root)
-    for r in mine:
-        for name in r.failed:
-            if name.startswith(f"{ov.label}: "):
-                crit = name.removeprefix(f"{ov.label}: ")
-                ov.failed_runs[crit] = ov.failed_runs.get(crit, 0) + 1
+    ov.failed_runs = _failed_criteria(ov.label, mine)
     return ov
+
+
+def _failed_criteria(label: str, runs: Sequence[Run]) -> dict[str, int]:
+    """criterion -> how many runs failed it, from the steps criteria.evaluate named `<label>: <criterion>`."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        for name in r.failed:
+            if name.startswith(f"{label}: "):
+                crit = name.removeprefix(f"{label}: ")
+                counts[crit] = counts.get(crit, 0) + 1
+    return counts
 
 
 def _load(run: Run, output: CheckOutput) -> Loaded | None:
@@ -397,9 +403,9 @@ def _against_reference(ov: OutputVariance, grouped: Sequence[Sequence[Any]], roo
         return
     anchor = value_of(o, ref, ov.kind)
     ov.reference = [spread(g, anchor, ov.kind) for g in grouped]
-    if anchor is None or ov.kind == "exact":
+    if anchor is UNREAD or ov.kind == "exact":
         return
-    readable = [v for v in values if v is not None and (ov.kind != "array" or v.shape == anchor.shape)]
+    readable = [v for v in values if v is not UNREAD and (ov.kind != "array" or v.shape == anchor.shape)]
     if o.atol is not None or o.rtol is not None:
         ov.used["tolerance"] = max((_tolerance_share(v, anchor, o) for v in readable), default=math.nan)
     if o.cosine_min is not None and ov.kind == "array":
@@ -423,7 +429,7 @@ def _cosine_share(v: Any, ref: Any, floor: float) -> float:
 
 
 def _closest_bound(o: CheckOutput, values: Sequence[Any]) -> dict[str, Any] | None:
-    seen = [float(v) for v in values if v is not None]
+    seen = [float(v) for v in values if v is not UNREAD]
     if not seen or (o.min is None and o.max is None):
         return None
     candidates = []
