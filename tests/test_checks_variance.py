@@ -165,7 +165,8 @@ def test_repeat_noise_and_a_metric_output(project: Path) -> None:
     emb = _output(data, "emb.npy")
     base, jit = emb["conditions"]
     assert base["repeats"] == {"runs": 2, "identical": 2, "max-abs": 0.0, "max-rel": 0.0,
-                               "min-cosine": 1.0, "rows": 6, "rows-changed": 0}  # fmt: skip
+                               "min-cosine": 1.0, "rows": 6, "rows-changed": 0,
+                               "p50-abs": 0.0, "p90-abs": 0.0, "p99-abs": 0.0}  # fmt: skip
     runs = _arrays(folder, data, 1)
     rep = max(float(np.abs(r.astype(np.float64) - runs[0]).max()) for r in runs[1:])
     assert jit["repeats"]["max-abs"] == rep > 0
