@@ -73,6 +73,12 @@ min = 0.0
 max = 100.0
 
 [[check.output]]
+path = "metrics.json"
+metric = "loss"
+reference = "reference/metrics.json"
+atol = 1e-3
+
+[[check.output]]
 path = "env.json"
 """
 
@@ -136,6 +142,11 @@ def test_spreads_match_the_files_the_runs_wrote(project: Path) -> None:
     worst = max(float(np.abs(a - ref).max()) for a in every)
     assert emb["reference"]["max-abs"] == worst
     assert emb["used"]["tolerance"] == pytest.approx(worst / 1e-3)
+    # a metric against its reference: the worst run's share of atol
+    ref_loss = json.loads((project / "reference" / "metrics.json").read_text())["loss"]
+    losses = [json.loads((folder / r["out"] / "metrics.json").read_text())["loss"] for r in data["runs"]]
+    vs_ref = next(o for o in data["outputs"] if o["output"] == "metrics.json" and o["criteria"].get("atol"))
+    assert vs_ref["used"]["tolerance"] == pytest.approx(max(abs(v - ref_loss) for v in losses) / 1e-3)
     # the proposal stands on the spread between runs, times the safety factor, rounded up
     noise = max(
         [c["repeats"].get("max-abs", 0.0) for c in emb["conditions"]]
@@ -171,7 +182,7 @@ def test_repeat_noise_and_a_metric_output(project: Path) -> None:
     rep = max(float(np.abs(r.astype(np.float64) - runs[0]).max()) for r in runs[1:])
     assert jit["repeats"]["max-abs"] == rep > 0
     assert jit["effect"].endswith(f"repeats differ by up to {rep:.2g} (2 of 2 runs moved)")
-    metric = _output(data, "metrics.json")
+    metric = next(o for o in data["outputs"] if o["output"] == "metrics.json" and "max" in o["criteria"])
     losses = [json.loads((folder / r["out"] / "metrics.json").read_text())["loss"] for r in data["runs"]]
     assert metric["kind"] == "metric"
     assert metric["conditions"][1]["vs-baseline"]["max-abs"] == max(abs(v - losses[0]) for v in losses[3:])
@@ -194,15 +205,15 @@ def test_propose_writes_a_comment_block_and_replaces_its_own(
     args = ["check", str(path), "--python", PY, "--repeat", "2", "--vary", "batch=16,1", "--propose"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "batch=1: changes it by up to" in out and "wrote 3 proposal(s)" in out
+    assert "batch=1: changes it by up to" in out and "wrote 4 proposal(s)" in out
     text = path.read_text()
     assert "atol = 1e-3   # chosen by hand\ncosine-min = 0.9999\n# variance " in text
     assert "schema-version = 1   # kept" in text
-    assert text.count("\n# variance 20") == 3
+    assert text.count("\n# variance 20") == 4
     after = load_manifest(path)
     assert after.check == before.check  # nothing applied: every criterion as it was
     assert main([*args, "-q"]) == 0
-    assert path.read_text().count("\n# variance 20") == 3  # replaced, not added
+    assert path.read_text().count("\n# variance 20") == 4  # replaced, not added
 
 
 def test_a_criterion_failing_in_a_run_exits_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
