@@ -391,6 +391,6 @@ def test_a_run_that_fails_is_reported_not_measured(project: Path, capsys: pytest
     assert main(["check", path, "--python", PY, "--repeat", "1", "--vary", "batch=16,0"]) == 1
     out = capsys.readouterr().out
     assert "! emb batch=0 run 1: exit code 1: ValueError" in out
-    assert "batch=0: 1 of 1 runs wrote no readable output" in out
-    assert "nothing proposed: 1 run(s) wrote no readable output" in out
+    assert "batch=0: 1 of 1 comparisons without a readable output on one side" in out
+    assert "nothing proposed: 1 comparison(s) without a readable output on one side" in out
     assert "current criteria: passed in all 1 run(s) that ran to the end" in out

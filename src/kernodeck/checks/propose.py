@@ -64,7 +64,7 @@ class Proposal:
 def propose(ov: OutputVariance, safety: float = DEFAULT_SAFETY) -> Proposal:
     noise = ov.noise()
     if noise.unreadable:
-        return Proposal(note=f"{noise.unreadable} run(s) wrote no readable output: nothing proposed")
+        return Proposal(note=f"{noise.unreadable} comparison(s) without a readable output on one side")
     if noise.runs == 0:
         return Proposal(note="one run only: repeat it (--repeat 2 or more) to measure a spread")
     if ov.kind == "exact":
@@ -113,16 +113,21 @@ def _one(p: Proposal, key: str, noise: Spread, safety: float) -> None:
         if math.isfinite(noise.max_rel):
             p.values["rtol"] = round_up(safety * noise.max_rel)
         else:
-            p.note = "a value moved where the baseline has 0: no finite rtol; use atol"
+            _note(p, "a value moved where the baseline has 0: no finite rtol; use atol")
     elif key == "cosine-min" and noise.min_cosine is not None:
         gap = 1.0 - noise.min_cosine
         if gap > COSINE_RESOLUTION:
             p.values["cosine-min"] = max(-1.0, float(f"{1.0 - round_up(safety * gap):.12g}"))
         else:
-            p.note = (
+            _note(
+                p,
                 f"every row's cosine is within {COSINE_RESOLUTION:g} of 1 (float64 rounding): "
-                "cosine-min cannot tell these runs apart; keep the declared one"
+                "cosine-min cannot tell these runs apart; keep the declared one",
             )
+
+
+def _note(p: Proposal, text: str) -> None:
+    p.note = text if p.note is None else f"{p.note}; {text}"
 
 
 # --- sentences ------------------------------------------------------------------------------------
@@ -132,7 +137,7 @@ def repeats_text(s: Spread, kind: str) -> str:
     if s.runs == 0:
         return "one run, no repeats"
     if s.unreadable:
-        return f"{s.unreadable} of {s.runs + 1} runs wrote no readable output"
+        return f"{s.unreadable} of {s.runs} comparisons without a readable output on one side"
     if not s.moved:
         return f"repeats {'equal' if kind == 'exact' else 'bit-identical'} ({s.runs + 1} runs)"
     if kind == "exact":
@@ -143,7 +148,7 @@ def repeats_text(s: Spread, kind: str) -> str:
 def effect_text(s: Spread, baseline: Spread, kind: str) -> str:
     """What one condition did to the output, against the baseline's first run."""
     if s.unreadable:
-        return f"{s.unreadable} of {s.runs} runs wrote no readable output"
+        return f"{s.unreadable} of {s.runs} comparisons without a readable output on one side"
     if not s.moved:
         return f"changes nothing ({s.runs} runs {'equal' if kind == 'exact' else 'bit-identical'} to the baseline)"
     if kind == "exact":
