@@ -229,6 +229,7 @@ def test_a_criterion_failing_in_a_run_exits_1(project: Path, capsys: pytest.Capt
     [
         (["--vary", "batch=1,2"], "give --repeat N too"),
         (["--repeat", "2", "--record"], "does not go with --repeat"),
+        (["--repeat", "2", "--html", "x.html"], "kernodeck report FOLDER"),
         (["--repeat", "2"], "which only --vary sets"),
         (["--repeat", "2", "--vary", "batch=1", "--vary", "threads=0"], "threads takes positive integers"),
         (["--repeat", "2", "--vary", "batch=1", "--vary", "determinism=maybe"], "on, off"),

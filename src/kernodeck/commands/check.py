@@ -29,12 +29,19 @@ def split_manifest(args: tuple[str, ...], old_manifest: str | None) -> tuple[Pat
     return (given if given is not None else default_manifest()), args
 
 
-def variance_options(repeat: int | None, vary: tuple[str, ...], propose: bool, record: bool) -> None:
-    """--vary and --propose only with --repeat; --repeat never with --record."""
+def variance_options(
+    repeat: int | None, vary: tuple[str, ...], propose: bool, record: bool, output: OutputOptions
+) -> None:
+    """--vary and --propose only with --repeat; --repeat with neither --record nor a report file."""
     if repeat is None and (vary or propose):
         raise click.UsageError("--vary and --propose measure variance: give --repeat N too")
     if repeat is not None and record:
         raise click.UsageError("--record makes one run the reference; it does not go with --repeat")
+    if repeat is not None and (output.junit or output.markdown or output.html):
+        raise click.UsageError(
+            "--junit, --markdown and --html describe one check run; with --repeat, "
+            "`kernodeck report FOLDER` draws the variance run's page"
+        )
 
 
 @click.command()
@@ -53,14 +60,19 @@ def variance_options(repeat: int | None, vary: tuple[str, ...], propose: bool, r
     help="Make this run the reference: write outputs under reference/ and fingerprints into repro.toml.",
 )
 @click.option(
-    "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
+    "--json",
+    "json_out",
+    default=None,
+    metavar="FILE|-",
+    help="Also write the report (with --repeat: variance.json) as JSON ('-': stdout).",
 )
 @click.option(
     "--out",
     "out_dir",
     default=None,
     type=click.Path(path_type=Path, file_okay=False),
-    help="Folder for the outputs and logs (default: a new temporary folder).",
+    help="Folder for the outputs and logs (default: a new temporary folder; with --repeat: "
+    ".kernodeck/variance/<id>/ beside the manifest).",
 )
 @click.option(
     "--repeat",
@@ -124,7 +136,7 @@ def check(
     from kernodeck.report import CheckedInterpreter, Report
 
     manifest_path, names = split_manifest(names, old_manifest)
-    variance_options(repeat, vary, propose, record)
+    variance_options(repeat, vary, propose, record, output)
     path = manifest_file(manifest_path)
     manifest = load_manifest(path)
     root = path.parent.resolve()
