@@ -27,7 +27,19 @@ DEFAULT_SAFETY = 10.0
 COSINE_RESOLUTION = 1e-12
 """Below this, 1 - cosine is float64 rounding of the dot product, not a difference between runs."""
 MARK = "# variance"
-_CRITERIA_KEYS = ("atol", "rtol", "cosine-min", "exact", "equals", "min", "max", "metric", "reference")
+_CRITERIA_KEYS = (
+    "atol",
+    "rtol",
+    "cosine-min",
+    "exact",
+    "equals",
+    "ids-from",
+    "ids-key",
+    "min",
+    "max",
+    "metric",
+    "reference",
+)
 
 
 def round_up(x: float) -> float:
@@ -43,7 +55,7 @@ def round_up(x: float) -> float:
 
 
 def fmt_cosine(x: float) -> str:
-    return f"{x:.12g}" if math.isfinite(x) else str(x)
+    return f"{x:.15g}" if math.isfinite(x) else str(x)
 
 
 def fmt(x: float | None) -> str:
