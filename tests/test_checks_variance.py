@@ -206,6 +206,8 @@ def test_propose_writes_a_comment_block_and_replaces_its_own(
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "batch=1: changes it by up to" in out and "wrote 4 proposal(s)" in out
+    assert "\nbatch=1 moved: emb/emb.npy (up to " in out  # chunked float32 sums, as measured above
+    assert "\nmoved nothing: repeats of the baseline\n" in out
     text = path.read_text()
     assert "atol = 1e-3   # chosen by hand\ncosine-min = 0.9999\n# variance " in text
     assert "schema-version = 1   # kept" in text

@@ -165,7 +165,9 @@ def effect_text(s: Spread, baseline: Spread, kind: str) -> str:
         return f"changes nothing ({s.runs} runs {'equal' if kind == 'exact' else 'bit-identical'} to the baseline)"
     if kind == "exact":
         return f"changes it in {s.runs - s.identical} of {s.runs} runs"
-    rows = f" in {s.rows_changed} of {s.rows} rows" if s.rows and s.rows > 1 else ""
+    rows = ""
+    if s.rows and s.rows > 1 and s.rows_changed is not None:
+        rows = f" in {s.rows_changed} of {s.rows} rows ({100 * s.rows_changed / s.rows:.0f} %)"
     text = f"changes it by up to {fmt(s.max_abs)}{rows} (max rel {fmt(s.max_rel)}"
     text += f", min cosine {fmt_cosine(s.min_cosine)})" if s.min_cosine is not None else ")"
     if baseline.moved and (baseline.max_abs or 0.0) >= (s.max_abs or 0.0):
@@ -264,8 +266,29 @@ def report_text(evidence: Evidence, safety: float, folder_shown: str) -> str:
         )
     for ov in evidence.outputs:
         lines.extend(output_lines(ov, safety))
+    lines.extend(conditions_summary(evidence))
     lines.append(criteria_summary(evidence))
     return "\n".join(lines) + "\n"
+
+
+def conditions_summary(evidence: Evidence) -> list[str]:
+    """Which condition moved which outputs (against the baseline), and which moved nothing."""
+    labels = [c.label for c in evidence.request.conditions]
+    lines, still = [], []
+    for i, label in enumerate(labels):
+        moved = []
+        for ov in evidence.outputs:
+            s = ov.repeats[0] if i == 0 else ov.across[i]
+            if s is not None and s.moved:
+                moved.append(ov.label + (f" (up to {fmt(s.max_abs)})" if s.max_abs is not None else ""))
+        name = "repeats of the baseline" if i == 0 else label
+        if moved:
+            lines.append(f"{name} moved: {', '.join(moved)}")
+        else:
+            still.append(name)
+    if still:
+        lines.append(f"moved nothing: {', '.join(still)}")
+    return lines
 
 
 def criteria_summary(evidence: Evidence) -> str:
