@@ -117,7 +117,8 @@ def distribution_svg(o: dict[str, Any]) -> str | None:
         for i, s in enumerate(series):
             ys = [float(v) for v in s["abs"]]
             xs = [i + (j % 7 - 3) * 0.04 for j in range(len(ys))]
-            ax.scatter(xs, ys, s=12, color="#0969da", zorder=3)
+            over = [atol is not None and y > atol for y in ys]
+            ax.scatter(xs, ys, s=12, c=["#cf222e" if b else "#0969da" for b in over], zorder=3)
             top = max([top, *[y for y in ys if math.isfinite(y)]])
         if atol is not None:
             ax.axhspan(
@@ -125,6 +126,7 @@ def distribution_svg(o: dict[str, Any]) -> str | None:
             )
             top = max(top, atol)
         if isinstance(proposed, int | float) and proposed > 0:
+            top = max(top, float(proposed))
             ax.axhline(
                 float(proposed),
                 color="#9a6700",
