@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--device", default=os.environ.get("EMBED_DEVICE"), help="cpu, cuda, mps (default: best available)"
     )
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument(
+        "--batch-size", type=int, default=int(os.environ.get("EMBED_BATCH_SIZE", "16")), help="(default: 16)"
+    )
     args = parser.parse_args(argv)
 
     apply_determinism()

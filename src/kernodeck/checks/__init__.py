@@ -2,6 +2,8 @@
 
 `steps()` runs the `[[check]]`s (layer "application"), `resume_steps()` the `[resume]` checks
 (layer "resume"); `kernodeck verify` ends with both, `kernodeck check` runs them alone.
+`kernodeck check --repeat N` measures how much the outputs vary instead (`variance.py`, its
+conditions in `conditions.py`, what the evidence says and proposes in `propose.py`).
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ def evaluate(
         if o.ids_from is not None:
             _ids(j, value, root)
         if o.equals is not None:
-            got = _plain(value)
+            got = plain(value)
             items = got if isinstance(got, list) else [got]  # a scalar output equals a one-item list
             shown = repr(got) if isinstance(got, str) else got
             j.check("equals", items == o.equals, o.equals, shown, why=_first_difference(items, o.equals))
@@ -299,7 +299,7 @@ def _ids(j: _Judge, value: Any, root: Path) -> None:
     if isinstance(src, Unreadable):
         j.fail(crit, f"the ids of {o.ids_from}", f"input unreadable: {src.reason}")
         return
-    expected = _plain(src.value)
+    expected = plain(src.value)
     if file.lower().endswith(".csv"):
         expected = [str(v) for v in expected]
     got = _output_ids(value, o.ids_key or field)
@@ -369,7 +369,7 @@ def _reference(j: _Judge, loaded: Loaded, root: Path, structure_ok: bool) -> Non
         return
     for c in comparisons:
         if c == "exact":
-            a, b = _plain(loaded.value), _plain(ref.value)
+            a, b = plain(loaded.value), plain(ref.value)
             j.check("equals reference", a == b, o.reference, "equal" if a == b else _first_difference(a, b))
         elif not numeric or got_arr is None or ref_arr is None:
             j.fail(_REF_NAMES[c], f"numeric, like {o.reference}", f"not numeric ({_kind(loaded.value)})")
@@ -390,20 +390,16 @@ def _allclose(j: _Judge, got: Any, ref: Any) -> None:
     np = _np()
     o = j.output
     atol, rtol = o.atol or 0.0, o.rtol or 0.0
-    a, b = got.astype(np.float64), ref.astype(np.float64)
-    both_nan = np.isnan(a) & np.isnan(b)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        diff = np.where(both_nan, 0.0, np.abs(a - b))
-        diff = np.where(np.isnan(diff), np.inf, diff)
-        rel = np.where(np.abs(b) > 0, diff / np.abs(b), np.where(diff == 0, 0.0, np.inf))
-        bad = diff > atol + rtol * np.abs(np.where(np.isnan(b), 0.0, b))
+    diff, rel = abs_rel_errors(got, ref)
+    limit = allowed(ref, atol, rtol)
+    bad = diff > limit
     max_abs = float(diff.max()) if diff.size else 0.0
     max_rel = float(rel.max()) if rel.size else 0.0
     expected = f"|out - ref| <= {atol:g} + {rtol:g}·|ref|"
     observed = f"max abs error {max_abs:.3g}, max rel error {max_rel:.3g}"
     details: dict[str, Any] = {"max-abs-error": max_abs, "max-rel-error": max_rel}
     if diff.size:
-        details.update(_abs_rows(diff, atol + rtol * np.abs(np.where(np.isnan(b), 0.0, b))))
+        details.update(_abs_rows(diff, limit))
         details.update({"atol": atol, "rtol": rtol})
     n_bad = int(bad.sum())
     if n_bad == 0:
@@ -422,19 +418,13 @@ def _cosine(j: _Judge, got: Any, ref: Any) -> None:
     np = _np()
     o = j.output
     assert o.cosine_min is not None
-    a = got.astype(np.float64).reshape(got.shape[0] if got.ndim > 1 else 1, -1)
-    b = ref.astype(np.float64).reshape(a.shape[0], -1)
-    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = (a * b).sum(axis=1) / (na * nb)
-    cos = np.where((na == 0) & (nb == 0), 1.0, cos)
-    cos = np.where(np.isnan(cos), -math.inf, cos)
+    cos = row_cosines(got, ref)
     worst = int(np.argmin(cos))
     min_cos = float(cos[worst])
     expected = f"cosine >= {o.cosine_min} on every row"
     observed = f"min cosine {_fmt_cos(min_cos)} (row {worst})"
     details: dict[str, Any] = {"min-cosine": min_cos if math.isfinite(min_cos) else None, "row": worst}
-    rows, values = _compact_rows(np.where(np.isfinite(cos), cos, -1.0), "min")
+    rows, values = compact_rows(np.where(np.isfinite(cos), cos, -1.0), "min")
     details["rows"] = {"row": rows, "cosine": values}
     details["cosine-min"] = o.cosine_min
     if min_cos >= o.cosine_min:
@@ -444,6 +434,65 @@ def _cosine(j: _Judge, got: Any, ref: Any) -> None:
         j.fail("cosine-min", expected, f"{observed}; {n_bad} of {len(cos)} rows below", details=details)
 
 
+# --- the metrics, shared with kernodeck.checks.variance ----------------------------------------
+
+
+def abs_rel_errors(got: Any, ref: Any) -> tuple[Any, Any]:
+    """Element-wise (|got - ref|, |got - ref| / |ref|) in float64, arrays of the same shape: NaN
+    where both are NaN counts as equal, NaN on one side as an infinite error; a non-zero error
+    against a zero reference is an infinite relative error."""
+    np = _np()
+    a, b = np.asarray(got).astype(np.float64), np.asarray(ref).astype(np.float64)
+    both_nan = np.isnan(a) & np.isnan(b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = np.where(both_nan, 0.0, np.abs(a - b))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        rel = np.where(np.abs(b) > 0, diff / np.abs(b), np.where(diff == 0, 0.0, np.inf))
+    return diff, rel
+
+
+def allowed(ref: Any, atol: float, rtol: float) -> Any:
+    """The largest |out - ref| each element may have: atol + rtol·|ref| (a NaN reference: atol)."""
+    np = _np()
+    b = np.asarray(ref).astype(np.float64)
+    return atol + rtol * np.abs(np.where(np.isnan(b), 0.0, b))
+
+
+def tolerance_used(diff: Any, limit: Any) -> Any:
+    """Element-wise |out - ref| / allowed: above 1 fails (a zero allowance: 0 or infinite)."""
+    np = _np()
+    lim = np.broadcast_to(limit, np.shape(diff))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(lim > 0, diff / lim, np.where(diff > 0, np.inf, 0.0))
+
+
+def row_cosines(got: Any, ref: Any) -> Any:
+    """The cosine of each row (first axis; a 1-D array is one row) of `got` with `ref`'s: two zero
+    rows count as 1, a NaN as -inf."""
+    np = _np()
+    got = np.asarray(got)
+    a = got.astype(np.float64).reshape(got.shape[0] if got.ndim > 1 else 1, -1)
+    b = np.asarray(ref).astype(np.float64).reshape(a.shape[0], -1)
+    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = (a * b).sum(axis=1) / (na * nb)
+    cos = np.where((na == 0) & (nb == 0), 1.0, cos)
+    return np.where(np.isnan(cos), -math.inf, cos)
+
+
+def metric_of(value: Any, metric: str) -> float | None:
+    """The numeric `metric` (a dotted path) inside an output's value; None when it is missing or
+    not a number."""
+    found, v = lookup(value, metric)
+    return float(v) if found and _is_number(v) else None
+
+
+def numeric_array(value: Any) -> Any:
+    """`value` as a numeric numpy array, or None (labels, text, records, ragged lists)."""
+    arr = _array(value)
+    return arr if arr is not None and arr.dtype.kind in "biufc" else None
+
+
 # --- compact per-row series for the HTML report ------------------------------------------------
 
 #: At most this many rows per output are kept in the report; beyond it consecutive rows are
@@ -451,7 +500,7 @@ def _cosine(j: _Judge, got: Any, ref: Any) -> None:
 SERIES_ROWS = 400
 
 
-def _compact_rows(per_row: Any, worst: Literal["max", "min"]) -> tuple[list[int], list[float]]:
+def compact_rows(per_row: Any, worst: Literal["max", "min"]) -> tuple[list[int], list[float]]:
     np = _np()
     n = int(per_row.shape[0])
     if n <= SERIES_ROWS:
@@ -468,13 +517,12 @@ def _abs_rows(diff: Any, allowed: Any) -> dict[str, Any]:
     np = _np()
     d = diff.reshape(diff.shape[0] if diff.ndim else 1, -1)
     lim = np.broadcast_to(allowed, diff.shape).reshape(d.shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(lim > 0, d / lim, np.where(d > 0, np.inf, 0.0))
+    ratio = tolerance_used(d, lim)
     at = np.argmax(ratio, axis=1)
     idx = np.arange(d.shape[0])
     err_row, lim_row = d[idx, at], lim[idx, at]
     err_row = np.where(np.isfinite(err_row), err_row, np.finfo(np.float64).max)
-    rows, errs = _compact_rows(err_row, "max")
+    rows, errs = compact_rows(err_row, "max")
     if len(rows) == d.shape[0]:
         limits = [float(v) for v in lim_row]
     else:
@@ -527,19 +575,19 @@ def _count(value: Any) -> int | None:
     return None
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """JSON-comparable Python values (arrays become lists)."""
     if hasattr(value, "tolist"):
         return value.tolist()
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
 def _output_ids(value: Any, field: str) -> list[Any] | None:
-    v = _plain(value)
+    v = plain(value)
     if isinstance(v, dict):
         found, inner = lookup(v, field)
         if not found:
@@ -611,4 +659,18 @@ def _missing_hint(out: Path, o: CheckOutput) -> str:
     return f"the command wrote {listing} into the output folder; is {o.path!r} the right path?"
 
 
-__all__ = ["LAYER", "NO_TOLERANCE_HINT", "evaluate", "has_tolerance", "output_label"]
+__all__ = [
+    "LAYER",
+    "NO_TOLERANCE_HINT",
+    "abs_rel_errors",
+    "allowed",
+    "compact_rows",
+    "evaluate",
+    "has_tolerance",
+    "metric_of",
+    "numeric_array",
+    "output_label",
+    "plain",
+    "row_cosines",
+    "tolerance_used",
+]

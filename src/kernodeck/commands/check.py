@@ -35,6 +35,21 @@ def split_manifest(args: tuple[str, ...], old_manifest: str | None) -> tuple[Pat
     return (given if given is not None else default_manifest()), args
 
 
+def variance_options(
+    repeat: int | None, vary: tuple[str, ...], propose: bool, record: bool, output: OutputOptions
+) -> None:
+    """--vary and --propose only with --repeat; --repeat with neither --record nor a report file."""
+    if repeat is None and (vary or propose):
+        raise click.UsageError("--vary and --propose measure variance: give --repeat N too")
+    if repeat is not None and record:
+        raise click.UsageError("--record makes one run the reference; it does not go with --repeat")
+    if repeat is not None and (output.junit or output.markdown or output.html):
+        raise click.UsageError(
+            "--junit, --markdown and --html describe one check run; with --repeat, "
+            "`kernodeck report FOLDER` draws the variance run's page"
+        )
+
+
 @click.command()
 @click.argument("names", nargs=-1, metavar="[MANIFEST] [NAME]...")
 @click.option("--manifest", "old_manifest", default=None, hidden=True)
@@ -51,14 +66,53 @@ def split_manifest(args: tuple[str, ...], old_manifest: str | None) -> tuple[Pat
     help="Make this run the reference: write outputs under reference/ and fingerprints into repro.toml.",
 )
 @click.option(
-    "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
+    "--json",
+    "json_out",
+    default=None,
+    metavar="FILE|-",
+    help="Also write the report (with --repeat: variance.json) as JSON ('-': stdout).",
 )
 @click.option(
     "--out",
     "out_dir",
     default=None,
     type=click.Path(path_type=Path, file_okay=False),
-    help="Folder for the outputs and logs (default: a new temporary folder).",
+    help="Folder for the outputs and logs (default: a new temporary folder; with --repeat: "
+    ".kernodeck/variance/<id>/ beside the manifest).",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Measure variance: run each [[check]] N times in fresh processes (under every --vary condition).",
+)
+@click.option(
+    "--vary",
+    multiple=True,
+    metavar="NAME=V1,V2",
+    help="With --repeat: also run with NAME at each value, one condition at a time (the first value is the "
+    "baseline). NAME: threads, determinism, matmul-precision, device, a {placeholder} in the run, or an "
+    "environment variable.",
+)
+@click.option(
+    "--propose",
+    is_flag=True,
+    help="With --repeat: write each output's proposed criterion into repro.toml as a comment (never applied).",
+)
+@click.option(
+    "--safety",
+    type=click.FloatRange(min=1.0),
+    default=10.0,
+    show_default=True,
+    help="With --repeat: the factor a proposal puts on the largest deviation observed.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="With --repeat: runs at the same time (default: the cores available).",
 )
 @report_options()
 def check(
@@ -68,12 +122,19 @@ def check(
     record: bool,
     json_out: str | None,
     out_dir: Path | None,
+    repeat: int | None,
+    vary: tuple[str, ...],
+    propose: bool,
+    safety: float,
+    jobs: int | None,
     output: OutputOptions,
 ) -> None:
     """Run the application checks and the resume check.
 
     MANIFEST (default ./repro.toml; a folder means the repro.toml inside it) is recognised as a
-    path ending in .toml or a folder; NAME: only these checks (`resume`: the resume check)."""
+    path ending in .toml or a folder; NAME: only these checks (`resume`: the resume check).
+    With --repeat N, measure how much every output varies instead, and what criterion that
+    evidence supports."""
     from kernodeck import checks
     from kernodeck.interpreters import choose
     from kernodeck.manifest import load_manifest
@@ -81,11 +142,30 @@ def check(
     from kernodeck.report import CheckedInterpreter, Report
 
     manifest_path, names = split_manifest(names, old_manifest)
+    variance_options(repeat, vary, propose, record, output)
     path = manifest_file(manifest_path)
     manifest = load_manifest(path)
     root = path.parent.resolve()
     chosen = choose(python, project=root)
     target = chosen.path
+    if repeat is not None:
+        from kernodeck.commands.variance import run_variance
+
+        code = run_variance(
+            path,
+            manifest,
+            target,
+            names=names,
+            repeat=repeat,
+            vary=vary,
+            jobs=jobs,
+            safety=safety,
+            propose=propose,
+            out_dir=out_dir,
+            json_out=json_out,
+            quiet=output.quiet,
+        )
+        click.get_current_context().exit(code)
     check_names = [n for n in names if not (n == RESUME and all(c.name != RESUME for c in manifest.check))]
     with_resume = (not names and manifest.resume is not None) or len(check_names) < len(names)
 
