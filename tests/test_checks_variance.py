@@ -205,8 +205,11 @@ def test_propose_writes_a_comment_block_and_replaces_its_own(
     args = ["check", str(path), "--python", PY, "--repeat", "2", "--vary", "batch=16,1", "--propose"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "batch=1: changes it by up to" in out and "wrote 4 proposal(s)" in out
+    assert "batch=1: changes it by up to" in out and "wrote the evidence of 4 output(s) as comments" in out
     assert "\nbatch=1 moved: emb/emb.npy (up to " in out  # chunked float32 sums, as measured above
+    # only the outputs whose proposal names a value count as proposed
+    proposed = int(out.split("with a proposed criterion for ")[1].split(" ")[0])
+    assert proposed == out.count("proposed (")
     assert "\nmoved nothing: repeats of the baseline\n" in out
     text = path.read_text()
     assert "atol = 1e-3   # chosen by hand\ncosine-min = 0.9999\n# variance " in text

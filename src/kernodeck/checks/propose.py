@@ -424,18 +424,23 @@ def comment_lines(ov: OutputVariance, p: Proposal, evidence: Evidence, today: st
 def write_proposals(
     manifest_path: Path, evidence: Evidence, safety: float = DEFAULT_SAFETY, today: str | None = None
 ) -> list[str]:
-    """Write each output's proposal as a comment block beside its criterion; the labels written."""
+    """Write each output's evidence and proposal as a comment block beside its criterion; the labels of
+    the outputs that got a proposed criterion (an output with evidence only gets the block, not a label)."""
     doc = load_document(manifest_path)
     day = today or datetime.now(timezone.utc).date().isoformat()
-    written = []
+    written: list[str] = []
+    changed = False
     names = [c.get("name") for c in doc.get("check", [])]
     for ov in evidence.outputs:
         ci = names.index(ov.check)
         oi = next(i for i, o in enumerate(evidence_check(evidence, ov.check).output) if o is ov.output)
         table = doc["check"][ci]["output"][oi]
-        put_block(table, comment_lines(ov, propose(ov, safety), evidence, day))
-        written.append(ov.label)
-    if written:
+        proposal = propose(ov, safety)
+        put_block(table, comment_lines(ov, proposal, evidence, day))
+        changed = True
+        if proposal.values:
+            written.append(ov.label)
+    if changed:
         save_document(doc, manifest_path)
     return written
 

@@ -99,7 +99,12 @@ def run_variance(
         click.echo(report_text(evidence, safety, shown), nl=False, err=to_stdout)
     if propose:
         written = write_proposals(path, evidence, safety)
-        click.echo(f"wrote {len(written)} proposal(s) as comments in {path} (nothing applied)", err=to_stdout)
+        blocks = len(evidence.outputs)
+        click.echo(
+            f"wrote the evidence of {blocks} output(s) as comments in {path}, with a proposed criterion for "
+            f"{len(written)} of them (nothing applied)",
+            err=to_stdout,
+        )
     data = (evidence.folder / DATA).read_text(encoding="utf-8")
     if to_stdout:
         click.echo(data, nl=False)
