@@ -322,3 +322,22 @@ def test_a_symlinked_summary_is_written_through(tmp_path: Path) -> None:
     )
     assert link.is_symlink() and link.resolve() == real.resolve()
     assert real.read_text().startswith("before\n\n## ❌ kernodeck check: FAILED")
+
+
+def test_diff_under_github_actions_is_inert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernodeck.cli import main
+
+    paths = []
+    for side, value in (("a", "1.0"), ("b", "::add-mask::x\n##[error]forged\x1b[2J")):
+        r = Report(kind="verify")
+        r.add(Step.passed("data", "data:train", observed=value))
+        paths.append(tmp_path / f"{side}.json")
+        r.write_json(paths[-1])
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert main(["diff", str(paths[0]), str(paths[1]), "--color", "never"]) == 1
+    log = capsys.readouterr().out
+    commands, stopped = runner_commands(log)
+    assert [c.name for c in commands] == ["stop-commands"] and not stopped
+    assert "::add-mask::x" in log and "\\x1b[2J" in log and "\x1b" not in log

@@ -46,20 +46,7 @@ def markdown_summary(report: Report) -> str:
     verdict = "OK" if report.ok else "FAILED"
     icon = "✅" if report.ok else "❌"
     out = [f"## {icon} kernodeck {_cell(report.kind)}: {verdict}", ""]
-    facts = []
-    if report.manifest:
-        facts.append(f"manifest {_code(report.manifest)}")
-    if report.reference_id:
-        facts.append(f"reference {_code(report.reference_id)}")
-    if report.platform:
-        facts.append(f"platform {_code(report.platform)}")
-    if facts:
-        out += [" · ".join(facts), ""]
-    if report.interpreter is not None:
-        out += [f"python: {_code(report.interpreter.path)} ({_cell(report.interpreter.reason)})", ""]
-    if report.platform and report.platform_reason:
-        out += [f"platform: {_code(report.platform)} ({_cell(report.platform_reason)})", ""]
-    out += [f"> ⚠️ {_cell(n)}" for n in report.notices] + ([""] if report.notices else [])
+    out += _context(report)
     out += [f"**{counts_text(report.counts())}**", ""]
     first = first_failure(report)
     if first is not None:
@@ -67,27 +54,60 @@ def markdown_summary(report: Report) -> str:
         if first.hint:
             out.append(f"<br>hint: {_cell(first.hint)}")
         out.append("")
-    out += ["| layer | status | passed | failed | warnings | skipped |", "|---|---|--:|--:|--:|--:|"]
-    for layer in layers_of(report):
-        steps = [s for s in report.steps if str(s.layer) == layer]
-        c = layer_counts(steps)
-        status = "❌ failed" if c["failed"] else ("⚠️ warning" if c["warning"] else "✅ passed")
-        if not c["failed"] and not c["warning"] and not c["passed"]:
-            status = "⏭️ skipped"
-        out.append(
-            f"| {_cell(layer)} | {status} | {c['passed']} | {c['failed']} | {c['warning']} | {c['skipped']} |"
+    return "\n".join(out + _layer_table(report) + _failed_table(report)) + "\n"
+
+
+def _context(report: Report) -> list[str]:
+    """The manifest, reference and platform, the interpreter and the notices."""
+    out = []
+    facts = [
+        f"{label} {_code(value)}"
+        for label, value in (
+            ("manifest", report.manifest),
+            ("reference", report.reference_id),
+            ("platform", report.platform),
         )
-    out.append("")
+        if value
+    ]
+    if facts:
+        out += [" · ".join(facts), ""]
+    if report.interpreter is not None:
+        out += [f"python: {_code(report.interpreter.path)} ({_cell(report.interpreter.reason)})", ""]
+    if report.platform and report.platform_reason:
+        out += [f"platform: {_code(report.platform)} ({_cell(report.platform_reason)})", ""]
+    out += [f"> ⚠️ {_cell(n)}" for n in report.notices] + ([""] if report.notices else [])
+    return out
+
+
+def _layer_status(c: dict[str, int]) -> str:
+    if c["failed"]:
+        return "❌ failed"
+    if c["warning"]:
+        return "⚠️ warning"
+    return "✅ passed" if c["passed"] else "⏭️ skipped"
+
+
+def _layer_table(report: Report) -> list[str]:
+    out = ["| layer | status | passed | failed | warnings | skipped |", "|---|---|--:|--:|--:|--:|"]
+    for layer in layers_of(report):
+        c = layer_counts(s for s in report.steps if str(s.layer) == layer)
+        out.append(
+            f"| {_cell(layer)} | {_layer_status(c)} | {c['passed']} | {c['failed']} | {c['warning']} | {c['skipped']} |"
+        )
+    return [*out, ""]
+
+
+def _failed_table(report: Report) -> list[str]:
     failed = [s for s in report.steps if s.status is Status.FAILED]
-    if failed:
-        out += ["### Failed steps", "", "| layer | step | first error | hint |", "|---|---|---|---|"]
-        for s in failed[:MAX_FAILED_ROWS]:
-            name = s.name + ("" if s.required else " (optional)")
-            out.append(f"| {_cell(str(s.layer))} | {_cell(name)} | {_cell(s.error)} | {_cell(s.hint)} |")
-        if len(failed) > MAX_FAILED_ROWS:
-            out.append(f"\n… and {len(failed) - MAX_FAILED_ROWS} more (see the JSON report)")
-        out.append("")
-    return "\n".join(out) + "\n"
+    if not failed:
+        return []
+    out = ["### Failed steps", "", "| layer | step | first error | hint |", "|---|---|---|---|"]
+    for s in failed[:MAX_FAILED_ROWS]:
+        name = s.name + ("" if s.required else " (optional)")
+        out.append(f"| {_cell(str(s.layer))} | {_cell(name)} | {_cell(s.error)} | {_cell(s.hint)} |")
+    if len(failed) > MAX_FAILED_ROWS:
+        out.append(f"\n… and {len(failed) - MAX_FAILED_ROWS} more (see the JSON report)")
+    return [*out, ""]
 
 
 def write_markdown(report: Report, path: str | Path) -> None:
