@@ -341,3 +341,17 @@ def test_diff_under_github_actions_is_inert(
     commands, stopped = runner_commands(log)
     assert [c.name for c in commands] == ["stop-commands"] and not stopped
     assert "::add-mask::x" in log and "\\x1b[2J" in log and "\x1b" not in log
+
+
+def test_an_error_quoting_hostile_text_is_inert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernodeck.cli import main
+
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    name = tmp_path / "r\n::add-mask::x\x1b[2J.json"  # a path the error quotes
+    assert main(["report", str(name)]) == 2
+    err = capsys.readouterr().err
+    commands, stopped = runner_commands(err)
+    assert [c.name for c in commands] == ["stop-commands"] and not stopped
+    assert "\n::add-mask::x\\x1b[2J.json" in err and "\x1b" not in err
