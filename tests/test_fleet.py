@@ -115,6 +115,10 @@ def test_one_rank_with_another_data_file_is_reported_by_rank(fleet: Fleet, tmp_p
     assert [ranks.rc(r) for r in range(3)] == ["1", "1", "1"]
     report = ranks.stdout(0)
     assert "ranks disagree on data" in report
+    for r in (1, 2):  # the reason, never the collective's detail
+        err = ranks.stderr(r)
+        assert f"rank {r}: FLEET FAILED: verify failed on ranks 1 (rank 1: data/data:train: " in err
+        assert "ranks disagree on data" in err and "all-reduced" not in err
     data = json.loads(js.read_text())
     layer = next(la for la in data["layers"] if la["layer"] == "data")
     by_ranks = {tuple(row["ranks"]): row["values"]["step:data:train"] for row in layer["rows"]}
@@ -221,7 +225,9 @@ def test_require_fleet_inside_a_torchrun_script_uses_its_group(
             assert lines[0] == "ok", ranks.stdout(r) + ranks.stderr(r)
     if differs:
         assert "ranks disagree on data" in ranks.stdout(0)
-        assert "the fleet disagrees; see rank 0" in ranks.stdout(1)
+        # the fleet's reason, the same as rank 0's verdict
+        assert "FLEET FAILED (rank 1): verify failed on ranks 2 (rank 2: data/data:train: " in ranks.stdout(1)
+        assert ranks.stdout(1).splitlines()[0].endswith("; ranks disagree on data")
         assert ranks.stderr(0).count("kernodeck fleet verify: 3 ranks") == 1  # the report, on rank 0
         assert "kernodeck fleet verify" not in ranks.stderr(1) + ranks.stderr(2)
 
