@@ -18,9 +18,11 @@ hanging (its counter still moves) or stopped (crashed, killed or frozen: it no l
 Only rank 0 writes the plan: it writes it only where no plan is (compare-and-set), every other
 rank records a digest of the plan it read (`read/<rank>`), and rank 0 checks at the end that the
 plan is still its own. A plan another process wrote fails the fleet with that said, and a rank
-that followed such a plan is never blamed for the facts it was not asked for. The store is the one the job already has: an initialised process group's store
-(nothing is created then), else a TCPStore client of the torchrun agent's store (MASTER_ADDR:
-MASTER_PORT), or, without an agent (srun), a TCPStore that rank 0 hosts, as `env://` does.
+that followed such a plan is never blamed for the facts it was not asked for.
+
+The store is the one the job already has: an initialised process group's store (nothing is
+created then), else a TCPStore client of the torchrun agent's store (MASTER_ADDR: MASTER_PORT),
+or, without an agent (srun), a TCPStore that rank 0 hosts, as `env://` does.
 """
 
 from __future__ import annotations
