@@ -150,6 +150,21 @@ def _visible_writer(out: IO[str]) -> Callable[[str], None]:
     return write
 
 
+def _exchange_lines(w: Callable[[str], None], cmp: dict[str, Any]) -> None:
+    ex = cmp.get("exchange")
+    if not ex:
+        return
+    w(
+        f"\nexchange: {ex['bytes']} bytes (digests {ex['digest_bytes']}, plan {ex['plan_bytes']} x "
+        f"{len(cmp['ranks'])}, facts {ex['facts_bytes']} from {ex['ranks_sending_facts']} ranks), "
+        f"{ex['seconds']} s ({ex['seconds_after_last_digest']} s after the last digest)\n"
+    )
+    if ex.get("environment_probes"):
+        w(
+            f"environment probes: {ex['environment_probes']} for {len(cmp['ranks'])} ranks (shared per host and interpreter)\n"
+        )
+
+
 def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
     """The fleet report as plain text (one screen for a healthy fleet)."""
     w = _visible_writer(file if file is not None else sys.stdout)
@@ -191,17 +206,7 @@ def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
         w("\nfirst error by rank\n")
         for r in errs:
             w(f"  rank {r['rank']} ({r['host']}): {r['first_error']}\n")
-    ex = cmp.get("exchange")
-    if ex:
-        w(
-            f"\nexchange: {ex['bytes']} bytes (digests {ex['digest_bytes']}, plan {ex['plan_bytes']} x "
-            f"{len(cmp['ranks'])}, facts {ex['facts_bytes']} from {ex['ranks_sending_facts']} ranks), "
-            f"{ex['seconds']} s ({ex['seconds_after_last_digest']} s after the last digest)\n"
-        )
-        if ex.get("environment_probes"):
-            w(
-                f"environment probes: {ex['environment_probes']} for {len(cmp['ranks'])} ranks (shared per host and interpreter)\n"
-            )
+    _exchange_lines(w, cmp)
     if cmp.get("collective"):
         c = cmp["collective"]
         w(

@@ -176,21 +176,25 @@ def run_cli(
     if not out.missing and not group_initialized():
         ok, info = _collective(ident, ch, ok, timeout, backend)
     if ident.rank == 0 and out.comparison is not None:
-        cmp = out.comparison
-        cmp["ok"] = ok
-        if info is not None:
-            cmp["collective"] = info
-        if json_out is not None:
-            text = json.dumps(cmp, indent=2) + "\n"
-            if json_out == "-":
-                sys.stdout.write(text)
-                sys.stdout.flush()
-            else:
-                atomic_write_text(Path(json_out), text)
-        render(cmp, sys.stderr if json_out == "-" else sys.stdout)
+        _fleet_report(out.comparison, ok, info, json_out)
     elif not ok:
         print(f"kernodeck fleet: rank {ident.rank}: FLEET FAILED: {reason(out, info)}", file=sys.stderr)
     return 0 if ok else 1
+
+
+def _fleet_report(cmp: dict[str, Any], ok: bool, info: dict[str, Any] | None, json_out: str | None) -> None:
+    """Rank 0: the fleet report on the terminal, and as JSON with `--json`."""
+    cmp["ok"] = ok
+    if info is not None:
+        cmp["collective"] = info
+    if json_out is not None:
+        text = json.dumps(cmp, indent=2) + "\n"
+        if json_out == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            atomic_write_text(Path(json_out), text)
+    render(cmp, sys.stderr if json_out == "-" else sys.stdout)
 
 
 def reason(out: Outcome, info: dict[str, Any] | None) -> str:
