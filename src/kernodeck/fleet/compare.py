@@ -5,14 +5,16 @@ whether they agree, and for every fact that differs a table by node, host and ra
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 from kernodeck.fleet.facts import Identity
+from kernodeck.render.visible import visible
 
 FLEET_SCHEMA = "kernodeck-fleet/1"
 
 
-def _ranks_text(ranks: list[int]) -> str:
+def ranks_text(ranks: list[int]) -> str:
     """0,1,2,5 -> '0-2, 5'."""
     out: list[str] = []
     start = prev = None
@@ -113,13 +115,15 @@ def summary_line(cmp: dict[str, Any]) -> str:
         return f"FLEET OK: {n} ranks passed and agree on every layer"
     parts = []
     if cmp["missing"]:
-        parts.append("missing ranks " + _ranks_text([m["rank"] for m in cmp["missing"]]))
+        parts.append("missing ranks " + ranks_text([m["rank"] for m in cmp["missing"]]))
     failed = [r["rank"] for r in cmp["ranks"] if not r["ok"]]
     if failed:
-        parts.append("failed on ranks " + _ranks_text(failed))
+        parts.append("failed on ranks " + ranks_text(failed))
     differ = [la["layer"] for la in cmp["layers"] if not la["agree"]]
     if differ:
         parts.append("ranks disagree on " + ", ".join(differ))
+    if cmp.get("plan"):
+        parts.append(cmp["plan"])
     coll = cmp.get("collective") or {}
     if coll.get("status") == "failed":
         parts.append(f"{coll['backend']} all-reduce failed")
@@ -137,20 +141,44 @@ def _table(w: Any, table: list[list[str]], indent: str = "") -> None:
         w(indent + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() + "\n")
 
 
+def _visible_writer(out: IO[str]) -> Callable[[str], None]:
+    """`out.write` with control characters made visible (hosts, errors and facts come from the ranks)."""
+
+    def write(text: str) -> None:
+        out.write(visible(text))
+
+    return write
+
+
+def _exchange_lines(w: Callable[[str], None], cmp: dict[str, Any]) -> None:
+    ex = cmp.get("exchange")
+    if not ex:
+        return
+    w(
+        f"\nexchange: {ex['bytes']} bytes (digests {ex['digest_bytes']}, plan {ex['plan_bytes']} x "
+        f"{len(cmp['ranks'])}, facts {ex['facts_bytes']} from {ex['ranks_sending_facts']} ranks), "
+        f"{ex['seconds']} s ({ex['seconds_after_last_digest']} s after the last digest)\n"
+    )
+    if ex.get("environment_probes"):
+        w(
+            f"environment probes: {ex['environment_probes']} for {len(cmp['ranks'])} ranks (shared per host and interpreter)\n"
+        )
+
+
 def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
     """The fleet report as plain text (one screen for a healthy fleet)."""
-    out = file if file is not None else sys.stdout
-    w = out.write
+    w = _visible_writer(file if file is not None else sys.stdout)
+
     w(f"kernodeck fleet verify: {cmp['world_size']} ranks\n")
     for node in cmp["nodes"]:
-        w(f"  node {node['node']} ({', '.join(node['hosts'])}): ranks {_ranks_text(node['ranks'])}\n")
+        w(f"  node {node['node']} ({', '.join(node['hosts'])}): ranks {ranks_text(node['ranks'])}\n")
     for m in cmp["missing"]:
         where = f" on {m['host']}" if m.get("host") else ""
         w(f"  MISSING rank {m['rank']}{where}: {m['stage']}\n")
     rows = [["layer", "passed on all", "ranks agree"]]
     for la in cmp["layers"]:
         bad = {k: v for k, v in la["status"].items() if k in ("failed", "not run")}
-        passed = "yes" if not bad else "; ".join(f"{k} on ranks {_ranks_text(v)}" for k, v in bad.items())
+        passed = "yes" if not bad else "; ".join(f"{k} on ranks {ranks_text(v)}" for k, v in bad.items())
         agree = "yes" if la["agree"] else f"no ({len(la['groups'])} groups)"
         rows.append([la["layer"], passed, agree])
     w("\n")
@@ -168,7 +196,7 @@ def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
                 [
                     str(row["node"]),
                     row["host"],
-                    _ranks_text(row["ranks"]) + mark,
+                    ranks_text(row["ranks"]) + mark,
                     *(("(not run)" if row["layer_not_run"] else _value(row["values"].get(f))) for f in facts),
                 ]
             )
@@ -178,17 +206,7 @@ def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
         w("\nfirst error by rank\n")
         for r in errs:
             w(f"  rank {r['rank']} ({r['host']}): {r['first_error']}\n")
-    ex = cmp.get("exchange")
-    if ex:
-        w(
-            f"\nexchange: {ex['bytes']} bytes (digests {ex['digest_bytes']}, plan {ex['plan_bytes']} x "
-            f"{len(cmp['ranks'])}, facts {ex['facts_bytes']} from {ex['ranks_sending_facts']} ranks), "
-            f"{ex['seconds']} s ({ex['seconds_after_last_digest']} s after the last digest)\n"
-        )
-        if ex.get("environment_probes"):
-            w(
-                f"environment probes: {ex['environment_probes']} for {len(cmp['ranks'])} ranks (shared per host and interpreter)\n"
-            )
+    _exchange_lines(w, cmp)
     if cmp.get("collective"):
         c = cmp["collective"]
         w(

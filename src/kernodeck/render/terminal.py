@@ -22,6 +22,8 @@
   them whole; `verbose` shows them whole too). Long values are capped at a few lines unless
   `verbose`.
 - The last line is the summary, with the first required failure.
+- Control characters in any text (ESC, NUL, BEL, a carriage return ...) are shown as their escape
+  (`\\x1b`), never written (`kernodeck.render.visible`); the colours are added after that.
 - Colours only when asked (`always`) or on a terminal (`auto`) without a non-empty `NO_COLOR`
   (https://no-color.org: a command-line `--color always` wins over it).
 """
@@ -37,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from kernodeck.render.visible import visible
 from kernodeck.report import Report, Status, Step
 
 if TYPE_CHECKING:
@@ -230,7 +233,8 @@ class _Writer:
         self.lines: list[Line] = []
 
     def text(self, value: str) -> str:
-        return value if self.verbose else short_hashes(value)
+        """Text to show: control characters visible (never sent to the terminal), hashes short."""
+        return visible(value if self.verbose else short_hashes(value))
 
     def add(self, text: str, role: Role = "plain", *, indent: str = "", rest: str | None = None) -> None:
         for ln in wrap(self.text(text), self.width, indent, indent + "  " if rest is None else rest):
