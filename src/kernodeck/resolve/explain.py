@@ -97,12 +97,13 @@ def why_no_candidates(
         if not pf.rejected:
             return (f"{name} has no files on {_where(pf)}", context, None)
         return (f"no file of {name} can be installed on {platform}", context, hint)
-    versions = pf.versions(True)
-    shown = [str(v) for v in versions]
-    usable_line = f"versions of {name} usable on {target.name} ({_where(pf)}): {_short_list(shown)}"
+    # Pre-releases are listed only where they could be chosen (`prereleases`, a requirement or
+    # constraint naming one, or a project with nothing else): a list of candidates tells the truth.
+    allow_pre = factory.prereleases_allowed(name, requirements)
+    shown = [str(v) for v in pf.versions(True) if allow_pre or not v.is_prerelease]
+    usable_line = f"versions of {name} usable on {target.name} ({_where(pf)}): {_short_list(shown) or 'none'}"
     # The versions asked for exist, but none has a file for this platform: say which tags they have.
     constraints = factory.constraints.get(name, [])
-    allow_pre = factory.prereleases_allowed(name, requirements)
     wanted = [
         v
         for v in pf.all_versions
