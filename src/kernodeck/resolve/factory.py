@@ -683,6 +683,40 @@ class Factory:
             or self.project(name).only_prereleases
         )
 
+    def first_choice(self, name: NormalizedName, preferred: Version | None) -> Version | None:
+        """The version a resolution of this target alone would try first for a requirement of
+        `name` without a specifier: `preferred` when it is usable, else the newest usable one
+        (pre-releases only where allowed, the manifest's constraints applied)."""
+        pf = self.project(name)
+        allow_pre = self.prereleases_allowed(name, [])
+        cons = [c.specifier for c in self.constraints.get(name, [])]
+        order = list(pf.all_versions)
+        if preferred is not None and pf.known(preferred):
+            order.remove(preferred)
+            order.insert(0, preferred)
+        for v in order:
+            if v != preferred and not allow_pre and v.is_prerelease:
+                continue
+            if all(c.contains(v, prereleases=True) for c in cons) and pf.usable(v, False):
+                return v
+        return None
+
+    def installable(self, name: NormalizedName) -> list[Version]:
+        """The public versions of `name` this target has files for, newest first, as a
+        requirement without a specifier would see them (pre-releases only where allowed, the
+        manifest's constraints applied)."""
+        pf = self.project(name)
+        allow_pre = self.prereleases_allowed(name, [])
+        cons = [c.specifier for c in self.constraints.get(name, [])]
+        out: dict[Version, None] = {}
+        for v in pf.all_versions:
+            allowed = (allow_pre or not v.is_prerelease) and all(
+                c.contains(v, prereleases=True) for c in cons
+            )
+            if allowed and pf.usable(v, False):
+                out.setdefault(Version(v.public), None)
+        return list(out)
+
     def find_matches(
         self,
         identifier: str,
