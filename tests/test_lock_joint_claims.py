@@ -92,7 +92,7 @@ def test_a_difference_is_kept_only_when_the_brute_force_finds_no_common_version(
     locked = {p: pins(_read(path, p)) for p in TAGS}
     for p in TAGS:  # each file is one of the enumerated solutions of its platform
         assert (locked[p]["app"], locked[p]["num"]) in feasible[p]
-    differs = {d.name: d for d in result.differences}
+    differs = {str(d.name): d for d in result.differences}
     for pkg, position in (("app", 0), ("num", 1)):
         # a common version of pkg exists iff some version is in a solution of every platform
         common = set.intersection(*({s[position] for s in feasible[p]} for p in TAGS))
