@@ -62,7 +62,7 @@ from kernodeck.errors import EXIT_USAGE, IndexError_, KernodeckError, Resolution
 from kernodeck.index.cache import IndexCache, default_cache_dir
 from kernodeck.lock import replay as lockreplay
 from kernodeck.lock.convert import Format, Rendered, diff, platform_lock, render, stale_reasons
-from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256
+from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256, pin_inputs, stale_inputs
 from kernodeck.lock.mirrors import mirror_hint, mirrored, parse_mirrors, replace_all, unmirror
 from kernodeck.lockfile.leftover import LeftOver, left_over, remove
 from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
@@ -137,6 +137,10 @@ class PlatformFailure:
     index_url: str  # the index involved (credentials removed)
     cause: str  # the first cause, one line
     error: KernodeckError
+    # --check: what the file on disk is, judged from the lock inputs alone (no index needed):
+    # "requirements-rebuild-X.txt is stale (inputs changed: ...)", "no file for declared
+    # platform X (...)"; None when its recorded inputs are the ones now (or not --check)
+    on_disk: str | None = None
 
     def message(self) -> str:
         return f"cannot lock platform {self.platform}: {self.cause} (index {self.index_url})"
@@ -242,6 +246,7 @@ class _Plan:
     path: Path
     written: Manifest  # as in repro.toml, before `from` sources were merged
     sources: SourceSet
+    inputs: dict[str, str]  # the files read (sources), a pyproject.toml by its pin parts
     manifest: Manifest  # sources merged, --upgrade-package specifiers added as constraints
     names: list[str]
     out_dir: Path
@@ -315,6 +320,8 @@ def lock_manifest(
             resolved = _resolve_and_render(
                 plan, fmt=fmt, offline=offline, refresh=refresh, cache_dir=cache_dir, progress=progress
             )
+        if check and resolved.failures:
+            resolved = replace(resolved, failures=_judged_on_disk(plan, resolved.failures, fmt))
         _raise_when_nothing_locked(plan, resolved)
         if key is not None and resolved.pages is not None and not resolved.failures:
             _record(cache, plan, fmt, key, resolved.pages, resolved, check)
@@ -374,7 +381,8 @@ def _plan(
             "the lock files hold no packages"
         )
     # The digest is of the manifest as written: --upgrade-package constraints are a one-off choice.
-    extra = {**sources.inputs, **extra_inputs}
+    inputs = pin_inputs(sources.inputs, path.parent)  # a pyproject.toml by its pin parts
+    extra = {**inputs, **extra_inputs}
     digests = {n: lock_inputs_sha256(manifest, n, default_index=default_index, extra=extra) for n in names}
     # `--upgrade-package NAME<SPEC>` (as in pip-compile and uv) also constrains NAME for this lock.
     extra_constraints = [str(r) for r in upgrades if r.specifier]
@@ -389,6 +397,7 @@ def _plan(
         path=path,
         written=written,
         sources=sources,
+        inputs=inputs,
         manifest=manifest,
         names=names,
         out_dir=out_dir,
@@ -440,6 +449,24 @@ def _replayed(replay: lockreplay.Replay, names: Sequence[str], progress: LockPro
             progress.done(n, replay.rendered[n].pins)
         progress.close()
     return Resolved(dict(replay.rendered), differences=list(replay.differences), held=list(replay.held))
+
+
+def _judged_on_disk(
+    plan: _Plan, failures: Mapping[str, PlatformFailure], fmt: Format
+) -> dict[str, PlatformFailure]:
+    """`lock --check` of platforms that could not be re-resolved: whether each one's file is
+    missing or stale is still known from its header and the lock inputs now."""
+    out = {}
+    for name, failure in failures.items():
+        fname = requirements_filename(name) if fmt == "requirements" else pylock_filename(name)
+        text = _read(plan.out_dir / fname)
+        if text is None:
+            verdict: str | None = f"no file for declared platform {name} ({fname})"
+        else:
+            reasons = stale_inputs(text, plan.digests[name], plan.inputs)
+            verdict = f"{fname} is stale (inputs changed: {'; '.join(reasons)})" if reasons else None
+        out[name] = replace(failure, on_disk=verdict)
+    return out
 
 
 def _raise_when_nothing_locked(plan: _Plan, resolved: Resolved) -> None:
@@ -636,7 +663,7 @@ class _Locker:
                 self.session,
                 manifest_name=plan.path.name,
                 lock_inputs=plan.digests[n],
-                inputs=plan.sources.inputs,
+                inputs=plan.inputs,
                 via=via,
                 python_version=next(
                     p.python or plan.manifest.python.version for p in plan.manifest.platform if p.name == n
@@ -898,6 +925,7 @@ def _combine_failures(fails: list[PlatformFailure], default_index: str | None = 
     first = fails[0].error
     context = [*first.context, f"index: {fails[0].index_url}"]
     context.extend(f"also: {f.message()}" for f in fails[1:])
+    context.extend(f.on_disk for f in fails if f.on_disk is not None)
     cls = ResolutionError if all(isinstance(f.error, ResolutionError) for f in fails) else type(first)
     hint = first.hint
     if default_index is not None and isinstance(first, IndexError_):
