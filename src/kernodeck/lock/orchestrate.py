@@ -739,7 +739,13 @@ def _resolve_and_render(
                     progress.done(n, len(res.pins))
         locks = locker.platform_locks(differences, back)
         metadata_reads = session.metadata_reads
-        pages = session.client.used_pages()
+        # a lock without an optional index that was down is not replayed once it answers again
+        pages = None if session.skipped else session.client.used_pages()
+        plan.notices.extend(
+            f"index {src.name!r} ({strip_userinfo(redact(src.url))}) could not be reached ({why}); it is "
+            "optional = true, so this lock was made without it"
+            for src, why in sorted(session.skipped.items(), key=lambda kv: kv[0].name)
+        )
     finally:
         session.close()
         if progress is not None:

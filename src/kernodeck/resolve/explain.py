@@ -39,6 +39,23 @@ def _where(pf: ProjectFiles) -> str:
     return ", ".join(f"{s.name} ({strip_credentials(s.url)})" for s in srcs)
 
 
+def _asked(pf: ProjectFiles) -> list[str]:
+    """Each index asked for a project, and whether it answered."""
+    not_found = {nf.index: nf for nf in pf.not_found}
+    skipped = {s.name: why for s, why in pf.skipped}
+    out = []
+    for s in pf.asked:
+        where = f"{s.name} ({strip_credentials(s.url)})"
+        if s.name in skipped:
+            out.append(f"asked {where}: no answer ({skipped[s.name]}); optional, left out")
+        elif s.name in not_found:
+            nf = not_found[s.name]
+            out.append(
+                f"asked {where}: answered, no project {pf.name!r}" + (f" ({nf.reason})" if nf.reason else "")
+            )
+    return out
+
+
 def _file_tags(pf: ProjectFiles, rejected: Sequence[Rejected] | None = None) -> tuple[list[str], list[str]]:
     """(distinct wheel tags, sdist filenames) among the files the platform rejected."""
     tags: set[str] = set()
@@ -76,12 +93,12 @@ def why_no_candidates(
     target = factory.target
     platform = f"platform {target.name} ({target.summary()})"
     if pf.source is None:
-        reasons = [f"{nf.index}: {nf.reason}" if nf.reason else str(nf.index) for nf in pf.not_found]
-        return (
-            f"{name} is not on any index asked for it: {_where(pf)}",
-            [f"not found on {r}" for r in reasons],
-            "check the name, or route it to the index that has it with [[packages.index]] packages = [...]",
+        route = (
+            "check the name, or route it to the index that has it with [[packages.index]] packages = [...]"
         )
+        if pf.skipped:
+            route = "an index was not reached: retry when it answers, or " + route
+        return (f"{name} is not on any index asked for it: {_where(pf)}", _asked(pf), route)
     if not pf.versions(True):
         tags, sdists = _file_tags(pf)
         context: list[str] = []
