@@ -511,12 +511,14 @@ def _unreachable_error(
     name: NormalizedName,
     failed: tuple[IndexSource, IndexUnreachable],
     answers: Sequence[tuple[IndexSource, ProjectPage | NotFound | IndexUnreachable]],
+    declared: bool,
 ) -> IndexUnreachable:
-    """A required index that cannot be reached, named, with every index asked for `name` and
-    whether it answered."""
+    """A required index that cannot be reached: its error (which names it), with every index
+    asked for `name` and whether it answered when there were several, and how to let a lock go
+    on without it when the manifest (or a requirement file) declares it."""
     src, error = failed
     asked = []
-    for s, a in answers:
+    for s, a in answers if len(answers) > 1 else ():
         where = f"{s.name} ({strip_credentials(s.url)})"
         if isinstance(a, IndexUnreachable):
             asked.append(f"asked {where}: no answer ({_first_line(a)})")
@@ -524,13 +526,14 @@ def _unreachable_error(
             asked.append(f"asked {where}: answered, no project {name!r}")
         else:
             asked.append(f"asked {where}: answered, has {name}")
-    return IndexUnreachable(
-        f"index {src.name!r} ({strip_credentials(src.url)}) cannot be reached (reading the page of {name!r})",
-        context=[*error.context, *asked],
-        hint=f"{error.hint + '; ' if error.hint else ''}if the lock may go on without it, mark it "
-        f"`optional = true` in its [[packages.index]] (an index from a requirement file: declare it "
-        "there with the same url)",
-    )
+    hint = error.hint
+    if declared:
+        optional = (
+            f"if the lock may go on without index {src.name!r}, mark it `optional = true` in its "
+            "[[packages.index]] (an index a requirement file names: declare it there with the same url)"
+        )
+        hint = f"{hint}; {optional}" if hint else optional
+    return IndexUnreachable(error.message, context=[*error.context, *asked], hint=hint)
 
 
 class Factory:
@@ -626,7 +629,9 @@ class Factory:
         unreachable = tuple((s, a) for s, a in answers if isinstance(a, IndexUnreachable))
         required = [(s, a) for s, a in unreachable if not s.optional]
         if required:
-            raise _unreachable_error(name, required[0], answers)
+            routing = self.session.routing_for(self.target)
+            declared = required[0][0] in (*routing.defaults, *routing.pinned.values())
+            raise _unreachable_error(name, required[0], answers, declared)
         for s, a in unreachable:
             self.session.skip(s, a)
         not_found = tuple(a for _, a in answers if isinstance(a, NotFound))
