@@ -100,17 +100,7 @@ def why_no_candidates(
             route = "an index was not reached: retry when it answers, or " + route
         return (f"{name} is not on any index asked for it: {_where(pf)}", _asked(pf), route)
     if not pf.versions(True):
-        tags, sdists = _file_tags(pf)
-        context: list[str] = []
-        if tags:
-            context.append(f"its wheels are tagged: {_short_list(tags)}")
-        if sdists:
-            context.append(f"its source distributions: {_short_list(sdists, 4)}")
-        other = sorted({r.reason for r in pf.rejected if not _is_tag_reason(r.reason)})
-        context.extend(f"rejected: {r}" for r in other[:5])
-        hint = None
-        if sdists and name not in factory.settings.allow_sdist:
-            hint = f"add {name!r} to [packages] allow-sdist to build it from source, or pick a version with a wheel"
+        context, hint = _files_said(factory, pf)
         if not pf.rejected:
             return (f"{name} has no files on {_where(pf)}", context, None)
         return (f"no file of {name} can be installed on {platform}", context, hint)
@@ -130,24 +120,33 @@ def why_no_candidates(
     ]
     if requirements and wanted and not any(pf.usable(v, True) for v in wanted):
         blocked = wanted[:3]
-        rejected = [r for v in blocked for r in pf.verdicts(v).rejected]
-        tags, sdists = _file_tags(pf, rejected)
-        context = []
-        if tags:
-            context.append(f"its wheels are tagged: {_short_list(tags)}")
-        if sdists:
-            context.append(f"its source distributions: {_short_list(sdists, 4)}")
-        other = sorted({r.reason for r in rejected if not _is_tag_reason(r.reason)})
-        context.extend(f"rejected: {r}" for r in other[:5])
+        context, hint = _files_said(factory, pf, [r for v in blocked for r in pf.verdicts(v).rejected])
         context.append(usable_line)
-        hint = None
-        if sdists and name not in factory.settings.allow_sdist:
-            hint = f"add {name!r} to [packages] allow-sdist to build it from source, or pick a version with a wheel"
         what = ", ".join(str(v) for v in blocked) + (
             f" (and {len(wanted) - 3} more)" if len(wanted) > 3 else ""
         )
         return (f"no file of {name} {what} can be installed on {platform}", context, hint)
     return (None, [usable_line], None)
+
+
+def _files_said(
+    factory: Factory, pf: ProjectFiles, rejected: Sequence[Rejected] | None = None
+) -> tuple[list[str], str | None]:
+    """(context lines, hint) about the files a platform rejected (all of the project's, or
+    `rejected`): the tags of its wheels, its sdists, the other reasons, and allow-sdist."""
+    rejected = pf.rejected if rejected is None else rejected
+    tags, sdists = _file_tags(pf, rejected)
+    context: list[str] = []
+    if tags:
+        context.append(f"its wheels are tagged: {_short_list(tags)}")
+    if sdists:
+        context.append(f"its source distributions: {_short_list(sdists, 4)}")
+    other = sorted({r.reason for r in rejected if not _is_tag_reason(r.reason)})
+    context.extend(f"rejected: {r}" for r in other[:5])
+    hint = None
+    if sdists and pf.name not in factory.settings.allow_sdist:
+        hint = f"add {pf.name!r} to [packages] allow-sdist to build it from source, or pick a version with a wheel"
+    return context, hint
 
 
 def _is_tag_reason(reason: str) -> bool:
