@@ -213,3 +213,22 @@ def test_check_with_the_index_down(
     err = capsys.readouterr().err
     assert "cannot lock platform linux" in err or "error:" in err
     assert "is stale" not in err and "no file for" not in err
+
+
+def test_verify_counts_the_same_parts_of_pyproject(locked: Path) -> None:
+    """verify's lock-current step reads freshness from the same owner: a version bump is no
+    change, a dependency edit is, and is named by its file."""
+    from kernodeck.layers.context import Context
+    from kernodeck.layers.packages import _stale
+    from kernodeck.lockfile.read import read_lockfile
+    from kernodeck.manifest.load import load_manifest
+
+    platform = load_manifest(locked).get_platform("linux")
+    ctx = Context(root=locked.parent, manifest_file=locked, python="python", platform=platform)
+    lock = read_lockfile(locked.parent / requirements_filename("linux"))
+    pyproject = locked.parent / "pyproject.toml"
+    _edit(pyproject, 'version = "0.1.0"', 'version = "0.2.0"')
+    assert _stale(lock, ctx) == []
+    _edit(pyproject, 'dependencies = ["app"]', 'dependencies = ["app", "dep>=1"]')
+    (step,) = _stale(lock, ctx)
+    assert step.error == "pyproject.toml changed since the file was written (requirements-rebuild-linux.txt)"
