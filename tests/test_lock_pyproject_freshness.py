@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,7 @@ def _edit(path: Path, old: str, new: str) -> str:
 
 
 @pytest.fixture
-def locked(index_factory: IndexFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def locked(index_factory: IndexFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
     _publish(index_factory)
     with index_factory.serve() as server:
