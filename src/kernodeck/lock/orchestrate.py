@@ -824,71 +824,19 @@ def _finish(
     notices: tuple[str, ...] = (),
     left: Sequence[LeftOver] = (),
 ) -> LockResult:
-    out: list[PlatformResult] = []
+    """Compare each platform's files with those on disk: with `check`, say which are stale and
+    why; else write every changed file as one set and remove the files left over."""
     pending: list[tuple[Path, str]] = []
-    targets = {t.name: t for t in _targets(manifest, names)} if check else {}
-    joint_change = _platforms_changed(manifest, out_dir, left) if check else None
-    torn = check and interrupted_set(out_dir)
-    for name in names:
-        r = rendered[name]
-        text = r.text
-        req_path = out_dir / requirements_filename(name)
-        files = [(req_path, text)]
-        py_path: Path | None = None
-        if fmt == "pylock":
-            py_path = out_dir / pylock_filename(name)
-            files.append((py_path, r.pylock or ""))
-        diffs = []
-        missing = False
-        reasons: list[str] = []
-        notes: list[str] = []
-        for fpath, content in files:
-            old = _read(fpath)
-            merged = conflict_note(old, fpath.name) if old is not None and not check else None
-            if merged is not None:
-                notes.append(merged)
-            if old != content:
-                missing = missing or old is None
-                diffs.append(diff(old, content, fpath.name))
-                if not check:
-                    pending.append((fpath, content))
-                elif old is not None:
-                    reasons.extend(
-                        stale_reasons(
-                            old,
-                            content,
-                            manifest,
-                            targets[name],
-                            fpath.suffix,
-                            fpath.name,
-                            platforms_changed=joint_change,
-                        )
-                    )
-        if torn:
-            reasons.append(
-                "an earlier `kernodeck lock` was interrupted while it replaced the files: they may be a mix"
-                " of two runs; run `kernodeck lock` to finish it"
-            )
-        status: Status
-        if check:
-            status = "fresh" if not diffs and not torn else ("missing" if missing else "stale")
-        else:
-            status = "written" if diffs else "unchanged"
-        out.append(
-            PlatformResult(
-                platform=name,
-                summary=r.summary,
-                requirements_path=req_path,
-                pylock_path=py_path,
-                status=status,
-                pins=r.pins,
-                hash_lines=r.hash_lines,
-                text=text,
-                diff="".join(diffs) if check else "",
-                reasons=tuple(dict.fromkeys(reasons)),
-                warnings=(*r.warnings, *notes),
-            )
-        )
+    compare = _Compare(
+        out_dir,
+        manifest,
+        fmt,
+        check,
+        targets={t.name: t for t in _targets(manifest, names)} if check else {},
+        joint_change=_platforms_changed(manifest, out_dir, left) if check else None,
+        torn=check and interrupted_set(out_dir),
+    )
+    out = [compare.platform(name, rendered[name], pending) for name in names]
     if not check and (pending or interrupted_set(out_dir)):
         # every file of this lock moves together: the whole old set or the whole new set (an
         # unchanged set is left alone: no journal, no fsync; an interrupted one is finished)
@@ -907,6 +855,81 @@ def _finish(
         notices=notices,
         left_over=tuple(left),
     )
+
+
+@dataclass(frozen=True)
+class _Compare:
+    """How `_finish` compares one platform's files with those on disk."""
+
+    out_dir: Path
+    manifest: Manifest
+    fmt: Format
+    check: bool
+    targets: Mapping[str, Target]  # --check: for the stale reasons
+    joint_change: str | None  # --check: platforms added or removed, in words
+    torn: bool  # --check: an earlier lock was interrupted while it replaced the files
+
+    def platform(self, name: str, r: Rendered, pending: list[tuple[Path, str]]) -> PlatformResult:
+        """One platform's result; the files a lock would write are added to `pending`."""
+        req_path = self.out_dir / requirements_filename(name)
+        files = [(req_path, r.text)]
+        py_path: Path | None = None
+        if self.fmt == "pylock":
+            py_path = self.out_dir / pylock_filename(name)
+            files.append((py_path, r.pylock or ""))
+        diffs: list[str] = []
+        missing = False
+        reasons: list[str] = []
+        notes: list[str] = []
+        for fpath, content in files:
+            old = _read(fpath)
+            merged = conflict_note(old, fpath.name) if old is not None and not self.check else None
+            if merged is not None:
+                notes.append(merged)
+            if old == content:
+                continue
+            missing = missing or old is None
+            diffs.append(diff(old, content, fpath.name))
+            if not self.check:
+                pending.append((fpath, content))
+            elif old is not None:
+                reasons.extend(self._reasons(name, old, content, fpath))
+        if self.torn:
+            reasons.append(
+                "an earlier `kernodeck lock` was interrupted while it replaced the files: they may be a mix"
+                " of two runs; run `kernodeck lock` to finish it"
+            )
+        return PlatformResult(
+            platform=name,
+            summary=r.summary,
+            requirements_path=req_path,
+            pylock_path=py_path,
+            status=self._status(bool(diffs), missing),
+            pins=r.pins,
+            hash_lines=r.hash_lines,
+            text=r.text,
+            diff="".join(diffs) if self.check else "",
+            reasons=tuple(dict.fromkeys(reasons)),
+            warnings=(*r.warnings, *notes),
+        )
+
+    def _reasons(self, name: str, old: str, content: str, fpath: Path) -> list[str]:
+        return stale_reasons(
+            old,
+            content,
+            self.manifest,
+            self.targets[name],
+            fpath.suffix,
+            fpath.name,
+            platforms_changed=self.joint_change,
+        )
+
+    def _status(self, differs: bool, missing: bool) -> Status:
+        if not self.check:
+            return "written" if differs else "unchanged"
+        if not differs and not self.torn:
+            return "fresh"
+        return "missing" if missing else "stale"
 
 
 def _platforms_changed(manifest: Manifest, out_dir: Path, left: Sequence[LeftOver]) -> str | None:
