@@ -12,7 +12,7 @@ has files for, newest first (`name==V` on each). A difference is kept only when 
 reason claims only what was established: no version with files for all of them; a version each
 can take alone but not with the versions aligned for other packages; a version that only the
 preferred pins of the existing lock files keep out (named, with `--upgrade-package`); or the
-versions tried and the first failure of each. "No common version" is never said of a search that
+versions tried and the first failure among them. "No common version" is never said of a search that
 merely stopped.
 
 Like uv's universal resolution with `required-environments`, the outcome is the newest version
