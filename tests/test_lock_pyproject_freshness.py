@@ -6,6 +6,7 @@ lock inputs alone when the index cannot be reached."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -199,8 +200,11 @@ def test_check_with_the_index_down(
         '[[platform]]\nname = "windows"\nos = "windows"\narch = "x86_64"\n\n[[platform]]',
     )
     capsys.readouterr()
-    assert main(["lock", str(path), "--check"]) == 1
+    report = tmp_path / "check.json"
+    assert main(["lock", str(path), "--check", "--json", str(report)]) == 1
     err = capsys.readouterr().err
+    context = json.loads(report.read_text())["error"]["context"]
+    assert "no file for declared platform windows (requirements-rebuild-windows.txt)" in context
     assert (
         "requirements-rebuild-linux.txt is stale (inputs changed: pyproject.toml changed since the file was written)"
         in err
