@@ -270,6 +270,11 @@ class Index(_Model):
     """Projects taken only from this index (and never from another)."""
     platforms: list[Name] = []
     """Only on these platforms (empty: every platform, unless a platform's `indexes` names it)."""
+    optional: bool = False
+    """Lock without this index when it cannot be reached (connection refused, DNS, timeout), and
+    say so; otherwise an unreachable index fails the lock. An index a requirement file in `from`
+    names (`--extra-index-url`) is required: declare it here with the same `url` and
+    `optional = true` to make it optional."""
 
 
 class Packages(_Model):
