@@ -272,7 +272,13 @@ class Packages(_Model):
     `[project]` dependencies, or Poetry's `[tool.poetry.dependencies]` when it has no `[project]`
     table), a `Pipfile` is Pipenv's (its `[packages]`), anything else a requirements file read the
     way pip reads it (nested `-r`/`-c`, indexes, `-e .`). Their content is part of the lock inputs
-    (`# input-sha256` lines)."""
+    (`# input-sha256` lines). Each stays inside the project (symlinks followed), and so does every
+    file it includes with `-r`/`-c` (after `${NAME}` expansion), unless `external` is true; a file
+    read must be a regular file of at most 16 MiB."""
+    external: bool = False
+    """`from` sources, and the files they include with `-r`/`-c`, may lie outside the project (a
+    shared checkout of requirement files, a parent folder's pyproject.toml). Without it, an
+    absolute path, a `..` that climbs out, or a symlink or `${NAME}` that leads out is refused."""
     extras: list[Name] = []
     """Extras of the pyproject.toml named in `from` whose dependencies are locked too (Poetry's
     `[tool.poetry.extras]` for a Poetry project)."""
@@ -900,6 +906,7 @@ _OUTSIDE = (
     "{what} {path!r} is outside the project; paths are relative to repro.toml's folder and stay inside it"
 )
 _EXTERNAL_HINT = " (a shared mount: add `external = true` to this entry)"
+_EXTERNAL_FROM_HINT = " (a shared mount: add `external = true` under [packages])"
 
 
 def _path_bounds(m: Manifest) -> list[Problem]:
@@ -910,7 +917,9 @@ def _path_bounds(m: Manifest) -> list[Problem]:
             (("code", "config", i, "path"), "config", c.path, c.external) for i, c in enumerate(m.code.config)
         ]
     found += [(("data", i, "path"), "data path", d.path, d.external) for i, d in enumerate(m.data)]
-    # [packages] from may name a parent folder's pyproject.toml (a project in a sub-folder): not bounded
+    found += [
+        (("packages", "from", i), "source", f, m.packages.external) for i, f in enumerate(m.packages.from_)
+    ]
     found += [
         (("weights", i, "path"), "weights path", w.path, w.external)
         for i, w in enumerate(m.weights)
@@ -938,7 +947,6 @@ def _path_bounds(m: Manifest) -> list[Problem]:
         if loc[-1] == "path" and loc[0] == "check":
             out.append((loc, f"output {path!r} leaves the check's output folder; write it relative to $OUT"))
             continue
-        out.append(
-            (loc, _OUTSIDE.format(what=what, path=path) + (_EXTERNAL_HINT if external is not None else ""))
-        )
+        hint = _EXTERNAL_FROM_HINT if loc[0] == "packages" else _EXTERNAL_HINT if external is not None else ""
+        out.append((loc, _OUTSIDE.format(what=what, path=path) + hint))
     return out

@@ -67,6 +67,20 @@ def _from_line(manifest_file: Path, index: int) -> int | None:
     return _Locator(text).line_of(("packages", "from", index))
 
 
+def source_problem(root: Path, path: Path, *, external: bool) -> tuple[str, str | None] | None:
+    """(why, hint) when a `from` entry cannot be read: outside the project (after symlinks)
+    without `external`, missing, not a regular file (a named pipe would block), too large."""
+    from kernodeck.reqfile import Refused, bounded_in, check_regular
+
+    try:
+        if not external:
+            bounded_in(root, path)
+        check_regular(path)
+    except Refused as e:
+        return e.why, e.hint
+    return None
+
+
 def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
     """Read every `[packages] from` source; raises ManifestError (located) on a problem."""
     pk = manifest.packages
@@ -79,26 +93,17 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
     parsed: list[ParsedRequirements] = []
     for i, entry in enumerate(pk.from_):
         path = root / entry
-        problem = None
-        if not path.exists():
-            problem = f"source {entry!r} does not exist (looked for {entry} next to {mfile.name})"
-        elif not path.is_file():
-            problem = f"source {entry!r} is not a file"
-        else:
-            try:
-                with path.open("rb") as f:
-                    f.read(1)
-            except OSError as e:
-                problem = f"source {entry!r} cannot be read: {e.strerror or e}"
+        problem = source_problem(root, path, external=pk.external)
         if problem is not None:
+            why, hint = problem
             raise ManifestError(
                 [
                     Issue(
                         str(mfile),
                         f"packages.from[{i}]",
-                        problem,
+                        f"source {entry!r} {why}",
                         line=_from_line(mfile, i),
-                        hint="paths in `from` are relative to the manifest's folder",
+                        hint=hint or "paths in `from` are relative to the manifest's folder",
                     )
                 ]
             )
@@ -109,7 +114,9 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
             own = () if any(is_pyproject(f) for f in pk.from_) else pk.groups
             parsed.append(parse_pipfile(path, groups=own, display_root=root))
         else:
-            parsed.append(parse_requirements_file(path, project_root=root, display_root=root))
+            parsed.append(
+                parse_requirements_file(path, project_root=root, display_root=root, external=pk.external)
+            )
     reqs: list[str] = []
     cons: list[str] = []
     inputs: dict[str, str] = {}
