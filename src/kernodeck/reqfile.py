@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import re
 import shlex
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -48,6 +48,7 @@ from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
 from kernodeck.manifest.paths import escapes
 from kernodeck.support.conflicts import conflict_issue
+from kernodeck.support.fsio import NotRegularFile, open_regular
 from kernodeck.support.tomltext import parse_toml
 from kernodeck.support.urls import is_placeholder_userinfo, redact, strip_userinfo
 
@@ -60,8 +61,6 @@ _MAX_DEPTH = 32
 #: The largest requirements file read, in bytes (a generated file of 100,000 hashed pins is about
 #: 10 MiB); a larger one (or /dev/zero) is refused with this number in the message.
 MAX_FILE_BYTES = 16 * 2**20
-#: Opening never waits on a named pipe swapped in after the check (POSIX; Windows has none).
-_NONBLOCK = os.O_NONBLOCK if os.name == "posix" else 0
 #: The longest value of a line a message quotes (then it is cut, with a count).
 _SHOWN_MAX = 80
 _OPTION_SHAPE = re.compile(r"--?[A-Za-z][A-Za-z0-9-]{0,40}")
@@ -382,24 +381,6 @@ class Refused(Exception):
         self.hint = hint
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def _not_regular(mode: int) -> str | None:
-    """Why a file of this mode is not read ("is a named pipe (FIFO), not a regular file"); None
-    for a regular file."""
-    for test, kind in _KINDS:
-        if test(mode):
-            return f"is {kind}, not a regular file"
-    return None if stat.S_ISREG(mode) else "is not a regular file"
-
-
 def bounded_in(root: Path, path: Path) -> None:
     """Nothing when `path` stays inside `root` (symlinks followed); Refused when it leads out."""
     if escapes(root, path) is not None:
@@ -410,20 +391,27 @@ def bounded_in(root: Path, path: Path) -> None:
         )
 
 
-def check_regular(path: Path) -> None:
-    """Nothing when `path` is a regular file of at most MAX_FILE_BYTES; Refused says why not
-    (missing, a named pipe, a device, a socket, a folder, too large), without opening it."""
+def _opened(path: Path) -> io.FileIO:
+    """`path` opened by `fsio.open_regular` (a named pipe, a device, a socket or a folder is
+    refused on its descriptor, without blocking) and no larger than MAX_FILE_BYTES; Refused says
+    why not."""
     try:
-        st = os.stat(path)
+        f = open_regular(path)
+    except NotRegularFile as e:
+        raise Refused(f"is {e.strerror}") from None
     except FileNotFoundError:
         raise Refused("does not exist") from None
     except OSError as e:
         raise Refused(f"cannot be read: {e.strerror or e}") from None
-    why = _not_regular(st.st_mode)
-    if why is not None:
-        raise Refused(why)
-    if st.st_size > MAX_FILE_BYTES:
+    if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
+        f.close()
         raise _too_large()
+    return f
+
+
+def check_regular(path: Path) -> None:
+    """Nothing when `path` is a regular file of at most MAX_FILE_BYTES; Refused says why not."""
+    _opened(path).close()
 
 
 def _too_large() -> Refused:
@@ -433,26 +421,24 @@ def _too_large() -> Refused:
     )
 
 
-def read_regular(path: Path) -> bytes:
-    """The bytes of a regular file of at most MAX_FILE_BYTES: a named pipe, a device or a socket
-    is refused before it is opened (and checked again once open, without waiting on it), and a
-    file that reads longer than its size said (/proc) is not read past the cap. Refused says why."""
-    check_regular(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK)
-    except OSError as e:
-        raise Refused(f"cannot be read: {e.strerror or e}") from None
-    with os.fdopen(fd, "rb") as f:
-        why = _not_regular(os.fstat(fd).st_mode)
-        if why is not None:
-            raise Refused(why)
-        try:
-            raw = f.read(MAX_FILE_BYTES + 1)
-        except OSError as e:
-            raise Refused(f"cannot be read: {e.strerror or e}") from None
-    if len(raw) > MAX_FILE_BYTES:
+def read_capped(path: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_FILE_BYTES (a file that reads longer than its
+    size said, as /proc files do, is not read past the cap); Refused says why not."""
+    chunks: list[bytes] = []
+    size = 0
+    with _opened(path) as f:
+        while size <= MAX_FILE_BYTES:
+            try:
+                chunk = f.read(MAX_FILE_BYTES + 1 - size)
+            except OSError as e:
+                raise Refused(f"cannot be read: {e.strerror or e}") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    if size > MAX_FILE_BYTES:
         raise _too_large()
-    return raw
+    return b"".join(chunks)
 
 
 def _decoded(raw: bytes, shown: str) -> str:
@@ -568,7 +554,7 @@ class _Reader:
         `external`, a regular file, at most MAX_FILE_BYTES."""
         if not self.external:
             bounded_in(self.project_root, path)
-        return read_regular(path)
+        return read_capped(path)
 
     def expand(self, text: str, origin: Origin) -> str:
         """`${NAME}` (uppercase letters, digits, underscore) from the environment, as pip expands
@@ -917,7 +903,7 @@ def read_pyproject(pyproject: Path, shown: str) -> dict[str, object]:
     if not pyproject.exists():
         raise ManifestError([Issue(shown, "", "pyproject.toml does not exist")])
     try:
-        raw = read_regular(pyproject)
+        raw = read_capped(pyproject)
     except Refused as e:
         raise ManifestError([Issue(shown, "", f"pyproject.toml {e.why}", hint=e.hint)]) from None
     return parse_toml(_decoded(raw, shown), shown)
