@@ -31,6 +31,7 @@ requirement, a path to another project, `--no-binary`, `--no-index` and any opti
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import os
@@ -132,7 +133,13 @@ class ReqLine:
 
     @property
     def name(self) -> str:
-        return canonicalize_name(Requirement(self.requirement).name)
+        return _project_of(self.requirement)
+
+
+@functools.lru_cache(maxsize=4096)
+def _project_of(requirement: str) -> str:
+    """The normalised project name of a requirement's text (a file repeats the same few)."""
+    return canonicalize_name(Requirement(requirement).name)
 
 
 IndexKind = Literal["index-url", "extra-index-url", "find-links"]
@@ -507,6 +514,8 @@ class _Reader:
         self.prereleases = False
         self.project_included = False
         self._stack: list[Path] = []
+        # requirement text -> (normalised text, its backend hints): a line repeated is parsed once
+        self._done: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
 
     def show(self, path: Path) -> str:
         try:
@@ -723,18 +732,33 @@ class _Reader:
     def requirement(self, text: str, origin: Origin, *, constraint: bool, written: str) -> None:
         """One requirement (`${NAME}` expanded); `written` is the line as written, which messages
         quote only as far as it is safe: the project name it starts with, else nothing."""
+        done = self._done.get(text)
+        if done is None:
+            done = self._parsed(text, origin, constraint=constraint, written=written)
+            if done is None:  # the project itself (`.`), read from its pyproject.toml
+                return
+            self._done[text] = done
+        normalised, hints = done
+        self.backends += [BackendHint(project, public, backend, origin) for project, public, backend in hints]
+        (self.constraints if constraint else self.requirements).append(ReqLine(normalised, origin))
+
+    def _parsed(
+        self, text: str, origin: Origin, *, constraint: bool, written: str
+    ) -> tuple[str, list[tuple[str, str, str]]] | None:
+        """(normalised text, backend hints) of a requirement; None for a path to the project
+        itself (read in its place); a located error for anything a lock cannot take."""
         if _VCS.match(text) or _SCHEME.match(text):
             self.path_requirement(
                 text, origin, constraint=constraint, editable=False, written=shown_value(written)
             )
-            return
+            return None
         try:
             req = Requirement(text)
         except InvalidRequirement as e:
             if _is_path(text, written):
                 shown = shown_value(written) if _PATH_SHAPE.fullmatch(written) else "a path (not shown)"
                 self.path_requirement(text, origin, constraint=constraint, editable=False, written=shown)
-                return
+                return None
             raise self.fail(origin, _invalid(written, e)) from None
         if req.url:
             kind = "VCS" if _VCS.match(req.url) else "direct URL"
@@ -743,35 +767,32 @@ class _Reader:
                 f"{req.name} @ ...: a {kind} requirement cannot be locked from an index",
                 hint="publish it to an index the manifest names, or pin a released version",
             )
-        req = self._without_local(req, origin)
-        entry = ReqLine(requirement=str(req), origin=origin)
-        (self.constraints if constraint else self.requirements).append(entry)
+        return _without_local(req)
 
-    def _without_local(self, req: Requirement, origin: Origin) -> Requirement:
-        specs = list(req.specifier)
-        changed = False
-        kept: list[str] = []
-        for s in specs:
-            if s.operator in ("==", "===") and "+" in s.version and not s.version.endswith("*"):
-                public, _, label = s.version.partition("+")
-                backend = parse_backend(label)
-                try:
-                    Version(s.version)
-                except InvalidVersion:
-                    backend = None
-                if backend is not None and backend.uses_pytorch_index:
-                    self.backends.append(
-                        BackendHint(canonicalize_name(req.name), public, backend.name, origin)
-                    )
-                    kept.append(f"=={public}")
-                    changed = True
-                    continue
-            kept.append(str(s))
-        if not changed:
-            return req
-        out = Requirement(str(req))
-        out.specifier = type(req.specifier)(",".join(kept))
-        return out
+
+def _without_local(req: Requirement) -> tuple[str, list[tuple[str, str, str]]]:
+    """A requirement without the PyTorch local labels of its pins (`torch==2.3.0+cu121` ->
+    `torch==2.3.0`), and (project, public version, backend) for each label taken off."""
+    kept: list[str] = []
+    hints: list[tuple[str, str, str]] = []
+    for s in req.specifier:
+        if s.operator in ("==", "===") and "+" in s.version and not s.version.endswith("*"):
+            public, _, label = s.version.partition("+")
+            backend = parse_backend(label)
+            try:
+                Version(s.version)
+            except InvalidVersion:
+                backend = None
+            if backend is not None and backend.uses_pytorch_index:
+                hints.append((canonicalize_name(req.name), public, backend.name))
+                kept.append(f"=={public}")
+                continue
+        kept.append(str(s))
+    if not hints:
+        return str(req), []
+    out = Requirement(str(req))
+    out.specifier = type(req.specifier)(",".join(kept))
+    return str(out), hints
 
 
 def _pyproject_requirement(item: str, shown: str, where: str) -> Requirement:

@@ -23,7 +23,7 @@ from kernodeck.checks.resume import resume_out, resume_steps
 from kernodeck.checks.runner import make_base
 from kernodeck.errors import UsageError
 from kernodeck.fingerprint import sha256_file
-from kernodeck.manifest.edit import load_document, save_document, set_value
+from kernodeck.manifest.edit import editing, load_document, save_document, set_value
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Check, CheckOutput, Manifest
 from kernodeck.report import Status, Step
@@ -119,81 +119,82 @@ def record(
         )
         return rec
 
-    doc = load_document(path)
-    root_resolved = root.resolve()
-    replaced: list[str] = []
-    copied: dict[tuple[Path, str], str] = {}
-    for check in checks:
-        ci = manifest.check.index(check)
-        out = outs[check.name]
-        for oi, o in enumerate(check.output):
-            if not o.exists:
-                continue
-            dest_rel = default_destination(manifest, check, o)
-            _inside(root_resolved, dest_rel)
-            src = out / o.path
-            key = (src, dest_rel)
-            if key not in copied:
-                atomic_write_bytes(root / dest_rel, src.read_bytes())
-                copied[key] = sha256_file(root / dest_rel)
-                rec.written.append(dest_rel)
-            digest = copied[key]
-            loc = f"check[{ci}].output[{oi}]"
-            if o.sha256 != digest:
-                if o.sha256 is not None:
-                    replaced.append(f"{check.name}/{output_label(o)}")
-                set_value(doc, f"{loc}.sha256", digest)
-                rec.changes.append(f"{loc}.sha256")
-            if o.metric is None:
-                loaded = read_output(src, o.key)
-                if isinstance(loaded, Loaded) and loaded.dtype is not None:
-                    if o.shape is None:
-                        set_value(doc, f"{loc}.shape", [int(d) for d in loaded.value.shape])
-                        rec.changes.append(f"{loc}.shape")
-                    if o.dtype is None:
-                        set_value(doc, f"{loc}.dtype", loaded.dtype)
-                        rec.changes.append(f"{loc}.dtype")
-            rec.steps.append(
-                Step.passed(
-                    LAYER,
-                    f"{check.name}/{output_label(o)}: recorded",
-                    observed=dest_rel,
-                    details={"sha256": digest},
-                )
-            )
-    if with_resume and manifest.resume is not None:
-        r = manifest.resume
-        if r.trajectory is not None and resume_dir is not None:
-            _inside(root_resolved, r.trajectory.reference)
-            src = resume_dir / r.trajectory.log
-            if not src.is_file():
+    with editing(path):  # read -> modify -> write under the manifest's edit lock
+        doc = load_document(path)
+        root_resolved = root.resolve()
+        replaced: list[str] = []
+        copied: dict[tuple[Path, str], str] = {}
+        for check in checks:
+            ci = manifest.check.index(check)
+            out = outs[check.name]
+            for oi, o in enumerate(check.output):
+                if not o.exists:
+                    continue
+                dest_rel = default_destination(manifest, check, o)
+                _inside(root_resolved, dest_rel)
+                src = out / o.path
+                key = (src, dest_rel)
+                if key not in copied:
+                    atomic_write_bytes(root / dest_rel, src.read_bytes())
+                    copied[key] = sha256_file(root / dest_rel)
+                    rec.written.append(dest_rel)
+                digest = copied[key]
+                loc = f"check[{ci}].output[{oi}]"
+                if o.sha256 != digest:
+                    if o.sha256 is not None:
+                        replaced.append(f"{check.name}/{output_label(o)}")
+                    set_value(doc, f"{loc}.sha256", digest)
+                    rec.changes.append(f"{loc}.sha256")
+                if o.metric is None:
+                    loaded = read_output(src, o.key)
+                    if isinstance(loaded, Loaded) and loaded.dtype is not None:
+                        if o.shape is None:
+                            set_value(doc, f"{loc}.shape", [int(d) for d in loaded.value.shape])
+                            rec.changes.append(f"{loc}.shape")
+                        if o.dtype is None:
+                            set_value(doc, f"{loc}.dtype", loaded.dtype)
+                            rec.changes.append(f"{loc}.dtype")
                 rec.steps.append(
-                    Step.failed(
-                        RESUME_LAYER, "record trajectory", f"the resume run wrote no {r.trajectory.log}"
+                    Step.passed(
+                        LAYER,
+                        f"{check.name}/{output_label(o)}: recorded",
+                        observed=dest_rel,
+                        details={"sha256": digest},
                     )
                 )
-                return rec
-            old = (
-                sha256_file(root / r.trajectory.reference)
-                if (root / r.trajectory.reference).is_file()
-                else None
-            )
-            atomic_write_bytes(root / r.trajectory.reference, src.read_bytes())
-            rec.written.append(r.trajectory.reference)
-            if old is not None and old != sha256_file(root / r.trajectory.reference):
-                replaced.append(r.trajectory.reference)
-            rec.steps.append(
-                Step.passed(
-                    RESUME_LAYER,
-                    f"trajectory {r.trajectory.metric}: recorded",
-                    observed=r.trajectory.reference,
+        if with_resume and manifest.resume is not None:
+            r = manifest.resume
+            if r.trajectory is not None and resume_dir is not None:
+                _inside(root_resolved, r.trajectory.reference)
+                src = resume_dir / r.trajectory.log
+                if not src.is_file():
+                    rec.steps.append(
+                        Step.failed(
+                            RESUME_LAYER, "record trajectory", f"the resume run wrote no {r.trajectory.log}"
+                        )
+                    )
+                    return rec
+                old = (
+                    sha256_file(root / r.trajectory.reference)
+                    if (root / r.trajectory.reference).is_file()
+                    else None
                 )
-            )
-        if r.checkpoint.sha256 is None and (root / r.checkpoint.path).is_file():
-            set_value(doc, "resume.checkpoint.sha256", sha256_file(root / r.checkpoint.path))
-            rec.changes.append("resume.checkpoint.sha256")
-    if rec.changes:
-        save_document(doc, path)
+                atomic_write_bytes(root / r.trajectory.reference, src.read_bytes())
+                rec.written.append(r.trajectory.reference)
+                if old is not None and old != sha256_file(root / r.trajectory.reference):
+                    replaced.append(r.trajectory.reference)
+                rec.steps.append(
+                    Step.passed(
+                        RESUME_LAYER,
+                        f"trajectory {r.trajectory.metric}: recorded",
+                        observed=r.trajectory.reference,
+                    )
+                )
+            if r.checkpoint.sha256 is None and (root / r.checkpoint.path).is_file():
+                set_value(doc, "resume.checkpoint.sha256", sha256_file(root / r.checkpoint.path))
+                rec.changes.append("resume.checkpoint.sha256")
+        if rec.changes:
+            save_document(doc, path)
     if replaced:
         rec.steps.append(
             Step.warning(

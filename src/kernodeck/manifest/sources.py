@@ -117,18 +117,17 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
             parsed.append(
                 parse_requirements_file(path, project_root=root, display_root=root, external=pk.external)
             )
-    reqs: list[str] = []
-    cons: list[str] = []
+    # dicts as ordered sets: linear in the lines read (a list's `in` made it quadratic)
+    reqs: dict[str, None] = {}
+    cons: dict[str, None] = {}
     inputs: dict[str, str] = {}
-    via: dict[str, list[str]] = {}
+    via: dict[str, dict[str, None]] = {}
     for p in parsed:
-        reqs += [r.requirement for r in p.requirements if r.requirement not in reqs]
-        cons += [c.requirement for c in p.constraints if c.requirement not in cons]
+        reqs.update(dict.fromkeys(r.requirement for r in p.requirements))
+        cons.update(dict.fromkeys(c.requirement for c in p.constraints))
         inputs.update(p.files)
         for r in p.requirements:
-            labels = via.setdefault(r.name, [])
-            if p.via(r) not in labels:
-                labels.append(p.via(r))
+            via.setdefault(r.name, {})[p.via(r)] = None
     return SourceSet(
         requirements=tuple(reqs),
         constraints=tuple(cons),
@@ -154,8 +153,8 @@ def merge(manifest: Manifest, sources: SourceSet) -> Manifest:
     pk = manifest.packages
     if not pk.from_:
         return manifest
-    reqs = list(pk.requirements) + [r for r in sources.requirements if r not in pk.requirements]
-    cons = list(pk.constraints) + [c for c in sources.constraints if c not in pk.constraints]
+    reqs = list(dict.fromkeys([*pk.requirements, *sources.requirements]))
+    cons = list(dict.fromkeys([*pk.constraints, *sources.constraints]))
     indexes = list(pk.index)
     taken = {ix.name for ix in indexes}
     urls = {ix.url for ix in indexes}
