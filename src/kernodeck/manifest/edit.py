@@ -68,11 +68,12 @@ def lock_path(manifest: Path) -> Path:
 
 
 @contextlib.contextmanager
-def editing(path: str | Path, *, timeout: float = EDIT_WAIT_S) -> Iterator[None]:
+def editing(path: str | Path, *, timeout: float | None = None) -> Iterator[None]:
     """Hold the manifest's inter-process lock for a read -> modify -> atomic write; a UsageError
     when another process holds it for `timeout` seconds, or when the lock cannot be taken (a
     folder that cannot be written cannot take the manifest's new version either)."""
     manifest = Path(path)
+    timeout = EDIT_WAIT_S if timeout is None else timeout
     with contextlib.ExitStack() as stack:
         try:
             got = stack.enter_context(held(lock_path(manifest), timeout))
