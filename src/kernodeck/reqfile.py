@@ -31,7 +31,6 @@ requirement, a path to another project, `--no-binary`, `--no-index` and any opti
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import io
 import os
@@ -130,16 +129,11 @@ class Origin:
 class ReqLine:
     requirement: str  # normalised PEP 508 text, local label removed
     origin: Origin
+    project: str = ""  # its normalised project name, when the reader knows it (else parsed)
 
     @property
     def name(self) -> str:
-        return _project_of(self.requirement)
-
-
-@functools.lru_cache(maxsize=4096)
-def _project_of(requirement: str) -> str:
-    """The normalised project name of a requirement's text (a file repeats the same few)."""
-    return canonicalize_name(Requirement(requirement).name)
+        return self.project or canonicalize_name(Requirement(self.requirement).name)
 
 
 IndexKind = Literal["index-url", "extra-index-url", "find-links"]
@@ -514,8 +508,8 @@ class _Reader:
         self.prereleases = False
         self.project_included = False
         self._stack: list[Path] = []
-        # requirement text -> (normalised text, its backend hints): a line repeated is parsed once
-        self._done: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
+        # requirement text -> (normalised text, project, backend hints): a line repeated is parsed once
+        self._done: dict[str, tuple[str, str, list[tuple[str, str, str]]]] = {}
 
     def show(self, path: Path) -> str:
         try:
@@ -586,7 +580,7 @@ class _Reader:
 
     def line(self, path: Path, origin: Origin, line: str, *, constraint: bool, depth: int) -> None:
         req_text, option_tokens = split_options(line)
-        opts = _options(option_tokens)
+        opts = _options(option_tokens) if option_tokens else []
         if req_text:
             for meaning, _value, spelling in opts:
                 if meaning not in ("hash", "config-settings", "global-option"):
@@ -738,14 +732,14 @@ class _Reader:
             if done is None:  # the project itself (`.`), read from its pyproject.toml
                 return
             self._done[text] = done
-        normalised, hints = done
+        normalised, name, hints = done
         self.backends += [BackendHint(project, public, backend, origin) for project, public, backend in hints]
-        (self.constraints if constraint else self.requirements).append(ReqLine(normalised, origin))
+        (self.constraints if constraint else self.requirements).append(ReqLine(normalised, origin, name))
 
     def _parsed(
         self, text: str, origin: Origin, *, constraint: bool, written: str
-    ) -> tuple[str, list[tuple[str, str, str]]] | None:
-        """(normalised text, backend hints) of a requirement; None for a path to the project
+    ) -> tuple[str, str, list[tuple[str, str, str]]] | None:
+        """(normalised text, project name, backend hints) of a requirement; None for a path to the project
         itself (read in its place); a located error for anything a lock cannot take."""
         if _VCS.match(text) or _SCHEME.match(text):
             self.path_requirement(
@@ -767,7 +761,8 @@ class _Reader:
                 f"{req.name} @ ...: a {kind} requirement cannot be locked from an index",
                 hint="publish it to an index the manifest names, or pin a released version",
             )
-        return _without_local(req)
+        normalised, hints = _without_local(req)
+        return normalised, canonicalize_name(req.name), hints
 
 
 def _without_local(req: Requirement) -> tuple[str, list[tuple[str, str, str]]]:
