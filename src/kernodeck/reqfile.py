@@ -796,7 +796,7 @@ def _pyproject_requirement(item: str, shown: str, where: str) -> Requirement:
         req = Requirement(item)
     except InvalidRequirement as e:
         raise ManifestError(
-            [Issue(shown, where, f"invalid requirement {item!r}: {str(e).splitlines()[0]}")]
+            [Issue(shown, where, f"invalid requirement {shown_value(item)!r}: {str(e).splitlines()[0]}")]
         ) from None
     if req.url:
         raise ManifestError(
@@ -841,7 +841,9 @@ def project_dependencies(pyproject: Path, extras: list[str], *, display: str | N
             raise ManifestError([Issue(shown, where, "must be a list of requirement strings")])
         for item in items:
             if not isinstance(item, str):
-                raise ManifestError([Issue(shown, where, f"{item!r} is not a requirement string")])
+                raise ManifestError(
+                    [Issue(shown, where, f"{shown_value(repr(item))} is not a requirement string")]
+                )
             req = _pyproject_requirement(item, shown, where)
             if own and canonicalize_name(req.name) == own:
                 for extra in sorted(req.extras):
@@ -976,13 +978,21 @@ def dependency_groups(pyproject: Path, groups: list[str], *, display: str | None
                 inc = item.get("include-group")
                 if set(item) != {"include-group"} or not isinstance(inc, str):
                     raise ManifestError(
-                        [Issue(shown, where, f'{item!r}: only {{include-group = "NAME"}} is allowed')]
+                        [
+                            Issue(
+                                shown,
+                                where,
+                                f'{shown_value(repr(item))}: only {{include-group = "NAME"}} is allowed',
+                            )
+                        ]
                     )
                 expand(inc, (*stack, key))
             elif isinstance(item, str):
                 out.append(str(_pyproject_requirement(item, shown, where)))
             else:
-                raise ManifestError([Issue(shown, where, f"{item!r} is not a requirement string")])
+                raise ManifestError(
+                    [Issue(shown, where, f"{shown_value(repr(item))} is not a requirement string")]
+                )
 
     for g in groups:
         expand(g, ())
