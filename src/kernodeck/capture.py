@@ -33,7 +33,7 @@ from kernodeck.gitstate import git_state
 from kernodeck.interpreters import choose
 from kernodeck.manifest.edit import dumps_document, editing, get_value, load_document, set_value
 from kernodeck.manifest.load import loads_manifest
-from kernodeck.manifest.schema import Manifest
+from kernodeck.manifest.schema import Manifest, Weights
 from kernodeck.probe.facts import Facts
 from kernodeck.support.fsio import atomic_write_text, not_regular
 
@@ -226,6 +226,20 @@ def _observe(
 ) -> dict[str, Any]:
     """Dotted key -> observed value, for every recorded value that this environment can observe."""
     obs: dict[str, Any] = {}
+    _observe_code(manifest, folder, obs, notes)
+    _observe_data(manifest, folder, obs, notes)
+    for i, w in enumerate(manifest.weights):
+        _observe_weights(i, w, folder, python, obs, notes)
+    if manifest.resume is not None and manifest.resume.checkpoint.sha256 is not None:
+        cp = folder / manifest.resume.checkpoint.path
+        if cp.is_file():
+            obs["resume.checkpoint.sha256"] = sha256_file(cp)
+    if system is not None:
+        _observe_system_keys(manifest, system, obs, notes)
+    return obs
+
+
+def _observe_code(manifest: Manifest, folder: Path, obs: dict[str, Any], notes: list[str]) -> None:
     # A manifest written before the project was a git checkout (or before its first commit) has
     # no [code] table: the revision is recorded as soon as there is one.
     rev, dirty, why = git_revision(folder)
@@ -238,13 +252,15 @@ def _observe(
                 "the working tree has local changes that the recorded revision does not include; "
                 "commit them, or set [code] allow-dirty = true"
             )
-    if manifest.code is not None:
-        for i, cfg in enumerate(manifest.code.config):
-            p = folder / cfg.path
-            if p.is_file():
-                obs[f"code.config[{i}].sha256"] = sha256_file(p)
-            else:
-                notes.append(f"config file {cfg.path} {_not_read(p)}; its fingerprint was not captured")
+    for i, cfg in enumerate(manifest.code.config if manifest.code is not None else []):
+        p = folder / cfg.path
+        if p.is_file():
+            obs[f"code.config[{i}].sha256"] = sha256_file(p)
+        else:
+            notes.append(f"config file {cfg.path} {_not_read(p)}; its fingerprint was not captured")
+
+
+def _observe_data(manifest: Manifest, folder: Path, obs: dict[str, Any], notes: list[str]) -> None:
     for i, d in enumerate(manifest.data):
         p = folder / d.path
         if p.is_dir():  # a folder: the digest verify computes (kernodeck.fingerprint)
@@ -256,45 +272,39 @@ def _observe(
         obs[f"data[{i}].sha256"] = sha256_file(p)
         if d.size is not None:
             obs[f"data[{i}].size"] = p.stat().st_size
-    for i, w in enumerate(manifest.weights):
-        if w.hub:
-            for fname in sorted(w.files or {}):
-                cached = hub_cache_file(w.hub, w.revision or "", fname)
-                if cached is None:
-                    notes.append(
-                        f"weights {w.name}: {fname} of {w.hub} is not in the local hub cache; not captured"
-                    )
-                else:
-                    obs[f'weights[{i}].files."{fname}"'] = sha256_file(cached)
-            continue
-        if w.path is None:
-            continue
-        if w.package:
-            located = locate_package_file(python, w.package, w.path)
-            if located is None:
+
+
+def _observe_weights(
+    i: int, w: Weights, folder: Path, python: str, obs: dict[str, Any], notes: list[str]
+) -> None:
+    if w.hub:
+        for fname in sorted(w.files or {}):
+            cached = hub_cache_file(w.hub, w.revision or "", fname)
+            if cached is None:
                 notes.append(
-                    f"weights {w.name}: {w.path} not found in the installed {w.package}; not captured"
+                    f"weights {w.name}: {fname} of {w.hub} is not in the local hub cache; not captured"
                 )
-                continue
-            wp = located
-        else:
-            wp = folder / w.path
-            if wp.is_dir():
-                obs[f"weights[{i}].sha256"] = fingerprint(wp).sha256
-                continue
-            if not wp.is_file():
-                notes.append(f"weights {w.name}: {w.path} {_not_read(wp)}; its fingerprint was not captured")
-                continue
-        obs[f"weights[{i}].sha256"] = sha256_file(wp)
-        if w.size is not None:
-            obs[f"weights[{i}].size"] = wp.stat().st_size
-    if manifest.resume is not None and manifest.resume.checkpoint.sha256 is not None:
-        cp = folder / manifest.resume.checkpoint.path
-        if cp.is_file():
-            obs["resume.checkpoint.sha256"] = sha256_file(cp)
-    if system is not None:
-        _observe_system_keys(manifest, system, obs, notes)
-    return obs
+            else:
+                obs[f'weights[{i}].files."{fname}"'] = sha256_file(cached)
+        return
+    if w.path is None:
+        return
+    if w.package:
+        wp = locate_package_file(python, w.package, w.path)
+        if wp is None:
+            notes.append(f"weights {w.name}: {w.path} not found in the installed {w.package}; not captured")
+            return
+    else:
+        wp = folder / w.path
+        if wp.is_dir():
+            obs[f"weights[{i}].sha256"] = fingerprint(wp).sha256
+            return
+        if not wp.is_file():
+            notes.append(f"weights {w.name}: {w.path} {_not_read(wp)}; its fingerprint was not captured")
+            return
+    obs[f"weights[{i}].sha256"] = sha256_file(wp)
+    if w.size is not None:
+        obs[f"weights[{i}].size"] = wp.stat().st_size
 
 
 def _observe_system_keys(

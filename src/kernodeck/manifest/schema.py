@@ -1038,17 +1038,17 @@ _EXTERNAL_HINT = " (a shared mount: add `external = true` to this entry)"
 _EXTERNAL_FROM_HINT = " (a shared mount: add `external = true` under [packages])"
 
 
-def _path_bounds(m: Manifest) -> list[Problem]:
-    """Every path the manifest reads stays inside the project unless its entry says `external`."""
-    found: list[tuple[tuple[str | int, ...], str, str, bool | None]] = []
-    if m.code is not None:
-        found += [
-            (("code", "config", i, "path"), "config", c.path, c.external) for i, c in enumerate(m.code.config)
-        ]
-    found += [(("data", i, "path"), "data path", d.path, d.external) for i, d in enumerate(m.data)]
+def _bounded_paths(m: Manifest) -> list[tuple[tuple[str | int, ...], str, str, bool | None]]:
+    """(location, what, path, its entry's `external`, None where an entry has none) of every
+    path the manifest reads from the project."""
+    found: list[tuple[tuple[str | int, ...], str, str, bool | None]] = [
+        (("code", "config", i, "path"), "config", c.path, c.external)
+        for i, c in enumerate(m.code.config if m.code is not None else [])
+    ]
     found += [
         (("packages", "from", i), "source", f, m.packages.external) for i, f in enumerate(m.packages.from_)
     ]
+    found += [(("data", i, "path"), "data path", d.path, d.external) for i, d in enumerate(m.data)]
     found += [
         (("weights", i, "path"), "weights path", w.path, w.external)
         for i, w in enumerate(m.weights)
@@ -1064,20 +1064,32 @@ def _path_bounds(m: Manifest) -> list[Problem]:
                 (("resume", "trajectory", "reference"), "trajectory reference", r.trajectory.reference, None)
             )
     for i, c in enumerate(m.check):
-        for j, o in enumerate(c.output):
-            if o.reference is not None:
-                found.append((("check", i, "output", j, "reference"), "reference", o.reference, o.external))
-            if leaves_project(o.path):
-                found.append((("check", i, "output", j, "path"), "output", o.path, None))
+        found += [
+            (("check", i, "output", j, "reference"), "reference", o.reference, o.external)
+            for j, o in enumerate(c.output)
+            if o.reference is not None
+        ]
+    return found
+
+
+def _path_bounds(m: Manifest) -> list[Problem]:
+    """Every path the manifest reads stays inside the project unless its entry says `external`;
+    a check's outputs stay in its output folder."""
     out: list[Problem] = []
-    for loc, what, path, external in found:
+    for loc, what, path, external in _bounded_paths(m):
         if external or not leaves_project(path):
-            continue
-        if loc[-1] == "path" and loc[0] == "check":
-            out.append((loc, f"output {path!r} leaves the check's output folder; write it relative to $OUT"))
             continue
         hint = _EXTERNAL_FROM_HINT if loc[0] == "packages" else _EXTERNAL_HINT if external is not None else ""
         out.append((loc, _OUTSIDE.format(what=what, path=path) + hint))
+    for i, c in enumerate(m.check):
+        out += [
+            (
+                ("check", i, "output", j, "path"),
+                f"output {o.path!r} leaves the check's output folder; write it relative to $OUT",
+            )
+            for j, o in enumerate(c.output)
+            if leaves_project(o.path)
+        ]
     return out
 
 
