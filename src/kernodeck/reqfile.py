@@ -816,8 +816,7 @@ def project_dependencies(pyproject: Path, extras: list[str], *, display: str | N
         if poetry is not None:
             return _poetry_dependencies(poetry, extras, shown)
         raise ManifestError([Issue(shown, "project", "no [project] table: its dependencies cannot be read")])
-    dynamic = project.get("dynamic") or []
-    if "dependencies" in dynamic:
+    if "dependencies" in (project.get("dynamic") or []):
         raise ManifestError(
             [
                 Issue(
@@ -828,50 +827,58 @@ def project_dependencies(pyproject: Path, extras: list[str], *, display: str | N
                 )
             ]
         )
-    own = canonicalize_name(str(project.get("name", "")))
     optional = project.get("optional-dependencies") or {}
     if not isinstance(optional, dict):
         raise ManifestError([Issue(shown, "project.optional-dependencies", "must be a table of lists")])
-    known = {canonicalize_name(k): k for k in optional}
-    out: list[str] = []
-    seen: set[str] = set()
+    walk = _Extras(shown, canonicalize_name(str(project.get("name", ""))), optional)
+    walk.add(project.get("dependencies", []), "project.dependencies")
+    for extra in extras:
+        walk.expand(extra)
+    return walk.out
 
-    def add(items: object, where: str) -> None:
+
+class _Extras:
+    """A project's dependencies with its extras expanded (each once), `myproj[dev]` included."""
+
+    def __init__(self, shown: str, own: str, optional: dict[str, object]) -> None:
+        self.shown, self.own, self.optional = shown, own, optional
+        self.known = {canonicalize_name(k): k for k in optional}
+        self.out: list[str] = []
+        self.seen: set[str] = set()
+
+    def add(self, items: object, where: str) -> None:
         if not isinstance(items, list):
-            raise ManifestError([Issue(shown, where, "must be a list of requirement strings")])
+            raise ManifestError([Issue(self.shown, where, "must be a list of requirement strings")])
         for item in items:
             if not isinstance(item, str):
                 raise ManifestError(
-                    [Issue(shown, where, f"{shown_value(repr(item))} is not a requirement string")]
+                    [Issue(self.shown, where, f"{shown_value(repr(item))} is not a requirement string")]
                 )
-            req = _pyproject_requirement(item, shown, where)
-            if own and canonicalize_name(req.name) == own:
+            req = _pyproject_requirement(item, self.shown, where)
+            if self.own and canonicalize_name(req.name) == self.own:
                 for extra in sorted(req.extras):
-                    expand(extra)
+                    self.expand(extra)
                 continue
-            out.append(str(req))
+            self.out.append(str(req))
 
-    def expand(extra: str) -> None:
+    def expand(self, extra: str) -> None:
         key = canonicalize_name(extra)
-        if key in seen:
+        if key in self.seen:
             return
-        seen.add(key)
-        if key not in known:
+        self.seen.add(key)
+        if key not in self.known:
+            listed = ", ".join(sorted(self.known)) or "none"
             raise ManifestError(
                 [
                     Issue(
-                        shown,
+                        self.shown,
                         "project.optional-dependencies",
-                        f"no extra {extra!r}; the project has: {', '.join(sorted(known)) or 'none'}",
+                        f"no extra {shown_value(extra)!r}; the project has: {listed}",
                     )
                 ]
             )
-        add(optional[known[key]], f"project.optional-dependencies.{known[key]}")
-
-    add(project.get("dependencies", []), "project.dependencies")
-    for extra in extras:
-        expand(extra)
-    return out
+        name = self.known[key]
+        self.add(self.optional[name], f"project.optional-dependencies.{name}")
 
 
 def _poetry(data: dict[str, object]) -> PoetryDeps | None:
@@ -940,60 +947,52 @@ def dependency_groups(pyproject: Path, groups: list[str], *, display: str | None
         return _selected(poetry.groups, groups, [], shown, "tool.poetry.group", "Poetry group")
     if not isinstance(table, dict):
         raise ManifestError([Issue(shown, "dependency-groups", "must be a table of lists")])
-    known = {canonicalize_name(k): k for k in table}
-    out: list[str] = []
-    done: set[str] = set()
+    walk = _Groups(shown, table)
+    for g in groups:
+        walk.expand(g, ())
+    return walk.out
 
-    def expand(group: str, stack: tuple[str, ...]) -> None:
+
+class _Groups:
+    """PEP 735 dependency groups expanded, each once, `{include-group}` followed (no cycles)."""
+
+    def __init__(self, shown: str, table: dict[str, object]) -> None:
+        self.shown, self.table = shown, table
+        self.known = {canonicalize_name(k): k for k in table}
+        self.out: list[str] = []
+        self.done: set[str] = set()
+
+    def fail(self, where: str, message: str) -> ManifestError:
+        return ManifestError([Issue(self.shown, where, message)])
+
+    def expand(self, group: str, stack: tuple[str, ...]) -> None:
         key = canonicalize_name(group)
         if key in stack:
-            raise ManifestError(
-                [
-                    Issue(
-                        shown,
-                        f"dependency-groups.{group}",
-                        f"include-group cycle: {' -> '.join((*stack, key))}",
-                    )
-                ]
+            raise self.fail(
+                f"dependency-groups.{group}", f"include-group cycle: {' -> '.join((*stack, key))}"
             )
-        if key in done:
+        if key in self.done:
             return
-        if key not in known:
-            raise ManifestError(
-                [
-                    Issue(
-                        shown,
-                        "dependency-groups",
-                        f"no dependency group {group!r}; the project has: {', '.join(sorted(known)) or 'none'}",
-                    )
-                ]
+        if key not in self.known:
+            listed = ", ".join(sorted(self.known)) or "none"
+            raise self.fail(
+                "dependency-groups", f"no dependency group {shown_value(group)!r}; the project has: {listed}"
             )
-        done.add(key)
-        where = f"dependency-groups.{known[key]}"
-        items = table[known[key]]
+        self.done.add(key)
+        where = f"dependency-groups.{self.known[key]}"
+        items = self.table[self.known[key]]
         if not isinstance(items, list):
-            raise ManifestError([Issue(shown, where, "must be a list")])
+            raise self.fail(where, "must be a list")
         for item in items:
-            if isinstance(item, dict):
-                inc = item.get("include-group")
-                if set(item) != {"include-group"} or not isinstance(inc, str):
-                    raise ManifestError(
-                        [
-                            Issue(
-                                shown,
-                                where,
-                                f'{shown_value(repr(item))}: only {{include-group = "NAME"}} is allowed',
-                            )
-                        ]
-                    )
-                expand(inc, (*stack, key))
-            elif isinstance(item, str):
-                out.append(str(_pyproject_requirement(item, shown, where)))
-            else:
-                raise ManifestError(
-                    [Issue(shown, where, f"{shown_value(repr(item))} is not a requirement string")]
-                )
+            self.item(item, where, (*stack, key))
 
-    for g in groups:
-        expand(g, ())
-    return out
+    def item(self, item: object, where: str, stack: tuple[str, ...]) -> None:
+        if isinstance(item, str):
+            self.out.append(str(_pyproject_requirement(item, self.shown, where)))
+            return
+        if not isinstance(item, dict):
+            raise self.fail(where, f"{shown_value(repr(item))} is not a requirement string")
+        inc = item.get("include-group")
+        if set(item) != {"include-group"} or not isinstance(inc, str):
+            raise self.fail(where, f'{shown_value(repr(item))}: only {{include-group = "NAME"}} is allowed')
+        self.expand(inc, stack)
