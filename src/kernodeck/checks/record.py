@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kernodeck.checks import run_check, select_checks
 from kernodeck.checks.criteria import LAYER, evaluate, has_tolerance, output_label
@@ -119,80 +120,12 @@ def record(
         )
         return rec
 
+    replaced: list[str] = []
     with editing(path):  # read -> modify -> write under the manifest's edit lock
         doc = load_document(path)
-        root_resolved = root.resolve()
-        replaced: list[str] = []
-        copied: dict[tuple[Path, str], str] = {}
-        for check in checks:
-            ci = manifest.check.index(check)
-            out = outs[check.name]
-            for oi, o in enumerate(check.output):
-                if not o.exists:
-                    continue
-                dest_rel = default_destination(manifest, check, o)
-                _inside(root_resolved, dest_rel)
-                src = out / o.path
-                key = (src, dest_rel)
-                if key not in copied:
-                    atomic_write_bytes(root / dest_rel, src.read_bytes())
-                    copied[key] = sha256_file(root / dest_rel)
-                    rec.written.append(dest_rel)
-                digest = copied[key]
-                loc = f"check[{ci}].output[{oi}]"
-                if o.sha256 != digest:
-                    if o.sha256 is not None:
-                        replaced.append(f"{check.name}/{output_label(o)}")
-                    set_value(doc, f"{loc}.sha256", digest)
-                    rec.changes.append(f"{loc}.sha256")
-                if o.metric is None:
-                    loaded = read_output(src, o.key)
-                    if isinstance(loaded, Loaded) and loaded.dtype is not None:
-                        if o.shape is None:
-                            set_value(doc, f"{loc}.shape", [int(d) for d in loaded.value.shape])
-                            rec.changes.append(f"{loc}.shape")
-                        if o.dtype is None:
-                            set_value(doc, f"{loc}.dtype", loaded.dtype)
-                            rec.changes.append(f"{loc}.dtype")
-                rec.steps.append(
-                    Step.passed(
-                        LAYER,
-                        f"{check.name}/{output_label(o)}: recorded",
-                        observed=dest_rel,
-                        details={"sha256": digest},
-                    )
-                )
-        if with_resume and manifest.resume is not None:
-            r = manifest.resume
-            if r.trajectory is not None and resume_dir is not None:
-                _inside(root_resolved, r.trajectory.reference)
-                src = resume_dir / r.trajectory.log
-                if not src.is_file():
-                    rec.steps.append(
-                        Step.failed(
-                            RESUME_LAYER, "record trajectory", f"the resume run wrote no {r.trajectory.log}"
-                        )
-                    )
-                    return rec
-                old = (
-                    sha256_file(root / r.trajectory.reference)
-                    if (root / r.trajectory.reference).is_file()
-                    else None
-                )
-                atomic_write_bytes(root / r.trajectory.reference, src.read_bytes())
-                rec.written.append(r.trajectory.reference)
-                if old is not None and old != sha256_file(root / r.trajectory.reference):
-                    replaced.append(r.trajectory.reference)
-                rec.steps.append(
-                    Step.passed(
-                        RESUME_LAYER,
-                        f"trajectory {r.trajectory.metric}: recorded",
-                        observed=r.trajectory.reference,
-                    )
-                )
-            if r.checkpoint.sha256 is None and (root / r.checkpoint.path).is_file():
-                set_value(doc, "resume.checkpoint.sha256", sha256_file(root / r.checkpoint.path))
-                rec.changes.append("resume.checkpoint.sha256")
+        _record_outputs(doc, manifest, checks, outs, root, rec, replaced)
+        if with_resume and not _record_resume(doc, manifest, root, resume_dir, rec, replaced):
+            return rec
         if rec.changes:
             save_document(doc, path)
     if replaced:
@@ -206,6 +139,98 @@ def record(
             )
         )
     return rec
+
+
+def _record_outputs(
+    doc: Any,
+    manifest: Manifest,
+    checks: Sequence[Check],
+    outs: dict[str, Path],
+    root: Path,
+    rec: Recorded,
+    replaced: list[str],
+) -> None:
+    """Copy each check's outputs to their reference paths and record their fingerprints (and an
+    array's shape and dtype where the manifest has none) in `doc`."""
+    root_resolved = root.resolve()
+    copied: dict[tuple[Path, str], str] = {}
+    for check in checks:
+        ci = manifest.check.index(check)
+        out = outs[check.name]
+        for oi, o in enumerate(check.output):
+            if not o.exists:
+                continue
+            dest_rel = default_destination(manifest, check, o)
+            _inside(root_resolved, dest_rel)
+            src = out / o.path
+            key = (src, dest_rel)
+            if key not in copied:
+                atomic_write_bytes(root / dest_rel, src.read_bytes())
+                copied[key] = sha256_file(root / dest_rel)
+                rec.written.append(dest_rel)
+            digest = copied[key]
+            loc = f"check[{ci}].output[{oi}]"
+            if o.sha256 != digest:
+                if o.sha256 is not None:
+                    replaced.append(f"{check.name}/{output_label(o)}")
+                set_value(doc, f"{loc}.sha256", digest)
+                rec.changes.append(f"{loc}.sha256")
+            if o.metric is None:
+                _record_array(doc, loc, o, src, rec)
+            rec.steps.append(
+                Step.passed(
+                    LAYER,
+                    f"{check.name}/{output_label(o)}: recorded",
+                    observed=dest_rel,
+                    details={"sha256": digest},
+                )
+            )
+
+
+def _record_array(doc: Any, loc: str, o: CheckOutput, src: Path, rec: Recorded) -> None:
+    """An array output's shape and dtype, where the manifest has none yet."""
+    loaded = read_output(src, o.key)
+    if not isinstance(loaded, Loaded) or loaded.dtype is None:
+        return
+    if o.shape is None:
+        set_value(doc, f"{loc}.shape", [int(d) for d in loaded.value.shape])
+        rec.changes.append(f"{loc}.shape")
+    if o.dtype is None:
+        set_value(doc, f"{loc}.dtype", loaded.dtype)
+        rec.changes.append(f"{loc}.dtype")
+
+
+def _record_resume(
+    doc: Any, manifest: Manifest, root: Path, resume_dir: Path | None, rec: Recorded, replaced: list[str]
+) -> bool:
+    """The resume run's trajectory as the reference's, and the checkpoint's fingerprint; False
+    (a failed step added) when the run wrote no trajectory log."""
+    r = manifest.resume
+    if r is None:
+        return True
+    if r.trajectory is not None and resume_dir is not None:
+        _inside(root.resolve(), r.trajectory.reference)
+        src = resume_dir / r.trajectory.log
+        if not src.is_file():
+            rec.steps.append(
+                Step.failed(RESUME_LAYER, "record trajectory", f"the resume run wrote no {r.trajectory.log}")
+            )
+            return False
+        target = root / r.trajectory.reference
+        old = sha256_file(target) if target.is_file() else None
+        atomic_write_bytes(target, src.read_bytes())
+        rec.written.append(r.trajectory.reference)
+        if old is not None and old != sha256_file(target):
+            replaced.append(r.trajectory.reference)
+        rec.steps.append(
+            Step.passed(
+                RESUME_LAYER, f"trajectory {r.trajectory.metric}: recorded", observed=r.trajectory.reference
+            )
+        )
+    if r.checkpoint.sha256 is None and (root / r.checkpoint.path).is_file():
+        set_value(doc, "resume.checkpoint.sha256", sha256_file(root / r.checkpoint.path))
+        rec.changes.append("resume.checkpoint.sha256")
+    return True
 
 
 def _inside(root: Path, rel: str) -> None:
