@@ -563,6 +563,8 @@ class _Reader:
         """`${NAME}` (uppercase letters, digits, underscore) from the environment, as pip expands
         requirement lines; a variable that is not set is an error at the line. Messages show the
         line as written, never an expanded value."""
+        if "${" not in text:
+            return text
 
         def value(m: re.Match[str]) -> str:
             name = m.group(1)
