@@ -75,12 +75,13 @@ def test_platform_names_differing_only_in_case_are_refused() -> None:
     assert "differs from 'linux' (platform[0]) only in case" in issues[0][1]
 
 
-def test_a_10_mb_id_is_refused_and_never_printed_whole() -> None:
-    long_id = "x" * 10_000_000
+def test_a_long_id_is_refused_and_never_printed_whole() -> None:
+    # 1 MB stands for the attack's 10 MB (tomllib alone takes seconds to read 10 MB of string)
+    long_id = "x" * 1_000_000
     issues = _issues(HEAD.replace('id = "1"', f'id = "{long_id}"') + PLATFORM)
     (loc, message, line) = issues[0]
     assert loc == "reference.id" and line == 4
-    assert "10000000 characters" in message and len(message) < 400
+    assert "1000000 characters" in message and len(message) < 400
 
 
 @pytest.mark.parametrize("value", ['"2026-12-01.1\\n[injected]"', '"a\\u0000b"'])
