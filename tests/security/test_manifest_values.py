@@ -91,9 +91,9 @@ def test_an_id_on_several_lines_or_with_nul_is_refused(value: str) -> None:
 
 
 def test_any_long_value_in_a_message_is_cut() -> None:
-    bad_name = "-" + "y" * 1_000_000  # an invalid name: pydantic's message quotes it
-    issues = _issues(HEAD.replace('name = "t"', f'name = "{bad_name}"') + PLATFORM)
-    assert issues[0][0] == "reference.name" and "(1000001 characters)" in issues[0][1]
+    bad = "3." + "y" * 1_000_000  # an invalid python version: the message quotes it
+    issues = _issues(HEAD.replace('version = "3.11"', f'version = "{bad}"') + PLATFORM)
+    assert issues[0][0] == "python.version" and "(1000002 characters)" in issues[0][1]
     assert len(issues[0][1]) < 400
     key = "k" * 100_000  # an unknown key: the location names it
     issues = _issues(HEAD + PLATFORM + f"{key} = 1\n")
@@ -167,3 +167,8 @@ def test_capture_names_what_a_path_is(tmp_path: Path, kind: str) -> None:
     }[kind]
     assert expected in note, note
     assert kind == "missing" or "not found" not in note
+
+
+def test_a_name_too_long_for_a_file_name_is_refused() -> None:
+    issues = _issues(HEAD + PLATFORM.replace('name = "linux"', f'name = "{"l" * 300}"'))
+    assert issues[0][0] == "platform[0].name" and "at most 100 characters, got 300" in issues[0][1]

@@ -83,7 +83,14 @@ def _revision(v: str) -> str:
     return v
 
 
+#: The longest name (of a platform, data, check, index, variant): platform names become lock file
+#: names, which a file system limits to 255 bytes.
+NAME_MAX = 100
+
+
 def _name(v: str) -> str:
+    if len(v) > NAME_MAX:
+        raise ValueError(f"a name is at most {NAME_MAX} characters, got {len(v)} characters")
     if not _NAME.match(v):
         raise ValueError(
             f"name {v!r} must start with a letter or digit and use only letters, digits, '.', '_', '-'"
