@@ -58,7 +58,7 @@ def test_pyproject_with_extras_and_dependency_groups(tmp_path: Path) -> None:
     assert sources.requirements == ("app>=1", "plotter", "tester", "linter==2.0")
     assert sources.inputs == {"pyproject.toml": hashlib.sha256(PYPROJECT.encode()).hexdigest()}
 
-    none = _manifest(tmp_path / "plain", {"from": ["../pyproject.toml"]})
+    none = _manifest(tmp_path / "plain", {"from": ["../pyproject.toml"], "external": True})
     assert read_sources(load_manifest(none), none).requirements == ("app>=1",)
 
 

@@ -389,6 +389,10 @@ class IndexHttp:
                 verify=verify,
                 proxy=proxy.value if proxy is not None else None,
                 timeout=httpx.Timeout(read_timeout, connect=min(15.0, read_timeout)),
+                # A redirect to another origin (scheme, host or port) carries no credentials:
+                # httpx drops the Authorization header there (basic auth from ${VAR} user-info or
+                # ~/.netrc is set on the first request only, and the next hop's URL has no
+                # user-info of ours); tests/security/test_index_redirect_credentials.py holds it.
                 follow_redirects=True,
                 headers={"User-Agent": f"kernodeck/{__version__}"},
                 trust_env=True,  # with no transport given, HTTP(S)_PROXY and NO_PROXY apply

@@ -312,6 +312,16 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def not_regular(path: str | os.PathLike[str]) -> str | None:
+    """Why `path`, which exists, is not read as a file ("a socket, not a regular file"); None for
+    a regular file or a directory (capture and verify read both)."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = _kind(mode)
+    return f"{kind}, not a regular file" if kind.startswith("a ") else kind
+
+
 def open_regular(path: str | os.PathLike[str]) -> io.FileIO:
     """Open a regular file for reading (unbuffered); NotRegularFile for anything else.
 
