@@ -22,6 +22,7 @@ from tomlkit.exceptions import ParseError
 from tomlkit.toml_document import TOMLDocument
 
 from kernodeck.errors import Issue, ManifestError, UsageError
+from kernodeck.lockfile.names import edit_lock_name
 from kernodeck.support.filelocks import held
 from kernodeck.support.fsio import atomic_write_text
 
@@ -64,7 +65,7 @@ EDIT_WAIT_S = 600.0
 
 def lock_path(manifest: Path) -> Path:
     """The lock file of a manifest: `.repro.toml.lock` beside it."""
-    return manifest.parent / f".{manifest.name}.lock"
+    return manifest.parent / edit_lock_name(manifest.name)
 
 
 @contextlib.contextmanager
