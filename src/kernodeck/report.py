@@ -1,7 +1,8 @@
 """Step and Report: what verify, check and rebuild say, as data, as JSON and for people.
 
-A Step is one thing that was checked: its layer, status, what was expected and observed, and for
-a failure its first error and a hint. A Report is the ordered list of steps plus the observed
+A Step is one thing that was checked: its layer, status, what was expected and observed (facts),
+what was measured on the way (timings, errors of a computation, throughputs: measurements, shown
+and never compared), and for a failure its first error and a hint. A Report is the ordered list of steps plus the observed
 inventory, so that two reports can be compared (`kernodeck diff`).
 """
 
@@ -39,7 +40,18 @@ class Step(Model):
     hint: str | None = None
     required: bool = True
     details: dict[str, Any] = {}
+    #: How long the step took (a measurement; reports before `measurements` carried only this one).
     seconds: float | None = None
+    #: Numbers measured while checking (milliseconds, relative errors, throughputs, memory): shown
+    #: beside the facts, never compared as facts (`kernodeck diff` lists them side by side).
+    measurements: dict[str, float] = {}
+
+    def measured(self) -> dict[str, float]:
+        """Every measurement of the step, `seconds` included."""
+        out = dict(self.measurements)
+        if self.seconds is not None:
+            out.setdefault("seconds", self.seconds)
+        return out
 
     @classmethod
     def passed(cls, layer: Layer | str, name: str, **kw: Any) -> Step:
