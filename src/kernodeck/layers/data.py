@@ -73,6 +73,8 @@ def file_step(
     details: dict[str, object] = {"kind": fp.kind, "size": fp.size, "files": fp.files}
     if external:
         details["external"] = True
+    else:  # a project path (never a host path): what a dirty tree's changed files are matched with
+        details["path"] = _rel(path, ctx)
     if not sha256:
         entry = name.partition(":")[2] or name
         return Step.failed(

@@ -404,8 +404,8 @@ def _more(w: _Writer, s: Step) -> None:
             w.field(str(key), "chart data (in the JSON report; drawn by --html)")
             continue
         w.field(str(key), _compact(value), limit=DETAIL_LINES)
-    if s.seconds is not None:
-        w.field("seconds", f"{s.seconds:g}")
+    for key, number in s.measured().items():  # measurements: shown, never compared
+        w.field(f"measured {key}", f"{number:g}")
 
 
 # --- output -----------------------------------------------------------------------------------
@@ -479,8 +479,6 @@ def diff_lines(
 ) -> list[Line]:
     """`kernodeck diff` as lines: a heading per layer with its count and cause, one line per
     difference with the two values below it, the summary last."""
-    from kernodeck.layers import layer_info
-
     w = _Writer(width, verbose, _SYMBOLS if unicode else _ASCII_SYMBOLS, unicode)
     mark = _DIFFERS[0] if unicode else _DIFFERS[1]
     w.add("kernodeck diff", "title")
@@ -496,7 +494,7 @@ def diff_lines(
         if not diffs:
             continue
         n = len(diffs)
-        w.add(f"{layer}: {n} difference{'s' if n != 1 else ''} ({layer_info(layer)[1]})", "heading")
+        w.add(f"{layer}: {n} difference{'s' if n != 1 else ''} ({diffs[0].cause})", "heading")
         if quiet and not verbose:
             continue
         for d in diffs:
@@ -504,6 +502,15 @@ def diff_lines(
             if d.what not in ("only in A", "only in B") or d.a is not None or d.b is not None:
                 w.field("A", _compact(d.a) if d.a is not None else "none", limit=FIELD_LINES["observed"])
                 w.field("B", _compact(d.b) if d.b is not None else "none", limit=FIELD_LINES["observed"])
+    if result.measurements and not quiet:
+        w.add("measurements (shown, never compared): A | B", "heading")
+        for m in result.measurements:
+            w.add(f"{STEP_INDENT}{m.describe()}", rest=STEP_INDENT + "    ")
+    if result.not_compared:
+        n = len(result.not_compared)
+        w.add(
+            f"not compared: {n} step{'s' if n != 1 else ''} skipped in A or B ({', '.join(result.not_compared)})"
+        )
     for note in result.notes:
         w.add(f"note: {note}")
     w.add(result.summary, "ok" if result.identical else "bad")
