@@ -9,6 +9,7 @@ inventory, so that two reports can be compared (`kernodeck diff`).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -126,14 +127,32 @@ class Report(Model):
             out[step.status.value] += 1
         return out
 
-    def summary(self) -> str:
-        c = self.counts()
+    def first_failure(self) -> Step | None:
+        return next((s for s in self.steps if s.status is Status.FAILED and s.required), None)
+
+    def summary(self, width: int | None = None) -> str:
+        """The summary every front end words the same way (the CLI's last line, require()'s
+        CheckFailed, a bundle's result): verdict, counts and the first failure, with its error
+        when the line fits in `width`."""
+        return " ".join(self.summary_lines(width))
+
+    def summary_lines(self, width: int | None = None) -> list[str]:
+        """The summary as one line when it fits in `width`, else the verdict with the counts, then
+        the first failure (with its error when that fits)."""
         verdict = "OK" if self.ok else "FAILED"
-        line = f"{verdict}: {c['passed']} passed, {c['failed']} failed, {c['warning']} warnings, {c['skipped']} skipped"
-        first = next((s for s in self.steps if s.status is Status.FAILED and s.required), None)
-        if first is not None:
-            line += f"; first failure: {first.layer}/{first.name}: {first.error}"
-        return line
+        counts = f"{verdict}: {counts_text(self.counts())}"
+        first = self.first_failure()
+        if first is None:
+            return [counts]
+        where = f"first failure: {first.layer}/{first.name}"
+        error = short_hashes(first.error or "").strip()
+        one_line = bool(error) and "\n" not in error
+        for line in ([f"{counts}; {where}: {error}"] if one_line else []) + [f"{counts}; {where}"]:
+            if width is None or len(line) <= width:
+                return [line]
+        if one_line and len(f"{where}: {error}") <= (width or 0):
+            return [counts, f"{where}: {error}"]
+        return [counts, where]
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, sort_keys=False) + "\n"
@@ -144,6 +163,32 @@ class Report(Model):
 
     def write_json(self, path: str | Path) -> None:
         atomic_write_text(Path(path), self.to_json())
+
+
+SHORT_HASH = 12
+#: A run of 32 or more lower-case hex digits (md5, sha1, sha256, sha512 ...) standing alone.
+_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{32,}(?![0-9A-Za-z])")
+
+
+def short_hashes(text: str) -> str:
+    """Hex digests shortened to their first 12 digits (a run of decimal digits is left alone)."""
+
+    def cut(m: re.Match[str]) -> str:
+        s = m.group(0)
+        return s[:SHORT_HASH] if any(c in "abcdef" for c in s) else s
+
+    return _HEX.sub(cut, text)
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """ "1 failed, 2 warnings, 12 passed": the counts that are not zero, failures first."""
+    order = (("failed", "failed"), ("warning", "warning"), ("passed", "passed"), ("skipped", "skipped"))
+    parts = []
+    for key, word in order:
+        n = counts.get(key, 0)
+        if n:
+            parts.append(f"{n} {word}{'s' if key == 'warning' and n != 1 else ''}")
+    return ", ".join(parts) or "no steps"
 
 
 def write_json_report(report: Report, target: str) -> None:

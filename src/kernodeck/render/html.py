@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernodeck.errors import UsageError
-from kernodeck.render.terminal import counts_text, first_failure, layer_counts, layers_of, short_hashes
-from kernodeck.report import Report, Status, Step
+from kernodeck.render.terminal import first_failure, layer_counts, layers_of
+from kernodeck.report import Report, Status, Step, counts_text, short_hashes
 from kernodeck.support.fsio import atomic_write_text
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
-from kernodeck.render.terminal import counts_text, first_failure, layer_counts, layers_of, short_hashes
-from kernodeck.report import Report, Status
+from kernodeck.render.terminal import first_failure, layer_counts, layers_of
+from kernodeck.report import Report, Status, counts_text, short_hashes
 from kernodeck.support.fsio import atomic_write_text
 
 MAX_FAILED_ROWS = 50

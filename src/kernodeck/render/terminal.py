@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from kernodeck.report import Report, Status, Step
+from kernodeck.report import Report, Status, Step, counts_text, short_hashes
 
 if TYPE_CHECKING:
     from kernodeck.diff import DiffResult
@@ -47,7 +46,6 @@ COLOR_MODES: tuple[str, ...] = ("auto", "always", "never")
 
 DEFAULT_WIDTH = 80
 MIN_WIDTH = 40
-SHORT_HASH = 12
 #: Wrapped lines shown per field of a failure unless verbose.
 FIELD_LINES = {"expected": 3, "observed": 3, "error": 6, "hint": 4}
 DETAIL_LINES = 3
@@ -58,8 +56,6 @@ STEP_INDENT = "  "
 FIELD_INDENT = "      "
 LABEL_WIDTH = 10
 
-# a run of 32 or more lower-case hex digits (md5, sha1, sha256, sha512 ...) standing alone
-_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{32,}(?![0-9A-Za-z])")
 
 _ANSI = {
     "bold": "\x1b[1m",
@@ -151,16 +147,6 @@ def _unicode_ok(stream: IO[str]) -> bool:
 
 
 # --- text -------------------------------------------------------------------------------------
-
-
-def short_hashes(text: str) -> str:
-    """Hex digests shortened to their first 12 digits (a run of decimal digits is left alone)."""
-
-    def cut(m: re.Match[str]) -> str:
-        s = m.group(0)
-        return s[:SHORT_HASH] if any(c in "abcdef" for c in s) else s
-
-    return _HEX.sub(cut, text)
 
 
 def value_text(value: Any) -> str | None:
@@ -275,18 +261,8 @@ def layer_counts(steps: Iterable[Step]) -> dict[str, int]:
     return out
 
 
-def counts_text(counts: dict[str, int]) -> str:
-    order = (("failed", "failed"), ("warning", "warning"), ("passed", "passed"), ("skipped", "skipped"))
-    parts = []
-    for key, word in order:
-        n = counts.get(key, 0)
-        if n:
-            parts.append(f"{n} {word}{'s' if key == 'warning' and n != 1 else ''}")
-    return ", ".join(parts) or "no steps"
-
-
 def first_failure(report: Report) -> Step | None:
-    return next((s for s in report.steps if s.status is Status.FAILED and s.required), None)
+    return report.first_failure()
 
 
 def layers_of(report: Report) -> list[str]:
@@ -301,23 +277,8 @@ def summary_text(report: Report, width: int | None = None) -> str:
 
 
 def summary_lines(report: Report, width: int | None = None) -> list[str]:
-    """The summary as one line when it fits in `width`, else the verdict with the counts, then the
-    first failure (with its error when that fits)."""
-    verdict = "OK" if report.ok else "FAILED"
-    counts = f"{verdict}: {counts_text(report.counts())}"
-    first = first_failure(report)
-    if first is None:
-        return [counts]
-    where = f"first failure: {first.layer}/{first.name}"
-    error = short_hashes(first.error or "").strip()
-    for line in ([f"{counts}; {where}: {error}"] if error and "\n" not in error else []) + [
-        f"{counts}; {where}"
-    ]:
-        if width is None or len(line) <= width:
-            return [line]
-    if error and "\n" not in error and len(f"{where}: {error}") <= (width or 0):
-        return [counts, f"{where}: {error}"]
-    return [counts, where]
+    """The summary (`Report.summary_lines`, the one wording of every front end)."""
+    return report.summary_lines(width)
 
 
 def report_lines(
