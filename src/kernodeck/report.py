@@ -30,22 +30,34 @@ class Status(str, Enum):
 
 
 class Step(Model):
+    """One thing that was checked."""
+
     model_config = {"extra": "forbid"}
 
     layer: Layer
+    """The layer it belongs to (`kernodeck.layers.Layer`)."""
     name: str
+    """Its name within the layer: "revision", "pin:torch", "data:samples", "compute"."""
     status: Status
+    """passed, failed, skipped or warning; a failed step with `required` fails the report."""
     expected: Any = None
+    """What the manifest or the lock asks for (a fact)."""
     observed: Any = None
+    """What was found (a fact: `kernodeck diff` and the fleet compare it)."""
     error: str | None = None
+    """For a failure or a warning: what is wrong; for a skipped step: why it did not run."""
     hint: str | None = None
+    """What to do about it."""
     required: bool = True
+    """Whether a failure fails the report (false: an optional check)."""
     details: dict[str, Any] = {}
-    #: How long the step took (a measurement; reports before `measurements` carried only this one).
+    """More about it; `cause` (a `kernodeck.layers.causes.StepCause` value) says why it failed, warned
+    or was skipped."""
     seconds: float | None = None
-    #: Numbers measured while checking (milliseconds, relative errors, throughputs, memory): shown
-    #: beside the facts, never compared as facts (`kernodeck diff` lists them side by side).
+    """How long it took (a measurement; reports written before `measurements` carry only this one)."""
     measurements: dict[str, float] = {}
+    """Numbers measured while checking (milliseconds, relative errors, throughputs, memory): shown
+    beside the facts, never compared as facts (`kernodeck diff` lists them side by side)."""
 
     def measured(self) -> dict[str, float]:
         """Every measurement of the step, `seconds` included."""
@@ -77,30 +89,45 @@ class CheckedInterpreter(Model):
     model_config = {"extra": "forbid"}
 
     path: str
+    """Its path."""
     source: str
+    """Where the choice came from (--python, VIRTUAL_ENV, CONDA_PREFIX, the project's .venv, this one)."""
     reason: str
+    """The choice in words."""
 
 
 class Report(Model):
+    """What verify, check or rebuild found: the steps in order, and the observed inventory."""
+
     model_config = {"extra": "forbid"}
 
     schema_: Annotated[str, Field(alias="schema")] = REPORT_SCHEMA
+    """The report format and its version."""
     kind: str = "verify"
+    """verify, check, rebuild or doctor."""
     manifest: str | None = None
+    """The manifest's file name."""
     reference_id: str | None = None
+    """The manifest's `[reference] id`."""
     platform: str | None = None
-    #: Why `platform` was chosen (`platforms.choose`'s reason: "named with --platform", "the only
-    #: platform in the manifest", "matches this linux x86_64 machine ..."); None when none was.
+    """The `[[platform]]` checked."""
     platform_reason: str | None = None
+    """Why `platform` was chosen ("named with --platform", "the only platform in the manifest",
+    "matches this linux x86_64 machine ..."); null when none was."""
     interpreter: CheckedInterpreter | None = None
-    #: Said once, at the top, before the tables (e.g. "this is probably not the project's environment").
+    """The interpreter looked at, and why."""
     notices: list[str] = []
+    """Said once, at the top, before the tables (e.g. "this is probably not the project's environment")."""
     steps: list[Step] = []
+    """Every step, in the order the layers ran."""
     inventory: dict[str, Any] = {}
+    """What the environment holds (interpreter, platform, distributions, system, torch): no host
+    paths, sorted, comparable between reports."""
     settings: dict[str, Any] = {}
-    #: Why the run was refused as bad input before it changed anything (exit 2), e.g. an
-    #: interpreter that does not satisfy [python]; None for a run that went ahead.
+    """The options of the run (only, skip, strict, compute, platform)."""
     refused: str | None = None
+    """Why the run was refused as bad input before it changed anything (exit 2), e.g. an
+    interpreter that does not satisfy [python]; null for a run that went ahead."""
 
     def add(self, *steps: Step) -> None:
         self.steps.extend(steps)
