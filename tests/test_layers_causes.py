@@ -25,9 +25,12 @@ def _cause_literals(tree: ast.AST) -> list[tuple[int, str]]:
             for k, v in zip(node.keys, node.values, strict=True):
                 if isinstance(k, ast.Constant) and k.value == "cause" and isinstance(v, ast.Constant):
                     out.append((node.lineno, str(v.value)))
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            if any(isinstance(t, ast.Name) and t.id == "cause" for t in node.targets):
-                out.append((node.lineno, str(node.value.value)))
+        elif (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and any(isinstance(t, ast.Name) and t.id == "cause" for t in node.targets)
+        ):
+            out.append((node.lineno, str(node.value.value)))
     return out
 
 
