@@ -341,3 +341,16 @@ def test_verify_twice_on_the_same_environment_diffs_to_exit_0(tmp_path: Path) ->
     ]
     assert compute and compute[0].status.value == "passed" and "ms" in compute[0].measurements
     assert "device/compute ms:" in done.stdout  # the timings are shown, side by side
+
+
+def test_layers_a_run_did_not_ask_for_are_not_compared() -> None:
+    a, b = _report(), _report()
+    a.add(Step.passed("application", "sample: run", observed="exit code 0"))
+    b.settings = {"only": [], "skip": [], "checks": False}  # require() without checks
+    result = diff_reports(a, b)
+    assert result.identical and result.not_compared == ["application/sample: run"]
+    b.steps = [s for s in b.steps if s.layer != "contract"]
+    b.settings["skip"] = ["contract"]
+    assert diff_reports(a, b).identical
+    b.settings["skip"] = []  # asked for and missing: a difference
+    assert not diff_reports(a, b).identical

@@ -254,13 +254,16 @@ class _Collector:
         steps_a = {_step_key(s): s for s in a.steps}
         steps_b = {_step_key(s): s for s in b.steps}
         for skey in dict.fromkeys([*steps_a, *steps_b]):
-            self.step(skey[0], skey[1], steps_a.get(skey), steps_b.get(skey))
+            sa, sb = steps_a.get(skey), steps_b.get(skey)
+            # a step missing where its layer was not asked for was not observed there
+            asked = _asked(a if sa is None else b, skey[0])
+            self.step(skey[0], skey[1], sa, sb, asked=asked)
 
-    def step(self, layer: str, name: str, sa: Step | None, sb: Step | None) -> None:
+    def step(self, layer: str, name: str, sa: Step | None, sb: Step | None, *, asked: bool = True) -> None:
         if sa is None or sb is None:
             present = sa or sb
             assert present is not None
-            if present.status is Status.SKIPPED:
+            if present.status is Status.SKIPPED or not asked:
                 self.not_compared.append(f"{layer}/{name}")  # it did not run: it says nothing
             else:
                 self.add(layer, f"step {name}", "only in A" if sb is None else "only in B", None, None)
@@ -300,6 +303,15 @@ class _Collector:
                 self.add(layer, f"inventory {key}", "only in A", va, None)
             else:
                 self.add(layer, f"inventory {key}", "value", va, vb)
+
+
+def _asked(report: Report, layer: str) -> bool:
+    """Whether the run behind `report` was asked to check `layer` (its `--only`/`--skip`, and for
+    the application and resume layers its `checks`)."""
+    only, skip = report.settings.get("only") or [], report.settings.get("skip") or []
+    if (only and layer not in only) or layer in skip:
+        return False
+    return layer not in (Layer.APPLICATION, Layer.RESUME) or report.settings.get("checks", True) is True
 
 
 def diff_reports(a: Report, b: Report, *, a_name: str = "A", b_name: str = "B") -> DiffResult:

@@ -156,6 +156,7 @@ def run_verify(
             "strict": strict,
             "compute": compute,
             "platform": platform,
+            "checks": checks if isinstance(checks, bool) else list(checks),
         },
     )
     if checked is not None:
