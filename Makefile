@@ -52,6 +52,7 @@ lint: $(STAMP)
 
 schema: $(STAMP)
 	$(PY) -m kernodeck schema > schema/repro.schema.json
+	$(PY) -c 'from kernodeck.manifest.jsonschema import report_schema_text as t; print(t(), end="")' > schema/report.schema.json
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

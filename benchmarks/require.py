@@ -80,6 +80,11 @@ name = "linux-{arch}"
 os = "linux"
 arch = "{arch}"
 backend = "cpu"
+
+# An application sample require() does not run unless asked (checks=True): it would add 20 s.
+[[check]]
+name = "sample"
+run = ["python", "-c", "import time; time.sleep(20)"]
 """
 
 

@@ -8,6 +8,7 @@ import datetime as dt
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -145,3 +146,39 @@ def test_capture_data_refreshes_one_entry(project: Path) -> None:
     bad = CliRunner().invoke(cli, ["capture", str(project / "repro.toml"), "--data", "nope"])
     assert bad.exit_code == 2
     assert "no [[data]] or [[weights]] entry named 'nope'" in bad.output and "train" in bad.output
+
+
+def test_a_folder_mismatch_names_the_files_added_removed_and_changed(project: Path, tmp_path: Path) -> None:
+    shards = project / "data" / "shards"
+    for i in range(8):
+        (shards / f"extra-{i}.bin").write_bytes(bytes([i]) * 10)
+    capture(project / "repro.toml", system_probe=None, today=TODAY)
+    recorded = fingerprint(shards).sha256
+    kept = project / ".kernodeck" / "listings" / f"{recorded}.sha256"
+    assert hashlib.sha256(kept.read_bytes()).hexdigest() == recorded  # the digest is of the listing
+    (shards / "a.bin").write_bytes(b"A" * 100)  # changed
+    (shards / "b.bin").unlink()  # removed
+    for i in range(7):
+        (shards / f"new-{i}.bin").write_bytes(b"n")  # added
+    step: Any = _verify_data(project, tmp_path)["data:shards"]
+    assert step["status"] == "failed" and step["details"]["cause"] == "hash-mismatch"
+    assert step["error"] == (
+        "data/shards differs from the reference's 10 files: "
+        "7 added (new-0.bin, new-1.bin, new-2.bin, new-3.bin, new-4.bin and 2 more); "
+        "1 removed (b.bin); 1 changed (a.bin)"
+    )
+    assert step["details"]["removed"] == ["b.bin"] and step["details"]["reference_files"] == 10
+
+
+def test_a_folder_mismatch_without_a_kept_listing_says_the_count(project: Path, tmp_path: Path) -> None:
+    capture(project / "repro.toml", system_probe=None, today=TODAY)
+    listings = project / ".kernodeck" / "listings"
+    recorded = fingerprint(project / "data" / "shards").sha256
+    (listings / f"{recorded}.sha256").write_text("edited\n")  # not the listing the digest is of
+    (project / "data" / "shards" / "c.bin").write_bytes(b"c")
+    step: Any = _verify_data(project, tmp_path)["data:shards"]
+    assert step["status"] == "failed"
+    assert "3 files now; the reference's files were not listed" in step["error"]
+    assert "kernodeck capture --data shards" in step["error"]
+    (listings / f"{recorded}.sha256").unlink()  # an older manifest: no listing at all
+    assert "3 files now" in str(_verify_data(project, tmp_path)["data:shards"]["error"])

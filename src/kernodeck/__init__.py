@@ -4,7 +4,8 @@ From Python::
 
     import kernodeck
     report = kernodeck.verify("repro.toml")      # -> kernodeck.report.Report
-    kernodeck.require("repro.toml")              # raises kernodeck.errors.CheckFailed when anything required failed
+    kernodeck.require("repro.toml")              # raises kernodeck.CheckFailed when anything required failed
+                                                 # (the environment only; checks=True adds [[check]] and [resume])
 """
 
 from __future__ import annotations

@@ -28,6 +28,11 @@ def _manifest_file(path: str | os.PathLike[str]) -> Path:
     return p / "repro.toml" if p.is_dir() else p
 
 
+#: What `checks=` takes: True (every declared check and the resume check), False (none), or the
+#: names of the `[[check]]` entries to run ("resume" for the `[resume]` check).
+Checks = bool | Iterable[str]
+
+
 @fewer_collections()  # see require(): after a script's `import torch` every full collection is slow
 def verify(
     path: str | os.PathLike[str] = "repro.toml",
@@ -38,6 +43,7 @@ def verify(
     skip: Iterable[str] = (),
     strict: bool = False,
     compute: bool = True,
+    checks: Checks = True,
     rehash: bool = False,
     probe: Probe | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
@@ -47,14 +53,51 @@ def verify(
     """Check a live environment against a manifest, layer by layer; never raises for a failed check.
 
     `python` is the interpreter of the environment to check (default: as kernodeck.interpreters
-    chooses: the activated venv, else the activated conda environment, else this one). `probe`
-    replaces the real probes (tests pass a FakeProbe). torch's backend and device facts are
-    gathered in this process, on the torch it imports anyway, when the chosen interpreter is this
-    one; in a process of their own (with a timeout: a crashing CUDA init cannot take this process
-    down) for another interpreter or with `isolate_torch=True`. Raises UsageError / ManifestError
-    for bad input.
+    chooses: the activated venv, else the activated conda environment, else this one). `checks`:
+    the application sample (`[[check]]`) and the `[resume]` check run when True (the default here,
+    as for `kernodeck verify`), not at all when False, or only those named. `probe` replaces the
+    real probes (tests pass a FakeProbe). torch's backend and device facts are gathered in this
+    process, on the torch it imports anyway, when the chosen interpreter is this one; in a process
+    of their own (with a timeout: a crashing CUDA init cannot take this process down) for another
+    interpreter or with `isolate_torch=True`. Raises UsageError / ManifestError for bad input.
     """
-    only, skip = tuple(only), tuple(skip)
+    return _verify(
+        path,
+        python=python,
+        platform=platform,
+        only=tuple(only),
+        skip=tuple(skip),
+        strict=strict,
+        compute=compute,
+        checks=checks if isinstance(checks, bool) else tuple(checks),
+        rehash=rehash,
+        probe=probe,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        isolate_torch=isolate_torch,
+        application=False,
+    )
+
+
+def _verify(
+    path: str | os.PathLike[str],
+    *,
+    python: str | os.PathLike[str] | Interpreter | None,
+    platform: str | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    strict: bool,
+    compute: bool,
+    checks: bool | tuple[str, ...],
+    rehash: bool,
+    probe: Probe | None,
+    cache_dir: str | os.PathLike[str] | None,
+    use_cache: bool,
+    isolate_torch: bool,
+    application: bool,
+) -> Report:
+    """verify(); `application`: the calling process is the application's (require()), whose
+    torch settings the determinism checks read."""
     file = _manifest_file(path)
     cache = FingerprintCache.open(
         Path(cache_dir) if cache_dir is not None else None, rehash=rehash, enabled=use_cache
@@ -88,25 +131,45 @@ def verify(
             skip=skip,
             strict=strict,
             compute=compute,
+            checks=checks,
             cache=cache,
             checked=chosen,
+            application=application,
         )
     finally:
         if started is not None:
             launch.discard(started)  # nothing to do when the probe was taken
 
 
+@fewer_collections()
 def require(
     path: str | os.PathLike[str] = "repro.toml",
     *,
+    python: str | os.PathLike[str] | Interpreter | None = None,
+    platform: str | None = None,
+    only: Iterable[str] = (),
+    skip: Iterable[str] = (),
+    strict: bool = False,
+    compute: bool = True,
+    checks: Checks = False,
+    rehash: bool = False,
+    probe: Probe | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
+    isolate_torch: bool = False,
     fleet: bool = False,
     fleet_timeout: float = 120.0,
     log_to: str | Iterable[str] = (),
-    **kw: object,
 ) -> Report:
-    """Verify (the interpreter chosen as for `kernodeck verify`: `python=`, else the activated
-    venv, else the activated conda environment, else this one), and raise CheckFailed with the
-    report summary, the interpreter checked and the failed steps when any required step failed.
+    """Verify the environment for the first line of a training script, and raise CheckFailed (the
+    summary, the interpreter checked, the failed steps, the first failure's hint) when any required
+    step failed. The keywords are verify()'s, plus `fleet`.
+
+    By default the environment is checked: code, data, interpreter, packages, contract, system,
+    backend, device, and the `[determinism]` settings in this process. The application sample
+    (`[[check]]`) and the `[resume]` check run only when asked: `checks=True` runs them all,
+    `checks=["embeddings", "resume"]` those named. They run the application again and take seconds
+    to minutes: not something to add to every launch.
 
     `fleet=True` inside a job with an initialised torch.distributed group: every rank verifies,
     the ranks compare over the group's store (no group is created), and every rank raises when
@@ -123,6 +186,25 @@ def require(
     tracker before anything is raised: the JSON and HTML reports as artifacts, the verdict, reference
     id, platform, lock digest, torch build and first failure as tags (kernodeck.trackers). Under
     `fleet=True` only rank 0 logs."""
+
+    def run() -> Report:
+        return _verify(
+            path,
+            python=python,
+            platform=platform,
+            only=tuple(only),
+            skip=tuple(skip),
+            strict=strict,
+            compute=compute,
+            checks=checks if isinstance(checks, bool) else tuple(checks),
+            rehash=rehash,
+            probe=probe,
+            cache_dir=cache_dir,
+            use_cache=use_cache,
+            isolate_torch=isolate_torch,
+            application=True,
+        )
+
     if fleet:
         from kernodeck.fleet.exchange import group_initialized
 
@@ -130,28 +212,11 @@ def require(
             from kernodeck.fleet.run import require_in_group
 
             return require_in_group(
-                lambda: _logged(verify(path, **kw), log_to, path, rank0_only=True),  # type: ignore[arg-type]
-                timeout=fleet_timeout,
+                lambda: _logged(run(), log_to, path, rank0_only=True), timeout=fleet_timeout
             )
-    report = _logged(verify(path, **kw), log_to, path)  # type: ignore[arg-type]
+    report = _logged(run(), log_to, path)
     if not report.ok:
-        from kernodeck.report import Status  # (imported by verify, after the probe started)
-
-        failed = [s for s in report.steps if s.status is Status.FAILED and s.required]
-        checked = (
-            [f"checked {report.interpreter.path} ({report.interpreter.reason})"]
-            if report.interpreter is not None
-            else []
-        )
-        err = CheckFailed(
-            report.summary(),
-            context=checked + report.notices + [f"{s.layer}/{s.name}: {s.error}" for s in failed[:10]],
-            hint=failed[0].hint
-            if failed and failed[0].hint
-            else "run `kernodeck verify` for the full report",
-        )
-        err.report = report  # type: ignore[attr-defined]
-        raise err
+        raise check_failed(report)
     return report
 
 
@@ -172,6 +237,26 @@ def _logged(
     manifest = Path(path)
     log_report(report, wanted, manifest=manifest / "repro.toml" if manifest.is_dir() else manifest)
     return report
+
+
+def check_failed(report: Report) -> CheckFailed:
+    """The CheckFailed of a failed report: the CLI's summary, the interpreter checked, the notices
+    and the failed steps, and the first failure's hint (its text ends with it)."""
+    from kernodeck.report import Status  # (imported by verify, after the probe started)
+
+    failed = [s for s in report.steps if s.status is Status.FAILED and s.required]
+    checked = (
+        [f"checked {report.interpreter.path} ({report.interpreter.reason})"]
+        if report.interpreter is not None
+        else []
+    )
+    first_hint = failed[0].hint if failed and failed[0].hint else None
+    return CheckFailed(
+        report.summary(),
+        context=checked + report.notices + [f"{s.layer}/{s.name}: {s.error}" for s in failed[:10]],
+        hint=first_hint or "run `kernodeck verify` for the full report",
+        report=report,
+    )
 
 
 def doctor(

@@ -28,7 +28,7 @@ from tomlkit.container import Container
 from tomlkit.items import Item
 
 from kernodeck.errors import KernodeckError, UsageError
-from kernodeck.fingerprint import fingerprint, sha256_file
+from kernodeck.fingerprint import fingerprint, keep_listing, sha256_file
 from kernodeck.gitstate import git_state
 from kernodeck.interpreters import choose
 from kernodeck.manifest.edit import dumps_document, editing, get_value, load_document, set_value
@@ -263,8 +263,10 @@ def _observe_code(manifest: Manifest, folder: Path, obs: dict[str, Any], notes: 
 def _observe_data(manifest: Manifest, folder: Path, obs: dict[str, Any], notes: list[str]) -> None:
     for i, d in enumerate(manifest.data):
         p = folder / d.path
-        if p.is_dir():  # a folder: the digest verify computes (kernodeck.fingerprint)
-            obs[f"data[{i}].sha256"] = fingerprint(p).sha256
+        if p.is_dir():  # a folder: the digest verify computes, its listing kept (kernodeck.fingerprint)
+            fp = fingerprint(p)
+            keep_listing(folder, fp)
+            obs[f"data[{i}].sha256"] = fp.sha256
             continue
         if not p.is_file():
             notes.append(f"data {d.name}: {d.path} {_not_read(p)}; its fingerprint was not captured")
@@ -297,7 +299,9 @@ def _observe_weights(
     else:
         wp = folder / w.path
         if wp.is_dir():
-            obs[f"weights[{i}].sha256"] = fingerprint(wp).sha256
+            fp = fingerprint(wp)
+            keep_listing(folder, fp)
+            obs[f"weights[{i}].sha256"] = fp.sha256
             return
         if not wp.is_file():
             notes.append(f"weights {w.name}: {w.path} {_not_read(wp)}; its fingerprint was not captured")

@@ -190,6 +190,27 @@ def _apply_torch(settings: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def declared_settings(determinism: Determinism | None) -> dict[str, Any]:
+    """The torch-level settings a `[determinism]` table declares, keyed as `apply()` keys them."""
+    return _settings(determinism, None) if determinism is not None else {}
+
+
+def torch_settings() -> dict[str, Any] | None:
+    """What this process's torch is set to now, keyed as `apply()` keys them (`seed`: torch's
+    initial seed); None when torch is not imported here (it is never imported for this)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    cudnn = torch.backends.cudnn
+    return {
+        "seed": int(torch.initial_seed()),
+        "deterministic-algorithms": bool(torch.are_deterministic_algorithms_enabled()),
+        "cudnn-benchmark": bool(cudnn.benchmark),
+        "cudnn-deterministic": bool(cudnn.deterministic),
+        "float32-matmul-precision": str(torch.get_float32_matmul_precision()),
+    }
+
+
 # --- helpers -----------------------------------------------------------------------------------
 
 

@@ -7,6 +7,10 @@ and maps them to an exit code (2: bad input or usage, 1: a check or a resolution
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernodeck.report import Report
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -87,6 +91,27 @@ class IndexError_(KernodeckError):
 
 
 class CheckFailed(KernodeckError):
-    """A verification, check or rebuild stage failed; carries a short summary."""
+    """A verification, check or rebuild stage failed: the summary as message, the failed steps as
+    context, the first failure's hint, and the report (None where no report was made, e.g. a fleet
+    exchange that broke). Its text is the whole of it and ends with the hint: a traceback at the
+    top of a training script says what failed and what to do."""
 
     exit_code = EXIT_FAILED
+    #: The report whose required steps failed.
+    report: Report | None
+    #: What to do about the first failure.
+    hint: str | None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        context: list[str] | None = None,
+        hint: str | None = None,
+        report: Report | None = None,
+    ) -> None:
+        super().__init__(message, context=context, hint=hint)
+        self.report = report
+
+    def __str__(self) -> str:
+        return self.render().removeprefix("error: ")

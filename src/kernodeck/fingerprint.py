@@ -8,6 +8,11 @@ bytes of the path; the same as::
 
 Directory symlinks are not followed; file symlinks are hashed by their content.
 
+Those lines are a directory's *listing*. `kernodeck capture` keeps the reference's listing beside
+the manifest, as `.kernodeck/listings/<directory sha256>.sha256` (`listing_path`): a listing is used
+only when its own sha256 is the digest the manifest records, so a stale or edited one is never
+believed. With it, verify names the files added, removed and changed (`compare_listings`).
+
 The cache maps an absolute path to (size, mtime_ns, inode, ctime_ns, sha256): an unchanged
 multi-GB file is not read again. It lives in ``platformdirs.user_cache_dir("kernodeck")`` or in
 ``$KERNODECK_CACHE_DIR``; ``rehash=True`` ignores what it holds (and refreshes it).
@@ -25,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernodeck.support.fsio import open_regular
+from kernodeck.lockfile.names import LISTINGS_DIR
+from kernodeck.support.fsio import atomic_write_bytes, open_regular
 
 #: Read size for streaming hashes. Large enough to amortise syscalls, small enough for the cache.
 BLOCK_SIZE = 4 * 1024 * 1024
@@ -93,12 +99,60 @@ class CacheStats:
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """The digest of a file or directory: `kind` is "file" or "dir"; `files` counts the files."""
+    """The digest of a file or directory: `kind` is "file" or "dir"; `files` counts the files;
+    a directory's `listing` is (relative path, sha256) of each, in the digest's order."""
 
     sha256: str
     size: int
     kind: str
     files: int = 1
+    listing: tuple[tuple[str, str], ...] = ()
+
+
+def listing_text(listing: tuple[tuple[str, str], ...]) -> str:
+    """The lines a directory's digest is the sha256 of."""
+    return "".join(f"{digest}  {rel}\n" for rel, digest in listing)
+
+
+def listing_path(folder: Path, sha256: str) -> Path:
+    """The listing of the directory whose digest is `sha256`, kept beside a manifest in `folder`."""
+    return folder / LISTINGS_DIR / f"{sha256}.sha256"
+
+
+def recorded_listing(folder: Path, sha256: str) -> dict[str, str] | None:
+    """{relative path: sha256} of the reference directory whose digest is `sha256`; None when no
+    listing was kept or it is not the one that digest was computed from."""
+    try:
+        data = listing_path(folder, sha256).read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        return None
+    out: dict[str, str] = {}
+    for line in data.decode("utf-8", "surrogateescape").splitlines():
+        digest, sep, rel = line.partition("  ")
+        if not sep:
+            return None
+        out[rel] = digest
+    return out
+
+
+@dataclass(frozen=True)
+class ListingChanges:
+    """How a directory differs from its reference listing, each list sorted."""
+
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+
+
+def compare_listings(reference: dict[str, str], now: tuple[tuple[str, str], ...]) -> ListingChanges:
+    current = dict(now)
+    return ListingChanges(
+        added=sorted(set(current) - set(reference)),
+        removed=sorted(set(reference) - set(current)),
+        changed=sorted(r for r in current.keys() & reference.keys() if current[r] != reference[r]),
+    )
 
 
 @dataclass
@@ -211,12 +265,11 @@ class FingerprintCache:
             if stat_key(os.stat(full)) == key:
                 self.record(full, key, digest)
             digests[i] = digest
-        outer = hashlib.sha256()
-        for (_, rel, _, _), known in zip(files, digests, strict=True):
-            assert known is not None  # every one is set by now
-            outer.update(f"{known}  {rel}\n".encode("utf-8", "surrogateescape"))
+        listing = tuple((rel, known) for (_, rel, _, _), known in zip(files, digests, strict=True) if known)
+        assert len(listing) == len(files)  # every digest is set by now
+        outer = hashlib.sha256(listing_text(listing).encode("utf-8", "surrogateescape"))
         size = sum(t[3].st_size for t in files)
-        return Fingerprint(outer.hexdigest(), size, "dir", files=len(files))
+        return Fingerprint(outer.hexdigest(), size, "dir", files=len(files), listing=listing)
 
     def merge(self, new: dict[str, list[Any]]) -> None:
         """Record entries computed elsewhere (e.g. by the probe inside the target interpreter)."""
@@ -254,6 +307,17 @@ def _read_entries(path: Path) -> dict[str, list[Any]]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def keep_listing(folder: Path, fp: Fingerprint) -> Path | None:
+    """Keep a directory's listing beside the manifest in `folder` (capture), written atomically;
+    None for a file."""
+    if fp.kind != "dir":
+        return None
+    path = listing_path(folder, fp.sha256)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, listing_text(fp.listing).encode("utf-8", "surrogateescape"))
+    return path
 
 
 def fingerprint(path: str | os.PathLike[str], *, cache: FingerprintCache | None = None) -> Fingerprint:

@@ -1,13 +1,15 @@
 """Step and Report: what verify, check and rebuild say, as data, as JSON and for people.
 
-A Step is one thing that was checked: its layer, status, what was expected and observed, and for
-a failure its first error and a hint. A Report is the ordered list of steps plus the observed
+A Step is one thing that was checked: its layer, status, what was expected and observed (facts),
+what was measured on the way (timings, errors of a computation, throughputs: measurements, shown
+and never compared), and for a failure its first error and a hint. A Report is the ordered list of steps plus the observed
 inventory, so that two reports can be compared (`kernodeck diff`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -28,18 +30,41 @@ class Status(str, Enum):
 
 
 class Step(Model):
+    """One thing that was checked."""
+
     model_config = {"extra": "forbid"}
 
     layer: Layer
+    """The layer it belongs to (`kernodeck.layers.Layer`)."""
     name: str
+    """Its name within the layer: "revision", "pin:torch", "data:samples", "compute"."""
     status: Status
+    """passed, failed, skipped or warning; a failed step with `required` fails the report."""
     expected: Any = None
+    """What the manifest or the lock asks for (a fact)."""
     observed: Any = None
+    """What was found (a fact: `kernodeck diff` and the fleet compare it)."""
     error: str | None = None
+    """For a failure or a warning: what is wrong; for a skipped step: why it did not run."""
     hint: str | None = None
+    """What to do about it."""
     required: bool = True
+    """Whether a failure fails the report (false: an optional check)."""
     details: dict[str, Any] = {}
+    """More about it; `cause` (a `kernodeck.layers.causes.StepCause` value) says why it failed, warned
+    or was skipped."""
     seconds: float | None = None
+    """How long it took (a measurement; reports written before `measurements` carry only this one)."""
+    measurements: dict[str, float] = {}
+    """Numbers measured while checking (milliseconds, relative errors, throughputs, memory): shown
+    beside the facts, never compared as facts (`kernodeck diff` lists them side by side)."""
+
+    def measured(self) -> dict[str, float]:
+        """Every measurement of the step, `seconds` included."""
+        out = dict(self.measurements)
+        if self.seconds is not None:
+            out.setdefault("seconds", self.seconds)
+        return out
 
     @classmethod
     def passed(cls, layer: Layer | str, name: str, **kw: Any) -> Step:
@@ -64,30 +89,45 @@ class CheckedInterpreter(Model):
     model_config = {"extra": "forbid"}
 
     path: str
+    """Its path."""
     source: str
+    """Where the choice came from (--python, VIRTUAL_ENV, CONDA_PREFIX, the project's .venv, this one)."""
     reason: str
+    """The choice in words."""
 
 
 class Report(Model):
+    """What verify, check or rebuild found: the steps in order, and the observed inventory."""
+
     model_config = {"extra": "forbid"}
 
     schema_: Annotated[str, Field(alias="schema")] = REPORT_SCHEMA
+    """The report format and its version."""
     kind: str = "verify"
+    """verify, check, rebuild or doctor."""
     manifest: str | None = None
+    """The manifest's file name."""
     reference_id: str | None = None
+    """The manifest's `[reference] id`."""
     platform: str | None = None
-    #: Why `platform` was chosen (`platforms.choose`'s reason: "named with --platform", "the only
-    #: platform in the manifest", "matches this linux x86_64 machine ..."); None when none was.
+    """The `[[platform]]` checked."""
     platform_reason: str | None = None
+    """Why `platform` was chosen ("named with --platform", "the only platform in the manifest",
+    "matches this linux x86_64 machine ..."); null when none was."""
     interpreter: CheckedInterpreter | None = None
-    #: Said once, at the top, before the tables (e.g. "this is probably not the project's environment").
+    """The interpreter looked at, and why."""
     notices: list[str] = []
+    """Said once, at the top, before the tables (e.g. "this is probably not the project's environment")."""
     steps: list[Step] = []
+    """Every step, in the order the layers ran."""
     inventory: dict[str, Any] = {}
+    """What the environment holds (interpreter, platform, distributions, system, torch): no host
+    paths, sorted, comparable between reports."""
     settings: dict[str, Any] = {}
-    #: Why the run was refused as bad input before it changed anything (exit 2), e.g. an
-    #: interpreter that does not satisfy [python]; None for a run that went ahead.
+    """The options of the run (only, skip, strict, compute, platform)."""
     refused: str | None = None
+    """Why the run was refused as bad input before it changed anything (exit 2), e.g. an
+    interpreter that does not satisfy [python]; null for a run that went ahead."""
 
     def add(self, *steps: Step) -> None:
         self.steps.extend(steps)
@@ -114,14 +154,32 @@ class Report(Model):
             out[step.status.value] += 1
         return out
 
-    def summary(self) -> str:
-        c = self.counts()
+    def first_failure(self) -> Step | None:
+        return next((s for s in self.steps if s.status is Status.FAILED and s.required), None)
+
+    def summary(self, width: int | None = None) -> str:
+        """The summary every front end words the same way (the CLI's last line, require()'s
+        CheckFailed, a bundle's result): verdict, counts and the first failure, with its error
+        when the line fits in `width`."""
+        return " ".join(self.summary_lines(width))
+
+    def summary_lines(self, width: int | None = None) -> list[str]:
+        """The summary as one line when it fits in `width`, else the verdict with the counts, then
+        the first failure (with its error when that fits)."""
         verdict = "OK" if self.ok else "FAILED"
-        line = f"{verdict}: {c['passed']} passed, {c['failed']} failed, {c['warning']} warnings, {c['skipped']} skipped"
-        first = next((s for s in self.steps if s.status is Status.FAILED and s.required), None)
-        if first is not None:
-            line += f"; first failure: {first.layer}/{first.name}: {first.error}"
-        return line
+        counts = f"{verdict}: {counts_text(self.counts())}"
+        first = self.first_failure()
+        if first is None:
+            return [counts]
+        where = f"first failure: {first.layer}/{first.name}"
+        error = short_hashes(first.error or "").strip()
+        one_line = bool(error) and "\n" not in error
+        for line in ([f"{counts}; {where}: {error}"] if one_line else []) + [f"{counts}; {where}"]:
+            if width is None or len(line) <= width:
+                return [line]
+        if one_line and len(f"{where}: {error}") <= (width or 0):
+            return [counts, f"{where}: {error}"]
+        return [counts, where]
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, sort_keys=False) + "\n"
@@ -132,6 +190,32 @@ class Report(Model):
 
     def write_json(self, path: str | Path) -> None:
         atomic_write_text(Path(path), self.to_json())
+
+
+SHORT_HASH = 12
+#: A run of 32 or more lower-case hex digits (md5, sha1, sha256, sha512 ...) standing alone.
+_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{32,}(?![0-9A-Za-z])")
+
+
+def short_hashes(text: str) -> str:
+    """Hex digests shortened to their first 12 digits (a run of decimal digits is left alone)."""
+
+    def cut(m: re.Match[str]) -> str:
+        s = m.group(0)
+        return s[:SHORT_HASH] if any(c in "abcdef" for c in s) else s
+
+    return _HEX.sub(cut, text)
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """ "1 failed, 2 warnings, 12 passed": the counts that are not zero, failures first."""
+    order = (("failed", "failed"), ("warning", "warning"), ("passed", "passed"), ("skipped", "skipped"))
+    parts = []
+    for key, word in order:
+        n = counts.get(key, 0)
+        if n:
+            parts.append(f"{n} {word}{'s' if key == 'warning' and n != 1 else ''}")
+    return ", ".join(parts) or "no steps"
 
 
 def write_json_report(report: Report, target: str) -> None:

@@ -232,9 +232,11 @@ def require_in_group(verify_fn: Callable[[], Report], *, timeout: float = 120.0)
         else:
             msg = f"FLEET FAILED (rank {ident.rank}): " + (out.message or "the fleet disagrees; see rank 0")
         err = CheckFailed(
-            msg, context=context, hint="run `torchrun ... -m kernodeck verify --fleet` for the report"
+            msg,
+            context=context,
+            hint="run `torchrun ... -m kernodeck verify --fleet` for the report",
+            report=report,
         )
-        err.report = report  # type: ignore[attr-defined]
         err.fleet = out.comparison  # type: ignore[attr-defined]
         raise err
     assert report is not None

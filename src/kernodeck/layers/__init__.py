@@ -100,6 +100,18 @@ FACT_LAYERS: frozenset[Layer] = frozenset(
 )
 
 
+#: What a layer needs, as data: a required failure in any of these layers skips it (with the
+#: reason). The application checks and the resume check run only on an environment every
+#: earlier layer passed; the other layers run whatever failed before them, so that one run lists
+#: every problem. Layers needing the probe's facts are FACT_LAYERS (a failed probe skips them).
+NEEDS: dict[Layer, frozenset[Layer]] = {
+    layer: frozenset(VERIFY_LAYERS[: VERIFY_LAYERS.index(layer)])
+    if layer in (Layer.APPLICATION, Layer.RESUME)
+    else frozenset()
+    for layer in VERIFY_LAYERS
+}
+
+
 def rank(layer: Layer | str) -> int:
     """Position of a layer in report order (unknown names last)."""
     try:

@@ -76,9 +76,10 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                 LAYER,
                 "torch-import",
                 observed=f"torch {t.version}",
-                details={"import_seconds": t.import_seconds, "git_version": t.git_version}
+                details={"git_version": t.git_version}
                 # in-process (on the torch this interpreter imports) or isolated (its own process)
                 | ({"mode": t.mode} if t.mode else {}),
+                measurements={"import_seconds": t.import_seconds} if t.import_seconds is not None else {},
             )
         )
     elif t.status == "not-run":

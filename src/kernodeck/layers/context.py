@@ -23,6 +23,8 @@ class Context:
     compute: bool = True
     cache: FingerprintCache = field(default_factory=FingerprintCache)
     steps: list[Step] = field(default_factory=list)
+    #: The checked process is the application's (require()): its torch settings are observed.
+    application: bool = False
 
     @property
     def backend(self) -> Backend | None:

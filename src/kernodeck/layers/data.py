@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from kernodeck import hfcache
-from kernodeck.layers.context import Context
+from kernodeck.fingerprint import Fingerprint, compare_listings, recorded_listing
+from kernodeck.layers.context import Context, short
 from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, escaping_link, outside_message
 from kernodeck.manifest.schema import Data, Manifest, Weights
 from kernodeck.probe.facts import Facts
@@ -70,9 +71,27 @@ def file_step(
             expected=sha256,
             details={"cause": "unreadable"},
         )
+    return _compared(layer, name, path, fp, sha256, size, ctx, hint=hint, external=external)
+
+
+def _compared(
+    layer: str,
+    name: str,
+    path: Path,
+    fp: Fingerprint,
+    sha256: str | None,
+    size: int | None,
+    ctx: Context,
+    *,
+    hint: str | None,
+    external: bool,
+) -> Step:
+    """The fingerprint of an existing file or folder against the recorded one."""
     details: dict[str, object] = {"kind": fp.kind, "size": fp.size, "files": fp.files}
     if external:
         details["external"] = True
+    else:  # a project path (never a host path): what a dirty tree's changed files are matched with
+        details["path"] = _rel(path, ctx)
     if not sha256:
         entry = name.partition(":")[2] or name
         return Step.failed(
@@ -95,18 +114,60 @@ def file_step(
             details={**details, "cause": "size-mismatch"},
         )
     if fp.sha256 != sha256:
+        error, more = _mismatch(name, path, fp, sha256, ctx)
         return Step.failed(
             layer,
             name,
-            f"{_rel(path, ctx)} has sha256 {fp.sha256[:12]}…, expected {sha256[:12]}…",
+            error,
             expected=sha256,
             observed=fp.sha256,
             hint=hint
             or "restore the file the reference used, or record a new fingerprint and a new reference id",
-            details={**details, "cause": "hash-mismatch"},
+            details={**details, **more, "cause": "hash-mismatch"},
         )
     observed = f"{fp.sha256} (external: {path})" if external else fp.sha256
     return Step.passed(layer, name, expected=sha256, observed=observed, details=details)
+
+
+#: Files named per kind (added, removed, changed) before "and N more".
+FIRST_FILES = 5
+
+
+def _mismatch(
+    name: str, path: Path, fp: Fingerprint, sha256: str, ctx: Context
+) -> tuple[str, dict[str, object]]:
+    """(the error, more details) of a fingerprint mismatch: for a folder whose reference listing
+    was kept (`kernodeck.fingerprint.recorded_listing`), the files added, removed and changed;
+    otherwise the digests, and for a folder its file count."""
+    where = _rel(path, ctx)
+    digests = f"sha256 {fp.sha256[:12]}…, expected {sha256[:12]}…"
+    if fp.kind != "dir":
+        return f"{where} has {digests}", {}
+    reference = recorded_listing(ctx.manifest_file.parent, sha256)
+    if reference is None:
+        entry = name.partition(":")[2] or name
+        return (
+            f"{where} has {digests}: {fp.files} files now; the reference's files were not listed "
+            f"(`kernodeck capture --data {entry}` in the reference environment keeps their listing)",
+            {},
+        )
+    changes = compare_listings(reference, fp.listing)
+    parts = [
+        f"{len(files)} {word} ({short(files, FIRST_FILES)})"
+        for word, files in (
+            ("added", changes.added),
+            ("removed", changes.removed),
+            ("changed", changes.changed),
+        )
+        if files
+    ]
+    more: dict[str, object] = {
+        "reference_files": len(reference),
+        "added": changes.added[:50],
+        "removed": changes.removed[:50],
+        "changed": changes.changed[:50],
+    }
+    return f"{where} differs from the reference's {len(reference)} files: {'; '.join(parts)}", more
 
 
 def _rel(path: Path, ctx: Context) -> str:

@@ -17,7 +17,7 @@ from kernodeck.backends import min_driver_for_cuda
 from kernodeck.layers.backend import describe_build, torch_relevant
 from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest
-from kernodeck.probe.facts import Facts, TorchDevice
+from kernodeck.probe.facts import Facts, TorchCompute, TorchDevice
 from kernodeck.report import Step
 
 LAYER = "device"
@@ -305,6 +305,17 @@ def _expectation(name: str, expected: str, observed: list[Any], error: str, caus
     return Step.failed(LAYER, name, error, expected=expected, observed=observed, details={"cause": cause})
 
 
+def compute_measurements(c: TorchCompute) -> dict[str, float]:
+    """What the control computation measured (its milliseconds, its errors against float64):
+    shown beside the verdict, never compared as facts."""
+    values = {
+        "ms": round(c.seconds * 1000, 3) if c.seconds is not None else None,
+        "rel_err": c.rel_err,
+        "max_abs_err": c.max_abs_err,
+    }
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def _compute(kind: str | None, usable: bool, facts: Facts, ctx: Context, steps: list[Step]) -> Step:
     if not ctx.compute:
         return Step.skipped(LAYER, "compute", "--no-compute", details={"cause": "no-compute"})
@@ -318,15 +329,9 @@ def _compute(kind: str | None, usable: bool, facts: Facts, ctx: Context, steps: 
             details={"cause": cause},
         )
     c = facts.torch.compute
+    measured = compute_measurements(c)
     expected = f"rel. error <= {c.tolerance:g} vs float64 CPU" if c.tolerance is not None else None
-    details = {
-        "device": c.device,
-        "n": c.n,
-        "dtype": c.dtype,
-        "seconds": c.seconds,
-        "rel_err": c.rel_err,
-        "max_abs_err": c.max_abs_err,
-    } | (
+    details = {"device": c.device, "n": c.n, "dtype": c.dtype} | (
         {"reused": "the verdict of an earlier run: same verified torch files and devices"} if c.reused else {}
     )
     if c.status == "ok":
@@ -338,14 +343,16 @@ def _compute(kind: str | None, usable: bool, facts: Facts, ctx: Context, steps: 
                 expected=kind,
                 observed="cpu",
                 details={**details, "cause": "cpu-fallback"},
+                measurements=measured,
             )
-        ms = f" in {c.seconds * 1000:.2f} ms" if c.seconds is not None else ""
+        within = f"within {c.tolerance:g}" if c.tolerance is not None else "finite"
         return Step.passed(
             LAYER,
             "compute",
             expected=expected,
-            observed=f"{c.n}×{c.n} {c.dtype} matmul on {c.device}: rel. error {c.rel_err:.1e}{ms}",
+            observed=f"{c.n}×{c.n} {c.dtype} matmul on {c.device}: rel. error {within}",
             details=details,
+            measurements=measured,
         )
     if c.status == "mismatch":
         return Step.failed(
@@ -357,6 +364,7 @@ def _compute(kind: str | None, usable: bool, facts: Facts, ctx: Context, steps: 
             observed=c.rel_err,
             hint="a faulty device or a broken math library; try another GPU",
             details={**details, "cause": "wrong-result"},
+            measurements=measured,
         )
     if c.status == "failed":
         return Step.failed(

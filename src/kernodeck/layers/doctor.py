@@ -11,7 +11,7 @@ from pathlib import Path
 from kernodeck.interpreters import Interpreter
 from kernodeck.layers.backend import describe_build
 from kernodeck.layers.context import Context, short
-from kernodeck.layers.device import diagnose
+from kernodeck.layers.device import compute_measurements, diagnose
 from kernodeck.layers.run import inventory
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Facts
@@ -103,7 +103,8 @@ def describe(facts: Facts, python: str) -> list[Step]:
                 "backend",
                 "torch",
                 f"torch {t.version}: {build}",
-                details={"import_seconds": t.import_seconds, "cudnn": t.cudnn},
+                details={"cudnn": t.cudnn},
+                measurements={"import_seconds": t.import_seconds} if t.import_seconds is not None else {},
             )
         )
     else:
@@ -140,8 +141,8 @@ def describe(facts: Facts, python: str) -> list[Step]:
             _info(
                 "device",
                 "compute",
-                f"{c.n}×{c.n} {c.dtype} matmul on {c.device}: rel. error {c.rel_err:.1e} (tolerance {c.tolerance:g})",
-                details={"seconds": c.seconds},
+                f"{c.n}×{c.n} {c.dtype} matmul on {c.device}: rel. error within {c.tolerance:g}",
+                measurements=compute_measurements(c),
             )
         )
     elif c.status in ("failed", "mismatch"):

@@ -1,5 +1,7 @@
 """Layer `packages`: installed distributions against requirements-rebuild-<platform>.txt
-(missing, wrong version, wrong local label, not in the lock) and installed files against RECORD.
+(missing, wrong version, wrong local label, not in the lock), the manifest's own requirements
+against what is installed whatever the lock's state (`kernodeck.layers.requirements`), and
+installed files against RECORD.
 
 When most of the lock is missing, the checked interpreter is probably not the project's
 environment: the missing pins become one step (`environment`, cause `wrong-environment`) instead
@@ -13,6 +15,7 @@ from pathlib import Path
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from kernodeck.layers import requirements
 from kernodeck.layers.context import Context, short
 from kernodeck.layers.contract import required_by
 from kernodeck.layers.unselected import part_hint, unselected
@@ -86,8 +89,11 @@ def _reinstall_hint(install: str, lock_name: str) -> str:
 
 
 def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
+    """The lock's pins, the manifest's own requirements (whatever the lock's state), then what is
+    installed beyond the lock and whether installed files match their RECORD."""
     if ctx.platform is None:
-        return [Step.skipped(LAYER, "lockfile", "no platform selected", details={"cause": "no-platform"})]
+        steps = [Step.skipped(LAYER, "lockfile", "no platform selected", details={"cause": "no-platform"})]
+        return steps + requirements.check(manifest, facts, ctx, reported=set())
     lock, lock_step = load_lock(ctx)
     steps = [lock_step]
     if lock is None:
@@ -96,94 +102,18 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                 LAYER, "pins", "no requirements file to compare with", details={"cause": "no-lockfile"}
             )
         )
-        return steps
+        return steps + requirements.check(manifest, facts, ctx, reported=set())
     steps += _stale(lock, ctx)
-    installed = facts.dists()
-    install = install_prefix(facts, ctx)
-    env = dict(facts.markers)
-    pins = [p for p in lock.pins if p.applies(env)]
-    lock_name = lock.path.name
-    problems = 0
-    missing = [pin for pin in pins if pin.key not in installed]
-    wrong_env = is_wrong_environment(len(missing), len(pins))
+    pin_steps, wrong_env, pins = _pin_steps(lock, facts, ctx)
+    steps += pin_steps
+    failed = {canonicalize_name(s.name.partition(":")[2]) for s in pin_steps if s.name.startswith("pin:")}
     if wrong_env:
-        problems += len(missing)
-        steps.append(_wrong_environment_step(missing, len(pins), install, lock_name))
-    for pin in pins:
-        d = installed.get(pin.key)
-        want = f"{pin.name}=={pin.version}" if pin.version else f"{pin.name} @ {pin.url}"
-        if d is None:
-            if wrong_env:
-                continue  # listed in the one "environment" step
-            problems += 1
-            steps.append(
-                Step.failed(
-                    LAYER,
-                    f"pin:{pin.key}",
-                    f"{pin.name} is not installed (locked {pin.version or pin.url})",
-                    expected=want,
-                    observed=None,
-                    hint=_reinstall_hint(install, lock_name),
-                    details={"cause": "missing", "via": list(pin.via)},
-                )
-            )
-            continue
-        if pin.version is None:
-            url = ((d.direct_url or {}).get("url")) or None
-            if url != pin.url:
-                problems += 1
-                steps.append(
-                    Step.failed(
-                        LAYER,
-                        f"pin:{pin.key}",
-                        f"{pin.name} was installed from {url or 'an index'}, the lock names {pin.url}",
-                        expected=want,
-                        observed=url,
-                        hint=_reinstall_hint(install, lock_name),
-                        details={"cause": "wrong-source"},
-                    )
-                )
-            continue
-        have, locked = _version(d.version), _version(pin.version)
-        if have is not None and locked is not None and have == locked:
-            continue
-        if d.version == pin.version:
-            continue
-        problems += 1
-        if have is not None and locked is not None and have.public == locked.public:
-            hl = f"+{have.local}" if have.local else "no local label"
-            ll = f"+{locked.local}" if locked.local else "no local label"
-            steps.append(
-                Step.failed(
-                    LAYER,
-                    f"pin:{pin.key}",
-                    f"{pin.name} {d.version} is installed where the lock pins {pin.version} (local label {hl}, expected {ll})",
-                    expected=pin.version,
-                    observed=d.version,
-                    hint=f"the wrong build variant is installed; {_reinstall_hint(install, lock_name)} (the lock's --extra-index-url names the right index)",
-                    details={
-                        "cause": "wrong-local-label",
-                        "expected_local": locked.local,
-                        "observed_local": have.local,
-                    },
-                )
-            )
-        else:
-            steps.append(
-                Step.failed(
-                    LAYER,
-                    f"pin:{pin.key}",
-                    f"{pin.name} {d.version} is installed where the lock pins {pin.version}",
-                    expected=pin.version,
-                    observed=d.version,
-                    hint=_reinstall_hint(install, lock_name),
-                    details={"cause": "wrong-version"},
-                )
-            )
+        failed |= {p.key for p in pins if p.key not in facts.dists()}
+    steps += requirements.check(manifest, facts, ctx, reported=failed)
     if wrong_env:
         # what else is installed here, and whether its files match, says nothing about the project
         return steps
-    if not problems:
+    if not pin_steps:
         steps.append(
             Step.passed(
                 LAYER,
@@ -192,66 +122,105 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                 observed=f"{len(pins)} of {len(pins)} installed as locked",
             )
         )
+    return steps + _beyond_lock(manifest, facts, ctx, lock)
+
+
+def _pin_steps(lock: LockFile, facts: Facts, ctx: Context) -> tuple[list[Step], bool, list[Pin]]:
+    """(a failed step per pin not installed as locked, whether most of the lock is missing, the
+    pins that apply here)."""
+    installed = facts.dists()
+    install = install_prefix(facts, ctx)
+    pins = [p for p in lock.pins if p.applies(dict(facts.markers))]
+    missing = [pin for pin in pins if pin.key not in installed]
+    wrong_env = is_wrong_environment(len(missing), len(pins))
+    steps = [_wrong_environment_step(missing, len(pins), install, lock.path.name)] if wrong_env else []
+    for pin in pins:
+        d = installed.get(pin.key)
+        if d is None and wrong_env:
+            continue  # listed in the one "environment" step
+        step = _pin_step(pin, d, _reinstall_hint(install, lock.path.name))
+        if step is not None:
+            steps.append(step)
+    return steps, wrong_env, pins
+
+
+def _pin_step(pin: Pin, d: Distribution | None, reinstall: str) -> Step | None:
+    """The failed step of one pin, or None when it is installed as locked."""
+    want = f"{pin.name}=={pin.version}" if pin.version else f"{pin.name} @ {pin.url}"
+    name = f"pin:{pin.key}"
+    if d is None:
+        return Step.failed(
+            LAYER,
+            name,
+            f"{pin.name} is not installed (locked {pin.version or pin.url})",
+            expected=want,
+            observed=None,
+            hint=reinstall,
+            details={"cause": "missing", "via": list(pin.via)},
+        )
+    if pin.version is None:
+        url = ((d.direct_url or {}).get("url")) or None
+        if url == pin.url:
+            return None
+        return Step.failed(
+            LAYER,
+            name,
+            f"{pin.name} was installed from {url or 'an index'}, the lock names {pin.url}",
+            expected=want,
+            observed=url,
+            hint=reinstall,
+            details={"cause": "wrong-source"},
+        )
+    have, locked = _version(d.version), _version(pin.version)
+    if d.version == pin.version or (have is not None and have == locked):
+        return None
+    if have is not None and locked is not None and have.public == locked.public:
+        hl = f"+{have.local}" if have.local else "no local label"
+        ll = f"+{locked.local}" if locked.local else "no local label"
+        return Step.failed(
+            LAYER,
+            name,
+            f"{pin.name} {d.version} is installed where the lock pins {pin.version} (local label {hl}, expected {ll})",
+            expected=pin.version,
+            observed=d.version,
+            hint=f"the wrong build variant is installed; {reinstall} (the lock's --extra-index-url names the right index)",
+            details={
+                "cause": "wrong-local-label",
+                "expected_local": locked.local,
+                "observed_local": have.local,
+            },
+        )
+    return Step.failed(
+        LAYER,
+        name,
+        f"{pin.name} {d.version} is installed where the lock pins {pin.version}",
+        expected=pin.version,
+        observed=d.version,
+        hint=reinstall,
+        details={"cause": "wrong-version"},
+    )
+
+
+def _beyond_lock(manifest: Manifest, facts: Facts, ctx: Context, lock: LockFile) -> list[Step]:
+    """What is installed that the lock does not name (Kernodeck itself, the project, strangers),
+    copies shadowing each other, and installed files against RECORD."""
+    assert ctx.platform is not None
+    installed = facts.dists()
+    steps: list[Step] = []
     locked_keys = {p.key for p in lock.pins}
     unlocked = {k for k in installed if k not in locked_keys and k not in TOOLING}
     # Kernodeck in the project's environment (for kernodeck.require()) and what only it brings:
     # said once as what it is, not as strangers among the project's packages
     own = unlocked & required_by(facts, {KERNODECK}) if KERNODECK in unlocked else set()
     if own:
-        names = sorted(installed[k].name for k in own - {KERNODECK})
-        steps.append(
-            Step.passed(
-                LAYER,
-                "kernodeck",
-                expected="the project's packages, as locked",
-                observed=f"kernodeck {installed[KERNODECK].version} is installed beside them, with the "
-                f"{len(names)} distribution{'s' if len(names) != 1 else ''} it requires that the lock does not name",
-                details={"cause": "kernodeck-beside-the-lock", "distributions": names},
-            )
-        )
+        steps.append(_kernodeck_step(installed, own))
     # The project itself, installed from its own folder (`pip install -e .`, `uv sync`, `poetry
     # install`): what is checked, not a stranger among its packages
     project = project_distributions([installed[k] for k in unlocked - own], ctx.manifest_file.parent)
-    for d in project:
-        how = "editable" if d.editable else "from its folder"
-        steps.append(
-            Step.passed(
-                LAYER,
-                f"project:{d.key}",
-                expected="the project's packages, as locked",
-                observed=f"{d.name} {d.version} is this project, installed {how} ({d.direct_url_path})",
-                details={"cause": "the-project-itself", "editable": d.editable},
-            )
-        )
+    steps += [_project_step(d) for d in project]
     strangers = unlocked - own - {d.key for d in project}
-    extra = sorted(installed[k].name for k in strangers)
-    if extra:
-        msg = f"{len(extra)} installed distribution{'s are' if len(extra) != 1 else ' is'} not in the lock: {short(extra, 8)}"
-        hint = f"uninstall them, or add them to [packages] requirements and run `kernodeck lock --platform {ctx.platform.name}`"
-        details: dict[str, object] = {"cause": "not-in-lock"}
-        parts = unselected(manifest, ctx.manifest_file.parent, facts, strangers)
-        if parts:
-            for key in ("groups", "extras"):
-                chosen = {p.name: sorted(installed[k].name for k in p.brings) for p in parts if p.key == key}
-                if chosen:
-                    details[key] = chosen
-            hint = part_hint(
-                parts, strangers, lambda ks: short(sorted(installed[k].name for k in ks), 3), hint
-            )
-        if ctx.strict:
-            steps.append(Step.failed(LAYER, "unlocked", msg, observed=extra, hint=hint, details=details))
-        else:
-            steps.append(
-                Step.warning(
-                    LAYER,
-                    "unlocked",
-                    msg,
-                    observed=extra,
-                    hint=hint,
-                    required=False,
-                    details=details,
-                )
-            )
+    if strangers:
+        steps.append(_unlocked_step(manifest, facts, ctx, strangers))
     shadowed = facts.duplicated()
     if shadowed:
         steps.append(
@@ -264,8 +233,49 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                 details={"cause": "duplicate"},
             )
         )
-    steps += _records(facts, ctx, locked_keys, install)
-    return steps
+    return steps + _records(facts, ctx, locked_keys, install_prefix(facts, ctx))
+
+
+def _kernodeck_step(installed: dict[NormalizedName, Distribution], own: set[NormalizedName]) -> Step:
+    names = sorted(installed[k].name for k in own - {KERNODECK})
+    return Step.passed(
+        LAYER,
+        "kernodeck",
+        expected="the project's packages, as locked",
+        observed=f"kernodeck {installed[KERNODECK].version} is installed beside them, with the "
+        f"{len(names)} distribution{'s' if len(names) != 1 else ''} it requires that the lock does not name",
+        details={"cause": "kernodeck-beside-the-lock", "distributions": names},
+    )
+
+
+def _project_step(d: Distribution) -> Step:
+    how = "editable" if d.editable else "from its folder"
+    return Step.passed(
+        LAYER,
+        f"project:{d.key}",
+        expected="the project's packages, as locked",
+        observed=f"{d.name} {d.version} is this project, installed {how} ({d.direct_url_path})",
+        details={"cause": "the-project-itself", "editable": d.editable},
+    )
+
+
+def _unlocked_step(manifest: Manifest, facts: Facts, ctx: Context, strangers: set[NormalizedName]) -> Step:
+    assert ctx.platform is not None
+    installed = facts.dists()
+    extra = sorted(installed[k].name for k in strangers)
+    msg = f"{len(extra)} installed distribution{'s are' if len(extra) != 1 else ' is'} not in the lock: {short(extra, 8)}"
+    hint = f"uninstall them, or add them to [packages] requirements and run `kernodeck lock --platform {ctx.platform.name}`"
+    details: dict[str, object] = {"cause": "not-in-lock"}
+    parts = unselected(manifest, ctx.manifest_file.parent, facts, strangers)
+    if parts:
+        for key in ("groups", "extras"):
+            chosen = {p.name: sorted(installed[k].name for k in p.brings) for p in parts if p.key == key}
+            if chosen:
+                details[key] = chosen
+        hint = part_hint(parts, strangers, lambda ks: short(sorted(installed[k].name for k in ks), 3), hint)
+    if ctx.strict:
+        return Step.failed(LAYER, "unlocked", msg, observed=extra, hint=hint, details=details)
+    return Step.warning(LAYER, "unlocked", msg, observed=extra, hint=hint, required=False, details=details)
 
 
 def project_distributions(dists: list[Distribution], folder: Path) -> list[Distribution]:
@@ -412,7 +422,9 @@ def _records(facts: Facts, ctx: Context, locked: set[NormalizedName], install: s
                 "records",
                 expected="installed files match RECORD",
                 observed=f"{r.files} files of {sum(1 for d in facts.dists().values() if d.record)} distributions match",
-                details={"files": r.files, "hashed": r.hashed, "from_cache": r.cache_hits},
+                details={"files": r.files},
+                # the work this run did (a warm cache hashes nothing): measured, not a fact
+                measurements={"hashed": r.hashed, "from_cache": r.cache_hits},
             )
         )
     return steps

@@ -19,11 +19,14 @@ from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.interpreters import Interpreter
 from kernodeck.layers import (
+    FACT_LAYERS,
+    NEEDS,
     Layer,
     backend,
     code,
     contract,
     data,
+    determinism,
     device,
     interpreter,
     packages,
@@ -43,13 +46,14 @@ SKIPPED_WRONG_ENVIRONMENT = "not-the-project-environment"
 
 FactLayer = Callable[[Manifest, Facts, Context], list[Step]]
 
-_FACT_LAYERS: dict[Layer, FactLayer] = {
-    Layer.INTERPRETER: interpreter.check,
-    Layer.PACKAGES: packages.check,
-    Layer.CONTRACT: contract.check,
-    Layer.SYSTEM: system.check,
-    Layer.BACKEND: backend.check,
-    Layer.DEVICE: device.check,
+#: The checks of each layer that works on the probe's facts, in order.
+_FACT_LAYERS: dict[Layer, tuple[FactLayer, ...]] = {
+    Layer.INTERPRETER: (interpreter.check,),
+    Layer.PACKAGES: (packages.check,),
+    Layer.CONTRACT: (contract.check,),
+    Layer.SYSTEM: (system.check, lambda m, f, c: determinism.env_steps(m, f)),
+    Layer.BACKEND: (backend.check, lambda m, f, c: determinism.torch_steps(m, c)),
+    Layer.DEVICE: (device.check,),
 }
 
 
@@ -82,6 +86,36 @@ def _probe_request(manifest: Manifest, layers: list[Layer], compute: bool, devic
     )
 
 
+def select_checks(manifest: Manifest, checks: bool | tuple[str, ...]) -> tuple[Manifest, list[str]]:
+    """(the manifest with only the application and resume checks asked for, a notice naming the
+    declared checks left out). `checks`: True for all, False for none, else their names
+    ("resume" for the `[resume]` check); UsageError naming an unknown one."""
+    declared = [c.name for c in manifest.check] + (["resume"] if manifest.resume else [])
+    if checks is True:
+        return manifest, []
+    names = () if checks is False else checks
+    unknown = [n for n in names if n not in declared]
+    if unknown:
+        raise UsageError(
+            f"checks: {unknown[0]!r} is not a check of the manifest",
+            hint="declared: " + (", ".join(declared) or "none"),
+        )
+    left = [n for n in declared if n not in names]
+    if not left:
+        return manifest, []
+    kept = manifest.model_copy(
+        update={
+            "check": [c for c in manifest.check if c.name in names],
+            "resume": manifest.resume if "resume" in names else None,
+        }
+    )
+    notice = (
+        f"not run: {', '.join(left)} (the application checks run only when asked: "
+        "checks=True, or a list of their names)"
+    )
+    return kept, [notice]
+
+
 def run_verify(
     manifest: Manifest,
     manifest_file: Path,
@@ -92,12 +126,16 @@ def run_verify(
     skip: Iterable[str] = (),
     strict: bool = False,
     compute: bool = True,
+    checks: bool | tuple[str, ...] = True,
     cache: FingerprintCache | None = None,
     checked: Interpreter | None = None,
+    application: bool = False,
 ) -> Report:
     """The verify report. `checked`: the interpreter choice behind `probe.python` (named on the report's
-    first line; None for recorded facts)."""
+    first line; None for recorded facts). `checks`: which application and resume checks run
+    (`select_checks`). `application`: this process is the application's (require())."""
     layers = selected(only, skip)
+    manifest, left_out = select_checks(manifest, checks)
     ctx = Context(
         root=manifest_file.parent,
         manifest_file=manifest_file,
@@ -105,28 +143,43 @@ def run_verify(
         strict=strict,
         compute=compute,
         cache=cache if cache is not None else FingerprintCache(),
+        application=application,
     )
     report = Report(
         kind="verify",
         manifest=manifest_file.name,
         reference_id=manifest.reference.id,
+        notices=left_out,
         settings={
             "only": [layer.value for layer in parse_layers(only, option="--only")],
             "skip": [layer.value for layer in parse_layers(skip, option="--skip")],
             "strict": strict,
             "compute": compute,
             "platform": platform,
+            "checks": checks if isinstance(checks, bool) else list(checks),
         },
     )
     if checked is not None:
         report.interpreter = CheckedInterpreter(**checked.as_dict())
+    facts, probe_error = _gather(manifest, probe, layers, compute, platform, ctx, report)
+    _run_layers(manifest, layers, facts, probe_error, ctx, report, checked)
+    ctx.cache.save()
+    return report
 
-    def add(steps: list[Step]) -> None:
-        ctx.steps.extend(steps)
-        report.add(*steps)
 
-    needs_facts = bool(set(layers) & (set(_FACT_LAYERS) | {"application", "resume"})) or any(
-        w.package for w in manifest.weights if "data" in layers
+def _gather(
+    manifest: Manifest,
+    probe: Probe,
+    layers: list[Layer],
+    compute: bool,
+    platform: str | None,
+    ctx: Context,
+    report: Report,
+) -> tuple[Facts | None, str | None]:
+    """(the probe's facts, the probe's error): the environment, the platform chosen from it, then
+    torch's facts where a layer needs them; the inventory written into the report."""
+    needs_facts = bool(set(layers) & FACT_LAYERS) or any(
+        w.package for w in manifest.weights if Layer.DATA in layers
     )
     facts: Facts | None = None
     probe_error: str | None = None
@@ -144,7 +197,6 @@ def run_verify(
     ctx.platform = chosen.platform if chosen is not None else None
     report.platform = chosen.platform.name if chosen is not None else None
     report.platform_reason = chosen.reason if chosen is not None else None
-
     if facts is not None:
         request = _probe_request(
             manifest, layers, compute, device.torch_device_kind(device.needed_kind(manifest, facts, ctx))
@@ -153,45 +205,65 @@ def run_verify(
         if request.torch and not (Layer.PACKAGES in layers and packages.wrong_environment(facts, ctx)):
             facts.torch = probe.collect_torch(request)
         report.inventory = inventory(facts)
+    return facts, probe_error
+
+
+def _run_layers(
+    manifest: Manifest,
+    layers: list[Layer],
+    facts: Facts | None,
+    probe_error: str | None,
+    ctx: Context,
+    report: Report,
+    checked: Interpreter | None,
+) -> None:
+    """Each selected layer in order, a failure skipping what depends on it."""
+
+    def add(steps: list[Step]) -> None:
+        ctx.steps.extend(steps)
+        report.add(*steps)
 
     wrong_env: list[str] = []
     for layer in layers:
         if wrong_env:
-            # The layers after packages describe what is installed: in the wrong environment they
-            # would only repeat that it is the wrong one.
-            if layer in _FACT_LAYERS or _check_names(layer, manifest):
-                why = "not run: the packages layer found another environment (see the note at the top)"
-                add([Step.skipped(layer, layer, why, details={"cause": SKIPPED_WRONG_ENVIRONMENT})])
-        elif layer == "code":
+            add(_wrong_environment_skip(layer, manifest))
+        elif layer == Layer.CODE:
             add(code.check(manifest, facts, ctx))
-        elif layer == "data":
+        elif layer == Layer.DATA:
             add(data.check(manifest, facts, ctx))
-        elif layer in _FACT_LAYERS:
-            if facts is None:
-                why = f"the environment probe failed: {probe_error}" if probe_error else "no facts"
-                if layer == "interpreter":
-                    add(
-                        [
-                            Step.failed(
-                                layer,
-                                "probe",
-                                probe_error or "no facts",
-                                hint=f"check that {ctx.python} starts, or pass --python PATH",
-                                details={"cause": "probe-failed"},
-                            )
-                        ]
-                    )
-                else:
-                    add([Step.skipped(layer, layer, why, details={"cause": "probe-failed"})])
-                continue
-            add(_FACT_LAYERS[layer](manifest, facts, ctx))
+        elif layer not in _FACT_LAYERS:
+            add(_application(layer, manifest, ctx))
+        elif facts is None:
+            add([_no_facts_step(layer, probe_error, ctx)])
+        else:
+            for check in _FACT_LAYERS[layer]:
+                add(check(manifest, facts, ctx))
             if layer == Layer.PACKAGES:
                 wrong_env = _wrong_environment_notice(ctx, checked)
                 report.notices += wrong_env
-        else:
-            add(_application(layer, manifest, ctx))
-    ctx.cache.save()
-    return report
+
+
+def _wrong_environment_skip(layer: Layer, manifest: Manifest) -> list[Step]:
+    """The layers after packages describe what is installed: in the wrong environment they would
+    only repeat that it is the wrong one."""
+    if layer in _FACT_LAYERS or _check_names(layer, manifest):
+        why = "not run: the packages layer found another environment (see the note at the top)"
+        return [Step.skipped(layer, layer, why, details={"cause": SKIPPED_WRONG_ENVIRONMENT})]
+    return []
+
+
+def _no_facts_step(layer: Layer, probe_error: str | None, ctx: Context) -> Step:
+    """The probe failed: the interpreter layer fails with its error, the others are skipped."""
+    if layer == Layer.INTERPRETER:
+        return Step.failed(
+            layer,
+            "probe",
+            probe_error or "no facts",
+            hint=f"check that {ctx.python} starts, or pass --python PATH",
+            details={"cause": "probe-failed"},
+        )
+    why = f"the environment probe failed: {probe_error}" if probe_error else "no facts"
+    return Step.skipped(layer, layer, why, details={"cause": "probe-failed"})
 
 
 def _wrong_environment_notice(ctx: Context, checked: Interpreter | None) -> list[str]:
@@ -212,13 +284,14 @@ def _check_names(layer: str, manifest: Manifest) -> list[str]:
     return ["resume"] if layer == Layer.RESUME and manifest.resume else []
 
 
-def _application(layer: str, manifest: Manifest, ctx: Context) -> list[Step]:
+def _application(layer: Layer, manifest: Manifest, ctx: Context) -> list[Step]:
     names = _check_names(layer, manifest)
     if not names:
         return []
-    blocking = list(dict.fromkeys(s.layer for s in ctx.steps if s.status is Status.FAILED and s.required))
+    failed = [s for s in ctx.steps if s.status is Status.FAILED and s.required and s.layer in NEEDS[layer]]
+    blocking = list(dict.fromkeys(s.layer for s in failed))
     if blocking:
-        first = next(s for s in ctx.steps if s.status is Status.FAILED and s.required)
+        first = failed[0]
         why = f"an earlier layer failed ({', '.join(blocking)}; first: {first.layer}/{first.name})"
         return [
             Step.skipped(layer, n, why, details={"cause": "earlier-failure", "layers": blocking})

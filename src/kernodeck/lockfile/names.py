@@ -49,11 +49,20 @@ def is_lock_file(name: str) -> bool:
     )
 
 
+#: Where capture keeps the reference's data folder listings, relative to the manifest's folder
+#: (kernodeck.fingerprint.listing_path).
+LISTINGS_DIR = ".kernodeck/listings"
+
+
 def is_kernodeck_file(name: str) -> bool:
-    """The manifest, a lock file or rebuild's inventory: the files Kernodeck keeps beside the code
+    """The manifest, a lock file, rebuild's inventory or a kept folder listing: the files Kernodeck keeps beside the code
     (not code: commits that change only these leave the pinned revision's code as it was)."""
-    base = PurePosixPath(name.replace("\\", "/")).name
-    return base in (MANIFEST_NAME, INVENTORY_NAME) or is_lock_file(base) or is_edit_lock(base)
+    posix = PurePosixPath(name.replace("\\", "/"))
+    if str(posix.parent).endswith(LISTINGS_DIR):  # capture's listings of data folders
+        return True
+    return (
+        posix.name in (MANIFEST_NAME, INVENTORY_NAME) or is_lock_file(posix.name) or is_edit_lock(posix.name)
+    )
 
 
 def edit_lock_name(manifest_name: str) -> str:

@@ -25,9 +25,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO
 
-from kernodeck.render.terminal import short_hashes
 from kernodeck.render.visible import visible
-from kernodeck.report import Report, Status
+from kernodeck.report import Report, Status, short_hashes
 from kernodeck.support.fsio import append_text
 
 

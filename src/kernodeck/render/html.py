@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernodeck.errors import UsageError
-from kernodeck.render.terminal import counts_text, first_failure, layer_counts, layers_of, short_hashes
+from kernodeck.render.terminal import first_failure, layer_counts, layers_of
 from kernodeck.render.visible import one_line, visible
-from kernodeck.report import Report, Status, Step
+from kernodeck.report import Report, Status, Step, counts_text, short_hashes
 from kernodeck.support.fsio import atomic_write_text
 
 if TYPE_CHECKING:
@@ -523,9 +523,8 @@ def _layer_section(report: Report, layer: str) -> str:
     for s in steps:
         more = ""
         extra = {k: v for k, v in s.details.items() if k not in ("series", "rows")}
-        if extra or s.seconds is not None:
-            if s.seconds is not None:
-                extra["seconds"] = s.seconds
+        extra |= {f"measured {k}": v for k, v in s.measured().items()}
+        if extra:
             items = "".join(
                 f'<dt>{_e(k)}</dt><dd class="mono">{_e(_value(v))}</dd>' for k, v in extra.items()
             )
@@ -718,7 +717,7 @@ def diff_html(a: Report, b: Report, result: DiffResult) -> str:
                 "<table class='differences'><thead><tr><th>item</th><th>what</th><th>A</th><th>B</th></tr></thead>"
                 f"<tbody>{rows}</tbody></table>"
             )
-        cause = layer_info(layer)[1]
+        cause = diffs[0].cause if diffs else layer_info(layer)[1]
         head = (
             f"<h2>{_e(layer)} <span class='muted'>({_e(cause)}; "
             f"{len(diffs)} difference{'s' if len(diffs) != 1 else ''})</span></h2>"
@@ -732,6 +731,21 @@ def diff_html(a: Report, b: Report, result: DiffResult) -> str:
             f'data-layer="{_e(layer)}">{inner}</section>'
         )
     notes = "".join(f"<p class='muted'>note: {_e(n)}</p>" for n in result.notes)
+    if result.not_compared:
+        notes += (
+            f"<p class='muted'>not compared (skipped in A or B): {_e(', '.join(result.not_compared))}</p>"
+        )
+    if result.measurements:
+        rows = "".join(
+            f"<tr><td>{_e(m.layer)}/{_e(m.step)}</td><td>{_e(m.key)}</td>"
+            f"<td class='mono'>{_e(_value(m.a))}</td><td class='mono'>{_e(_value(m.b))}</td></tr>"
+            for m in result.measurements
+        )
+        notes += (
+            "<details id='measurements'><summary>measurements (shown, never compared)</summary>"
+            "<table><thead><tr><th>step</th><th>measured</th><th>A</th><th>B</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></details>"
+        )
     cls = "ok" if result.identical else "failed"
     title = "kernodeck diff: identical" if result.identical else "kernodeck diff: differs"
     body = (

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kernodeck.render.terminal import counts_text, first_failure, layer_counts, layers_of, short_hashes
+from kernodeck.render.terminal import first_failure, layer_counts, layers_of
 from kernodeck.render.visible import one_line
-from kernodeck.report import Report, Status
+from kernodeck.report import Report, Status, counts_text, short_hashes
 from kernodeck.support.fsio import atomic_write_text
 
 MAX_FAILED_ROWS = 50

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
@@ -40,7 +39,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from kernodeck.render.visible import visible
-from kernodeck.report import Report, Status, Step
+from kernodeck.report import Report, Status, Step, counts_text, short_hashes
 
 if TYPE_CHECKING:
     from kernodeck.diff import DiffResult
@@ -50,7 +49,6 @@ COLOR_MODES: tuple[str, ...] = ("auto", "always", "never")
 
 DEFAULT_WIDTH = 80
 MIN_WIDTH = 40
-SHORT_HASH = 12
 #: Wrapped lines shown per field of a failure unless verbose.
 FIELD_LINES = {"expected": 3, "observed": 3, "error": 6, "hint": 4}
 DETAIL_LINES = 3
@@ -61,8 +59,6 @@ STEP_INDENT = "  "
 FIELD_INDENT = "      "
 LABEL_WIDTH = 10
 
-# a run of 32 or more lower-case hex digits (md5, sha1, sha256, sha512 ...) standing alone
-_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{32,}(?![0-9A-Za-z])")
 
 _ANSI = {
     "bold": "\x1b[1m",
@@ -154,16 +150,6 @@ def _unicode_ok(stream: IO[str]) -> bool:
 
 
 # --- text -------------------------------------------------------------------------------------
-
-
-def short_hashes(text: str) -> str:
-    """Hex digests shortened to their first 12 digits (a run of decimal digits is left alone)."""
-
-    def cut(m: re.Match[str]) -> str:
-        s = m.group(0)
-        return s[:SHORT_HASH] if any(c in "abcdef" for c in s) else s
-
-    return _HEX.sub(cut, text)
 
 
 def value_text(value: Any) -> str | None:
@@ -279,18 +265,8 @@ def layer_counts(steps: Iterable[Step]) -> dict[str, int]:
     return out
 
 
-def counts_text(counts: dict[str, int]) -> str:
-    order = (("failed", "failed"), ("warning", "warning"), ("passed", "passed"), ("skipped", "skipped"))
-    parts = []
-    for key, word in order:
-        n = counts.get(key, 0)
-        if n:
-            parts.append(f"{n} {word}{'s' if key == 'warning' and n != 1 else ''}")
-    return ", ".join(parts) or "no steps"
-
-
 def first_failure(report: Report) -> Step | None:
-    return next((s for s in report.steps if s.status is Status.FAILED and s.required), None)
+    return report.first_failure()
 
 
 def layers_of(report: Report) -> list[str]:
@@ -305,23 +281,8 @@ def summary_text(report: Report, width: int | None = None) -> str:
 
 
 def summary_lines(report: Report, width: int | None = None) -> list[str]:
-    """The summary as one line when it fits in `width`, else the verdict with the counts, then the
-    first failure (with its error when that fits)."""
-    verdict = "OK" if report.ok else "FAILED"
-    counts = f"{verdict}: {counts_text(report.counts())}"
-    first = first_failure(report)
-    if first is None:
-        return [counts]
-    where = f"first failure: {first.layer}/{first.name}"
-    error = short_hashes(first.error or "").strip()
-    for line in ([f"{counts}; {where}: {error}"] if error and "\n" not in error else []) + [
-        f"{counts}; {where}"
-    ]:
-        if width is None or len(line) <= width:
-            return [line]
-    if error and "\n" not in error and len(f"{where}: {error}") <= (width or 0):
-        return [counts, f"{where}: {error}"]
-    return [counts, where]
+    """The summary (`Report.summary_lines`, the one wording of every front end)."""
+    return report.summary_lines(width)
 
 
 def report_lines(
@@ -408,8 +369,8 @@ def _more(w: _Writer, s: Step) -> None:
             w.field(str(key), "chart data (in the JSON report; drawn by --html)")
             continue
         w.field(str(key), _compact(value), limit=DETAIL_LINES)
-    if s.seconds is not None:
-        w.field("seconds", f"{s.seconds:g}")
+    for key, number in s.measured().items():  # measurements: shown, never compared
+        w.field(f"measured {key}", f"{number:g}")
 
 
 # --- output -----------------------------------------------------------------------------------
@@ -483,8 +444,6 @@ def diff_lines(
 ) -> list[Line]:
     """`kernodeck diff` as lines: a heading per layer with its count and cause, one line per
     difference with the two values below it, the summary last."""
-    from kernodeck.layers import layer_info
-
     w = _Writer(width, verbose, _SYMBOLS if unicode else _ASCII_SYMBOLS, unicode)
     mark = _DIFFERS[0] if unicode else _DIFFERS[1]
     w.add("kernodeck diff", "title")
@@ -500,7 +459,7 @@ def diff_lines(
         if not diffs:
             continue
         n = len(diffs)
-        w.add(f"{layer}: {n} difference{'s' if n != 1 else ''} ({layer_info(layer)[1]})", "heading")
+        w.add(f"{layer}: {n} difference{'s' if n != 1 else ''} ({diffs[0].cause})", "heading")
         if quiet and not verbose:
             continue
         for d in diffs:
@@ -508,6 +467,15 @@ def diff_lines(
             if d.what not in ("only in A", "only in B") or d.a is not None or d.b is not None:
                 w.field("A", _compact(d.a) if d.a is not None else "none", limit=FIELD_LINES["observed"])
                 w.field("B", _compact(d.b) if d.b is not None else "none", limit=FIELD_LINES["observed"])
+    if result.measurements and not quiet:
+        w.add("measurements (shown, never compared): A | B", "heading")
+        for m in result.measurements:
+            w.add(f"{STEP_INDENT}{m.describe()}", rest=STEP_INDENT + "    ")
+    if result.not_compared:
+        n = len(result.not_compared)
+        w.add(
+            f"not compared: {n} step{'s' if n != 1 else ''} skipped in A or B ({', '.join(result.not_compared)})"
+        )
     for note in result.notes:
         w.add(f"note: {note}")
     w.add(result.summary, "ok" if result.identical else "bad")

@@ -490,7 +490,8 @@ class ProjectFiles:
         return not v.accepted and bool(v.yanked_ok)
 
 
-def _names_prerelease(spec: SpecifierSet) -> bool:
+def names_prerelease(spec: SpecifierSet) -> bool:
+    """Whether a specifier names a pre-release version (then it admits pre-releases)."""
     for s in spec:
         text = s.version[:-2] if s.version.endswith(".*") else s.version
         try:
@@ -746,8 +747,8 @@ class Factory:
         requirement or constraint names one, or the project has nothing else (as pip and uv)."""
         return (
             self.settings.prereleases
-            or any(_names_prerelease(r.specifier) for r in requirements)
-            or any(_names_prerelease(c.specifier) for c in self.constraints.get(name, []))
+            or any(names_prerelease(r.specifier) for r in requirements)
+            or any(names_prerelease(c.specifier) for c in self.constraints.get(name, []))
             or self.project(name).only_prereleases
         )
 
