@@ -37,6 +37,18 @@ from kernodeck.render.output import OutputOptions
     "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
 )
 @click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
+@click.option(
+    "--allow-stale",
+    is_flag=True,
+    help="Install from a lock whose lock inputs differ from the manifest's (reported as a warning).",
+)
+@click.option(
+    "--allowed-signers",
+    default=None,
+    metavar="FILE",
+    help="Require a bundle signed by a key in FILE (git's allowed_signers format; "
+    "default: $KERNODECK_ALLOWED_SIGNERS).",
+)
 @report_options()
 def rebuild(
     source: str | None,
@@ -47,6 +59,8 @@ def rebuild(
     force: bool,
     json_out: str | None,
     no_compute: bool,
+    allow_stale: bool,
+    allowed_signers: str | None,
     output: OutputOptions,
 ) -> None:
     """Recreate the environment in a clean folder and re-run the whole sequence.
@@ -57,6 +71,10 @@ def rebuild(
     the dependency contract, write installed-after.txt, and verify (application checks included).
     While the installer runs, its output is shown as it comes: a status line on a terminal, plain
     "  pip: ..." lines otherwise (--quiet: nothing).
+
+    Nothing is created before the bundle (every file listed in BUNDLE.sha256 and matching; its
+    signature with --allowed-signers) and the lock (locked from the manifest as it is now, from
+    declared indexes only) are checked.
     """
     from kernodeck.handover.rebuild import plan_rebuild, run_rebuild
     from kernodeck.render import emit
@@ -70,6 +88,8 @@ def rebuild(
         platform=platform,
         installer="uv" if installer == "uv" else "pip",
         force=force,
+        allow_stale=allow_stale,
+        allowed_signers=allowed_signers,
     )
     display = _StageDisplay(quiet=output.quiet)
     display.log(
