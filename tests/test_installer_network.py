@@ -30,6 +30,7 @@ from kernodeck.handover.installer_errors import installer_cause
 from kernodeck.handover.rebuild import progress_line, rebuild
 from kernodeck.report import Report, Status, Step
 from tests.fixtures.connect_proxy import ConnectProxy
+from tests.fixtures.fresh_lock import stamp_lock
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.test_ca import TestCA
 
@@ -403,6 +404,7 @@ arch = "x86_64"
             whl = factory.files_dir() / f"{name}-{version}-py3-none-any.whl"
             lines += [f"{name}=={version} \\", f"    --hash=sha256:{_sha(whl)}"]
         (proj / "requirements-rebuild-here.txt").write_text("\n".join(lines) + "\n")
+        stamp_lock(proj / "repro.toml", "here")
         yield proj, srv, ca
 
 
