@@ -179,6 +179,26 @@ class _StageDisplay:
     is_flag=True,
     help="Bundle code with uncommitted changes (REBUILD.md and verify's code step then say so).",
 )
+@click.option(
+    "--platform",
+    "platforms",
+    multiple=True,
+    metavar="NAME",
+    help="Bundle only this platform (repeatable; default: every declared platform, each needs a current lock).",
+)
+@click.option(
+    "--allow-stale",
+    is_flag=True,
+    help="Bundle locks whose lock inputs differ from the manifest's (each reported as a warning).",
+)
+@click.option(
+    "--sign",
+    "sign",
+    default=None,
+    metavar="KEY",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Sign BUNDLE.sha256 with this SSH key (ssh-keygen -Y sign; writes BUNDLE.sha256.sig).",
+)
 def bundle(
     paths: tuple[str, ...],
     old_manifest: str | None,
@@ -186,11 +206,15 @@ def bundle(
     no_code: bool,
     report: Path | None,
     allow_dirty: bool,
+    platforms: tuple[str, ...],
+    allow_stale: bool,
+    sign: Path | None,
 ) -> None:
     """Write a hand-over folder OUT another launch can use, scrubbed of secrets and host paths.
 
     MANIFEST (default ./repro.toml; a folder means the repro.toml inside it) comes first, as in
-    every command; `kernodeck bundle OUT` bundles ./repro.toml."""
+    every command; `kernodeck bundle OUT` bundles ./repro.toml. Every declared platform (or each
+    --platform) needs a lock written from the manifest as it is now, from declared indexes."""
     from kernodeck.handover.bundle import write_bundle
 
     if len(paths) > 2:
@@ -211,6 +235,9 @@ def bundle(
         include_code=not no_code,
         report=report,
         allow_dirty=allow_dirty,
+        platforms=platforms,
+        allow_stale=allow_stale,
+        sign=sign,
     )
     click.echo(result.render())
 

@@ -118,9 +118,13 @@ class BundleResult:
     scrubbed: list[str] = field(default_factory=list)  # generated/text files that had something replaced
     warnings: list[str] = field(default_factory=list)
     report_included: bool = False
+    #: The key file that signed BUNDLE.sha256 (its name), when --sign was given.
+    signed_with: str | None = None
 
     def render(self) -> str:
         lines = [f"wrote {self.out} ({len(self.files)} files; check with `sha256sum -c {BUNDLE_SUMS}`)"]
+        if self.signed_with:
+            lines.append(f"signed {BUNDLE_SUMS} with {self.signed_with} ({bundlesums.SIGNATURE})")
         if self.scrubbed:
             lines.append("scrubbed (credentials or host paths replaced): " + ", ".join(self.scrubbed))
         lines.extend(f"warning: {w}" for w in self.warnings)
@@ -1032,6 +1036,7 @@ def _stage_sums(b: _Bundling) -> None:
         from kernodeck.handover import signing
 
         b.plan.files[bundlesums.SIGNATURE] = signing.sign(sums, b.options.sign)
+        b.result.signed_with = b.options.sign.name
 
 
 def _stage_write(b: _Bundling) -> None:
