@@ -384,3 +384,20 @@ def test_a_rebuild_with_relative_bundle_and_dest_paths(
     assert (elsewhere / "venv" / "bin" / "python").exists() and not indexes[2].exists()
     assert report.settings["dest"] == "venv" and report.manifest == "repro.toml"
     shutil.rmtree(elsewhere / "venv")
+
+
+def test_verify_of_a_signed_bundle_names_the_signer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernodeck.api import verify
+    from tests.fixtures.bundle_project import bundle_project
+
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    alice = _key(keys, "alice")
+    out = tmp_path / "signed"
+    write_bundle(out, manifest=bundle_project(tmp_path), environ={}, home=tmp_path, sign=alice)
+    monkeypatch.setenv("KERNODECK_ALLOWED_SIGNERS", str(_allowed(keys, alice)))
+    (step,) = [s for s in verify(out / "repro.toml", only=["code"]).steps if s.name == "signature"]
+    assert step.status is Status.PASSED and "signed by alice@example.com (ED25519 key" in str(step.observed)
+    monkeypatch.setenv("KERNODECK_ALLOWED_SIGNERS", str(_allowed(keys, _key(keys, "mallory"))))
+    (step,) = [s for s in verify(out / "repro.toml", only=["code"]).steps if s.name == "signature"]
+    assert step.status is Status.FAILED and "not in allowed_signers" in (step.error or "")

@@ -514,8 +514,8 @@ def _signature_step(sums: Path, allowed_signers: Path | None, expected: str) -> 
     signer); None for an unsigned bundle when no allowed signers are given."""
     from kernodeck.handover import signing
 
-    sig = sums.parent / bundlesums.SIGNATURE
-    if not sig.is_file():
+    found = signing.bundle_signer(sums.parent, allowed_signers)
+    if found is None:
         if allowed_signers is None:
             return None
         return Step.failed(
@@ -526,11 +526,6 @@ def _signature_step(sums: Path, allowed_signers: Path | None, expected: str) -> 
             hint="ask the author for a bundle written with `kernodeck bundle --sign KEY`",
             details={"cause": "unsigned"},
         )
-    data = sums.read_bytes()
-    if allowed_signers is not None:
-        found = signing.verify_signature(data, sig, allowed_signers)
-    else:
-        found = signing.check_unverified(data, sig)
     if isinstance(found, signing.Rejected):
         return Step.failed(
             LAYER,

@@ -166,3 +166,20 @@ def allowed_signers_file(given: str | Path | None, environ: Mapping[str, str] | 
             hint='write one line per signer: `alice@example.com namespaces="kernodeck-bundle" ssh-ed25519 AAAA...`',
         )
     return path
+
+
+def bundle_signer(folder: Path, allowed_signers: Path | None) -> Signer | Rejected | None:
+    """Who signed the bundle `folder`'s sums file: checked against `allowed_signers` when given,
+    else only checked to be good (the key named); None when it is not signed."""
+    from kernodeck.handover import sums as bundlesums
+
+    sig = folder / bundlesums.SIGNATURE
+    if not sig.is_file():
+        return None
+    try:
+        data = (folder / bundlesums.NAME).read_bytes()
+    except OSError as e:
+        return Rejected(f"{bundlesums.NAME} cannot be read: {e.strerror or e}")
+    if allowed_signers is not None:
+        return verify_signature(data, sig, allowed_signers)
+    return check_unverified(data, sig)

@@ -31,7 +31,14 @@ REFERENCES = "references.json"
 #: What a rebuild, a verify or a check writes into a bundle folder, and the folder where REBUILD.md
 #: installs Kernodeck: not part of the bundle, so not listed (never read as an input).
 _WRITTEN_HERE = frozenset(
-    {"installed-after.txt", "verify-report.json", "rebuild-report.json", "check-report.json", SIGNATURE}
+    {
+        "installed-after.txt",
+        "verify-report.json",
+        "rebuild-report.json",
+        "check-report.json",
+        "build-constraints.txt",
+        SIGNATURE,
+    }
 )
 _WRITTEN_DIRS = frozenset({"out", ".kernodeck"})
 _LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")

@@ -340,6 +340,7 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
                 )
             )
     steps.append(_files_step(manifest, sums, entry, ctx))
+    steps += _signature_steps(folder)
     if steps[0].status is Status.FAILED and not any(s.name == "clean-tree" for s in steps):
         steps.insert(
             1,
@@ -351,6 +352,33 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
             ),
         )
     return steps
+
+
+def _signature_steps(folder: Path) -> list[Step]:
+    """The bundle's signer (`kernodeck.handover.signing`), checked against
+    $KERNODECK_ALLOWED_SIGNERS when it is set; no step for an unsigned bundle."""
+    from kernodeck.errors import UsageError
+    from kernodeck.handover import signing
+
+    try:
+        found = signing.bundle_signer(folder, signing.allowed_signers_file(None))
+    except UsageError as e:
+        found = signing.Rejected(e.message)
+    if found is None:
+        return []
+    details: dict[str, Any] = {"source": "bundle"}
+    if isinstance(found, signing.Rejected):
+        return [
+            Step.failed(
+                LAYER,
+                "signature",
+                f"{bundlesums.SIGNATURE}: {found.reason}",
+                hint="the bundle was not signed by someone you trust, or was modified after it was signed",
+                details={**details, "cause": "bad-signature"},
+            )
+        ]
+    details.update(signer=found.identity, key=found.key)
+    return [Step.passed(LAYER, "signature", observed=f"signed by {found.describe()}", details=details)]
 
 
 def _sha256(ctx: Context, path: Path) -> str | None:
