@@ -551,10 +551,15 @@ def check_lock(plan: RebuildPlan) -> Step:
     (an undeclared package location never is)."""
     from kernodeck.lock.freshness import STALE, lock_verdict
 
-    verdict = lock_verdict(plan.manifest_path, plan.platform.name, plan.manifest, path=plan.requirements)
     expected = (
         f"{plan.requirements.name} locked from {plan.manifest_path.name} as it is now, from declared indexes"
     )
+    try:
+        verdict = lock_verdict(plan.manifest_path, plan.platform.name, plan.manifest, path=plan.requirements)
+    except KernodeckError as e:  # e.g. pip's default index cannot be told
+        return Step.failed(
+            LAYER, "lock", e.message, expected=expected, hint=e.hint, details={"cause": "unknown"}
+        )
     if verdict.ok:
         return Step.passed(LAYER, "lock", expected=expected, observed="its lock inputs equal the manifest's")
     details = {"cause": verdict.kind, "problems": list(verdict.problems)}

@@ -66,7 +66,7 @@ def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
     if head is not None and head.returncode == 0:
         steps += _git_steps(code, head.stdout.strip(), ctx)
     elif (head is None or not_a_repository) and is_bundle(ctx.root):
-        steps += bundle_steps(manifest, code, ctx)
+        steps += bundle_steps(manifest, code, ctx) + _signature_steps(ctx.root)
     elif head is None:
         steps.append(
             Step.failed(
@@ -340,7 +340,6 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
                 )
             )
     steps.append(_files_step(manifest, sums, entry, ctx))
-    steps += _signature_steps(folder)
     if steps[0].status is Status.FAILED and not any(s.name == "clean-tree" for s in steps):
         steps.insert(
             1,
