@@ -401,3 +401,27 @@ def test_verify_of_a_signed_bundle_names_the_signer(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("KERNODECK_ALLOWED_SIGNERS", str(_allowed(keys, _key(keys, "mallory"))))
     (step,) = [s for s in verify(out / "repro.toml", only=["code"]).steps if s.name == "signature"]
     assert step.status is Status.FAILED and "not in allowed_signers" in (step.error or "")
+
+
+def test_an_index_a_from_source_names_is_declared(tmp_path: Path) -> None:
+    """`[packages] from` files are lock inputs: the indexes they name are the manifest's too."""
+    manifest = tmp_path / "repro.toml"
+    manifest.write_text(
+        f'schema-version = 1\n[reference]\nname = "t"\nid = "1"\n[python]\nversion = "{PY}"\n'
+        '[packages]\nfrom = ["requirements.txt"]\n'
+        '[[packages.index]]\nname = "good"\nurl = "http://127.0.0.1:9/good/simple"\ndefault = true\n'
+        '[[platform]]\nname = "p"\nos = "linux"\narch = "x86_64"\n'
+    )
+    (tmp_path / "requirements.txt").write_text("--extra-index-url http://127.0.0.1:9/team/simple\nalpha\n")
+    lock = tmp_path / "requirements-rebuild-p.txt"
+    lock.write_text(
+        "--index-url http://127.0.0.1:9/good/simple\n--extra-index-url http://127.0.0.1:9/team/simple\n"
+    )
+    stamp_lock(manifest, "p")
+    assert lock_verdict(manifest, "p").ok
+    (tmp_path / "requirements.txt").write_text("alpha\n")
+    verdict = lock_verdict(manifest, "p")
+    assert verdict.stale == ("requirements.txt changed since the file was written",)
+    assert verdict.foreign == (
+        "it names http://127.0.0.1:9/team/simple, a package location repro.toml does not declare",
+    )

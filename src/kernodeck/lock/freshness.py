@@ -18,7 +18,7 @@ bundle stop (unless `--allow-stale`), verify reports it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -131,9 +131,17 @@ def foreign_locations(text: str, declared: set[str]) -> list[str]:
     return out
 
 
-def _current_inputs(manifest_file: Path, platform: str) -> tuple[str | None, dict[str, str]]:
-    """(the lock-inputs digest the manifest gives `platform` now, {from file: sha256}); the digest
-    is None when it cannot be told."""
+@dataclass(frozen=True)
+class _Now:
+    """The manifest as a lock reads it now: with its `[packages] from` sources merged in (None
+    when it cannot be read), the lock-inputs digest it gives the platform, the files read."""
+
+    manifest: Manifest | None = None
+    digest: str | None = None
+    inputs: dict[str, str] = field(default_factory=dict)
+
+
+def _now(manifest_file: Path, platform: str) -> _Now:
     from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256
     from kernodeck.manifest.load import load_manifest
     from kernodeck.manifest.sources import apply_sources
@@ -141,16 +149,16 @@ def _current_inputs(manifest_file: Path, platform: str) -> tuple[str | None, dic
     try:
         manifest, inputs = apply_sources(load_manifest(manifest_file), manifest_file)
         if manifest.get_platform(platform) is None:
-            return None, {}
+            return _Now(manifest)
         digest = lock_inputs_sha256(
             manifest, platform, default_index=default_index_for(manifest), extra=inputs
         )
     except KernodeckError:
-        return None, {}
-    return digest, inputs
+        return _Now()
+    return _Now(manifest, digest, inputs)
 
 
-def stale_problems(text: str, manifest_file: Path, platform: str) -> list[str]:
+def stale_problems(text: str, manifest_file: Path, platform: str, now: _Now | None = None) -> list[str]:
     """Why a lock file's recorded lock inputs differ from the manifest's now, in words (empty
     when they are equal)."""
     recorded = header_digest(text)
@@ -158,14 +166,14 @@ def stale_problems(text: str, manifest_file: Path, platform: str) -> list[str]:
         return ["it records no lock inputs (it was not written by `kernodeck lock`, or was edited)"]
     if has_old_header(text):
         return ["it was written with the old header (manifest-sha256); the lock inputs cannot be compared"]
-    now, inputs = _current_inputs(manifest_file, platform)
-    if now is None:
+    now = now or _now(manifest_file, platform)
+    if now.digest is None:
         return [
             f"the lock inputs of {manifest_file.name} cannot be read now (run `kernodeck lock` to see why)"
         ]
-    if now == recorded:
+    if now.digest == recorded:
         return []
-    files = changed_file_inputs(file_inputs(text), dict(inputs))
+    files = changed_file_inputs(file_inputs(text), dict(now.inputs))
     return files or [f"{manifest_file.name} changed its lock inputs since the file was written"]
 
 
@@ -174,22 +182,19 @@ def lock_verdict(
 ) -> LockVerdict:
     """The verdict on `platform`'s requirements file beside `manifest_file` (or at `path`):
     missing, stale (its recorded lock inputs differ from the manifest's now) or foreign (it names
-    a package location the manifest does not declare). `manifest`: the loaded manifest, when the
-    caller has it."""
+    a package location the manifest, with its `[packages] from` sources, does not declare).
+    `manifest`: the loaded manifest, used when its sources cannot be read."""
     lock_path = path or requirements_path(manifest_file.parent, platform)
     try:
         text = lock_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return LockVerdict(lock_path, platform, ("it is missing or cannot be read",), missing=True)
-    if manifest is None:
-        from kernodeck.manifest.load import load_manifest
-
-        try:
-            manifest = load_manifest(manifest_file)
-        except KernodeckError as e:
-            return LockVerdict(lock_path, platform, (f"{manifest_file.name} cannot be read: {e.message}",))
-    stale = stale_problems(text, manifest_file, platform)
-    foreign = foreign_locations(text, declared_locations(manifest, platform))
+    now = _now(manifest_file, platform)
+    declaring = now.manifest or manifest
+    if declaring is None:
+        return LockVerdict(lock_path, platform, (f"{manifest_file.name} cannot be read now",))
+    stale = stale_problems(text, manifest_file, platform, now)
+    foreign = foreign_locations(text, declared_locations(declaring, platform))
     return LockVerdict(lock_path, platform, tuple(stale), tuple(foreign))
 
 
