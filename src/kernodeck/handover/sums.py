@@ -29,17 +29,11 @@ REBUILD_MD = "REBUILD.md"
 REFERENCES = "references.json"
 
 #: What a rebuild, a verify or a check writes into a bundle folder, and the folder where REBUILD.md
-#: installs Kernodeck: not part of the bundle, so not listed (never read as an input).
-_WRITTEN_HERE = frozenset(
-    {
-        "installed-after.txt",
-        "verify-report.json",
-        "rebuild-report.json",
-        "check-report.json",
-        "build-constraints.txt",
-        SIGNATURE,
-    }
-)
+#: installs Kernodeck: not part of the bundle, so not listed (never read as an input). At the top,
+#: reports a receiver writes there (`--json`, `--junit`, `--markdown`, `--html FILE`) are exempt
+#: by their suffix.
+_WRITTEN_HERE = frozenset({"installed-after.txt", "build-constraints.txt", SIGNATURE})
+_REPORT_SUFFIXES = (".json", ".xml", ".html", ".md")
 _WRITTEN_DIRS = frozenset({"out", ".kernodeck"})
 _LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
 
@@ -158,7 +152,8 @@ def present_files(folder: Path, listed: Mapping[str, str] | None = None) -> list
         dirs[:] = sorted(d for d in dirs if not _skipped_dir(base / d, here / d, listed_dirs))
         for name in files:
             rel = (base / name).as_posix().removeprefix("./")
-            if rel == NAME or (base == PurePosixPath(".") and name in _WRITTEN_HERE):
+            top = base == PurePosixPath(".")
+            if rel == NAME or (top and (name in _WRITTEN_HERE or name.endswith(_REPORT_SUFFIXES))):
                 continue
             out.append(rel)
     return sorted(out)
@@ -192,5 +187,6 @@ def audit(folder: Path) -> Audit:
     if not sums:
         return Audit(0, [*problems, f"{NAME} lists no files"])
     problems += _listed_problems(folder, sums)
-    problems += [f"{rel} is not listed in {NAME}" for rel in present_files(folder, sums) if rel not in sums]
+    present = [*present_files(folder, sums), *(n for n in (REBUILD_MD, REFERENCES) if (folder / n).is_file())]
+    problems += [f"{rel} is not listed in {NAME}" for rel in sorted(set(present)) if rel not in sums]
     return Audit(len(sums), problems)
