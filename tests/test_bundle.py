@@ -122,7 +122,7 @@ def test_bundle_layout_scrubbing_and_checksums(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout
     assert verify_bundle(out) == []
     (out / "app" / "main.py").write_text("print('changed')\n")
-    assert verify_bundle(out) == ["app/main.py changed"]
+    assert verify_bundle(out) == ["app/main.py differs from its sha256 in BUNDLE.sha256"]
 
 
 def test_include_data_and_no_code(tmp_path: Path) -> None:

@@ -1134,7 +1134,6 @@ def _write_folder(out: Path, files: dict[str, bytes]) -> None:
 
 
 def verify_bundle(out: str | Path) -> list[str]:
-    """Problems with a bundle's BUNDLE.sha256 (empty when every listed file matches)."""
-    if not bundlesums.is_bundle(Path(out)):
-        return [f"no {BUNDLE_SUMS}"]
-    return bundlesums.check(Path(out))[1]
+    """Problems with a bundle folder (`kernodeck.handover.sums.audit`; empty when every file is
+    listed in BUNDLE.sha256 and matches)."""
+    return bundlesums.audit(Path(out)).problems

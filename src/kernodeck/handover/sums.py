@@ -71,25 +71,6 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def check(folder: Path) -> tuple[int, list[str]]:
-    """(number of files listed, problems) for the bundle `folder`: every listed file must be
-    there, be a regular file inside the folder and have the listed sha256."""
-    sums = read(folder)
-    root = folder.resolve()
-    bad: list[str] = []
-    for name, digest in sorted(sums.items()):
-        p = folder / name
-        if p.is_symlink() or not p.is_file():
-            bad.append(f"{name} is missing")
-            continue
-        if root not in p.resolve().parents:
-            bad.append(f"{name} is outside the bundle")
-            continue
-        if file_sha256(p) != digest:
-            bad.append(f"{name} changed")
-    return len(sums), bad
-
-
 def is_bundle(folder: Path) -> bool:
     """Whether `folder` holds a checksum file (the mark of a folder written by `kernodeck bundle`)."""
     return (folder / NAME).is_file()
