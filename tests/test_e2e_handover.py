@@ -302,7 +302,11 @@ def test_embeddings_example_rebuilt_from_its_bundle_passes_its_checks(
         lock_manifest(proj / "repro.toml", ["linux-x86_64-cpu"])
         out = tmp_path / "author" / "bundle"
         done = _run(
-            [*KERNODECK, "bundle", str(proj / "repro.toml"), str(out), "--include-data"],
+            [
+                *KERNODECK,
+                *("bundle", str(proj / "repro.toml"), str(out), "--include-data"),
+                *("--platform", "linux-x86_64-cpu"),  # the only platform locked here
+            ],
             cwd=tmp_path,
             env=dict(os.environ),
         )
