@@ -425,3 +425,37 @@ def test_an_index_a_from_source_names_is_declared(tmp_path: Path) -> None:
     assert verdict.foreign == (
         "it names http://127.0.0.1:9/team/simple, a package location repro.toml does not declare",
     )
+
+
+def test_direct_references_and_query_strings_are_no_false_alarm(tmp_path: Path) -> None:
+    from kernodeck.lock.freshness import foreign_locations, named_locations
+
+    text = (
+        "--index-url=http://127.0.0.1:9/simple?token=x\n--extra-index-url http://127.0.0.1:9/b/?x=1\n"
+        "-f http://127.0.0.1:9/links/\nfoo @ http://127.0.0.1:9/foo-1.0-py3-none-any.whl \\\n"
+        "    --hash=sha256:" + "0" * 64 + "\n"
+    )
+    assert named_locations(text) == [
+        "http://127.0.0.1:9/simple?token=x",
+        "http://127.0.0.1:9/b/?x=1",
+        "http://127.0.0.1:9/links/",
+        "http://127.0.0.1:9/foo-1.0-py3-none-any.whl",
+    ]
+    declared = {"http://127.0.0.1:9/simple?token=x", "http://127.0.0.1:9/b/?x=1", "http://127.0.0.1:9/links"}
+    assert foreign_locations(text, declared) == [
+        "it names http://127.0.0.1:9/foo-1.0-py3-none-any.whl, a package location repro.toml does not declare"
+    ]
+    manifest = tmp_path / "repro.toml"
+    manifest.write_text(
+        f'schema-version = 1\n[reference]\nname = "t"\nid = "1"\n[python]\nversion = "{PY}"\n'
+        '[packages]\nrequirements = ["foo @ http://127.0.0.1:9/foo-1.0-py3-none-any.whl"]\n'
+        '[[packages.index]]\nname = "good"\nurl = "http://127.0.0.1:9/good/simple"\ndefault = true\n'
+        '[[platform]]\nname = "p"\nos = "linux"\narch = "x86_64"\n'
+    )
+    lock = tmp_path / "requirements-rebuild-p.txt"
+    lock.write_text(
+        "--index-url http://127.0.0.1:9/good/simple\nfoo @ http://127.0.0.1:9/foo-1.0-py3-none-any.whl \\\n"
+        "    --hash=sha256:" + "0" * 64 + "\n"
+    )
+    stamp_lock(manifest, "p")
+    assert lock_verdict(manifest, "p").ok

@@ -850,9 +850,12 @@ def _stage_locks(b: _Bundling) -> None:
     verdicts += [v for v in (pylock_verdict(b.manifest_path, name) for name in chosen) if v is not None]
     refused = [v for v in verdicts if not v.ok and not (b.options.allow_stale and v.only_stale)]
     if refused:
-        raise LockNotUsable(
-            refused, narrowing="pass --platform to bundle only the platforms whose lock is current"
+        narrow = (
+            ""
+            if b.options.platforms
+            else "pass --platform to bundle only the platforms whose lock is current"
         )
+        raise LockNotUsable(refused, narrowing=narrow)
     for v in verdicts:
         if not v.ok:
             b.result.warnings.append(

@@ -84,7 +84,8 @@ def _norm(url: str) -> str:
 def declared_locations(manifest: Manifest, platform: str) -> set[str]:
     """Every package location a lock file of `platform` may name (credentials and a trailing `/`
     left out): the manifest's indexes (an index without a url: the default index), the default
-    index when the manifest names none, and the PyTorch index of the platform's backend."""
+    index when the manifest names none, the PyTorch index of the platform's backend, and the URLs
+    of its direct references (`name @ URL`)."""
     from kernodeck.backends import PYTORCH_INDEX_BASE, parse_backend
     from kernodeck.lock.inputs import default_index_for
 
@@ -97,9 +98,22 @@ def declared_locations(manifest: Manifest, platform: str) -> set[str]:
             out.add(_norm(url))
     plat = manifest.get_platform(platform)
     backend = parse_backend(plat.backend) if plat is not None and plat.backend else None
-    if backend is not None:
-        url = backend.index_url(packages.pytorch_index or PYTORCH_INDEX_BASE)
-        if url is not None:
+    url = backend.index_url(packages.pytorch_index or PYTORCH_INDEX_BASE) if backend is not None else None
+    if url is not None:
+        out.add(_norm(url))
+    return out | _direct_references([*packages.requirements, *packages.constraints])
+
+
+def _direct_references(texts: list[str]) -> set[str]:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out: set[str] = set()
+    for text in texts:
+        try:
+            url = Requirement(text).url
+        except InvalidRequirement:
+            continue
+        if url:
             out.add(_norm(url))
     return out
 
@@ -112,14 +126,16 @@ def named_locations(text: str) -> list[str]:
     lock = parse_lockfile(text, lenient=True)
     out: list[str] = []
     for option in lock.index_options():
-        parts = option.replace("=", " ", 1).split() if option.startswith("--") else option.split()
+        parts = option.split()
+        if "=" in parts[0]:  # `--index-url=URL`
+            parts = [*parts[0].split("=", 1), *parts[1:]]
         if len(parts) >= 2:
             out.append(parts[1])
     out += [p.url for p in lock.pins if p.url]
     return out
 
 
-def foreign_locations(text: str, declared: set[str]) -> list[str]:
+def foreign_locations(text: str, declared: set[str], manifest_name: str = "repro.toml") -> list[str]:
     """The locations of a requirements file's text that are not in `declared` (a URL pin may lie
     under a declared location), in words."""
     out: list[str] = []
@@ -127,7 +143,7 @@ def foreign_locations(text: str, declared: set[str]) -> list[str]:
         n = _norm(url)
         if n in declared or any(n.startswith(d + "/") for d in declared):
             continue
-        out.append(f"it names {_norm(url)}, a package location repro.toml does not declare")
+        out.append(f"it names {_norm(url)}, a package location {manifest_name} does not declare")
     return out
 
 
@@ -194,7 +210,7 @@ def lock_verdict(
     if declaring is None:
         return LockVerdict(lock_path, platform, (f"{manifest_file.name} cannot be read now",))
     stale = stale_problems(text, manifest_file, platform, now)
-    foreign = foreign_locations(text, declared_locations(declaring, platform))
+    foreign = foreign_locations(text, declared_locations(declaring, platform), manifest_file.name)
     return LockVerdict(lock_path, platform, tuple(stale), tuple(foreign))
 
 
