@@ -453,7 +453,7 @@ def test_cli_rebuild_trusts_the_ca_from_ssl_cert_file_and_names_the_certificate_
     # not a terminal: the platform choice is explained, and the installer's progress shown as lines
     assert "platform here: matches this linux x86_64 machine" in proc.stderr
     progress = [ln for ln in proc.stderr.splitlines() if ln.startswith("  pip: ")]
-    assert "  pip: Collecting alpha==1.0 (from -r requirements-rebuild-here.txt (line 4))" in progress
+    assert "  pip: Collecting alpha==1.0 (from -r requirements-rebuild-here.txt (line 5))" in progress
     assert any(ln.startswith("  pip: Downloading beta-2.0-py3-none-any.whl (") for ln in progress)
     assert any("Successfully installed alpha-1.0 beta-2.0" in ln for ln in progress)
     assert all(str(tmp_path) not in ln for ln in progress)  # file names, not this machine's paths
