@@ -161,7 +161,14 @@ def audit(folder: Path) -> Audit:
     try:
         text = (folder / NAME).read_text(encoding="utf-8")
     except FileNotFoundError:
-        return Audit(0, [f"{NAME} is missing: nothing ties this folder's files to what was bundled"])
+        marks = " and ".join(n for n in (REBUILD_MD, REFERENCES) if (folder / n).exists())
+        return Audit(
+            0,
+            [
+                f"{NAME} is missing, but {marks or 'a bundle file'} is here (the mark of a folder written by"
+                " `kernodeck bundle`): nothing ties this folder's files to what was bundled"
+            ],
+        )
     except (OSError, UnicodeDecodeError) as e:
         return Audit(0, [f"{NAME} cannot be read: {e}"])
     sums, problems = _strict_parse(text)
