@@ -459,3 +459,33 @@ def test_direct_references_and_query_strings_are_no_false_alarm(tmp_path: Path) 
     )
     stamp_lock(manifest, "p")
     assert lock_verdict(manifest, "p").ok
+
+
+def test_a_no_code_bundle_copied_into_a_checkout_of_its_revision(
+    tmp_path: Path, indexes: tuple[IndexFactory, Server, Path]
+) -> None:
+    """REBUILD.md of a --no-code bundle: check out the revision, copy the folder's files into it.
+    The checkout's committed files are tied to the revision by git (verify checks it), so only what
+    differs from HEAD, or is not in it, must be listed."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "app.py").write_text("print('hi')\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "code"]):
+        subprocess.run([*git, *args], cwd=checkout, check=True, capture_output=True)
+    proj = _project(tmp_path, indexes)
+    with open(proj / "repro.toml", "a") as f:
+        f.write(f'[code]\nrevision = "{"1" * 40}"\n')
+    stamp_lock(proj / "repro.toml", PLATFORM, proj / LOCK)
+    write_bundle(tmp_path / "b", manifest=proj, environ={}, home=tmp_path, include_code=False)
+    shutil.copytree(tmp_path / "b", checkout, dirs_exist_ok=True)
+    sums = checkout / bundlesums.NAME
+    assert check_bundle_sums(sums).status is Status.PASSED
+    (checkout / "app.py").write_text("print('changed')\n")
+    (checkout / "extra.py").write_text("x = 1\n")
+    step = check_bundle_sums(sums)
+    assert step.status is Status.FAILED
+    assert step.observed == [
+        "app.py is not listed in BUNDLE.sha256",
+        "extra.py is not listed in BUNDLE.sha256",
+    ]

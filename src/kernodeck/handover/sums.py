@@ -154,6 +154,56 @@ def _listed_problems(folder: Path, sums: Mapping[str, str]) -> list[str]:
     return bad
 
 
+def _code_left_out(folder: Path) -> bool:
+    """Whether the bundle says it carries no code (`--no-code`: its files are then copied into a
+    checkout of the pinned revision, as REBUILD.md says). Read only after references.json was
+    found listed and intact."""
+    import json
+
+    try:
+        refs = json.loads((folder / REFERENCES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    code = (
+        next((r for r in refs if isinstance(r, dict) and r.get("kind") == "code"), None)
+        if isinstance(refs, list)
+        else None
+    )
+    return code is not None and code.get("included") is False
+
+
+def _checkout_files(folder: Path) -> set[str]:
+    """The files of the git checkout a `--no-code` bundle was copied into whose content is what
+    HEAD records (relative to `folder`): git ties them to the revision verify's code layer checks.
+    Read with `git ls-tree` (objects only: no hook, filter or fsmonitor of the checkout runs) and
+    compared by git's own blob hash; empty outside a checkout."""
+    from kernodeck.gitstate import run_git
+
+    tree = run_git(folder, "ls-tree", "-r", "-z", "HEAD")
+    if tree is None or tree.returncode != 0:
+        return set()
+    out: set[str] = set()
+    for entry in tree.stdout.split("\0"):
+        meta, _, rel = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob" and _blob_id(folder / rel, len(parts[2])) == parts[2]:
+            out.add(rel)
+    return out
+
+
+def _blob_id(path: Path, hex_len: int) -> str | None:
+    """git's object id of a file's content (sha1, or sha256 in a sha256 repository)."""
+    try:
+        data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    except OSError:
+        return None
+    if data is None:
+        return None
+    h = hashlib.sha256() if hex_len == 64 else hashlib.sha1()  # git object ids, not a security hash
+    h.update(b"blob %d\0" % len(data) + data)
+    return h.hexdigest()
+
+
 def audit(folder: Path) -> Audit:
     """Check the bundle-shaped `folder` before anything runs: its sums file exists, is readable
     and lists files; every listed file is there, inside the folder, with its sha256; and every
@@ -176,5 +226,9 @@ def audit(folder: Path) -> Audit:
         return Audit(0, [*problems, f"{NAME} lists no files"])
     problems += _listed_problems(folder, sums)
     present = [*present_files(folder, sums), *(n for n in (REBUILD_MD, REFERENCES) if (folder / n).is_file())]
-    problems += [f"{rel} is not listed in {NAME}" for rel in sorted(set(present)) if rel not in sums]
+    known = set(sums)
+    if not problems and REFERENCES in sums and _code_left_out(folder):
+        known |= _checkout_files(folder)
+        present = [rel for rel in present if not rel.startswith(".git/")]
+    problems += [f"{rel} is not listed in {NAME}" for rel in sorted(set(present)) if rel not in known]
     return Audit(len(sums), problems)
