@@ -174,6 +174,13 @@ def _now(manifest_file: Path, platform: str) -> _Now:
     return _Now(manifest, digest, inputs)
 
 
+def current_inputs(manifest_file: Path, platform: str) -> tuple[str, dict[str, str]] | None:
+    """(the lock-inputs digest the manifest gives `platform` now, {`[packages] from` file:
+    sha256}): what a lock written now records; None when it cannot be told."""
+    now = _now(manifest_file, platform)
+    return (now.digest, now.inputs) if now.digest is not None else None
+
+
 def stale_problems(text: str, manifest_file: Path, platform: str, now: _Now | None = None) -> list[str]:
     """Why a lock file's recorded lock inputs differ from the manifest's now, in words (empty
     when they are equal)."""
