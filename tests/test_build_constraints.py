@@ -103,7 +103,14 @@ def test_rebuild_without_them_names_what_the_sdist_build_said(
     doc = tomlkit.parse(manifest.read_text(encoding="utf-8"))
     del doc["packages"]["build-constraints"]
     manifest.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    report = rebuild(manifest, dest=tmp_path / "venv", verify=_verify, environ=_env(tmp_path))
+    # the lock is stale now: rebuild refuses it unless told to use it as it is
+    refused = rebuild(manifest, dest=tmp_path / "venv", verify=_verify, environ=_env(tmp_path))
+    assert [s.status for s in refused.steps if s.name == "lock"] == [Status.FAILED]
+    assert not (tmp_path / "venv").exists()
+    report = rebuild(
+        manifest, dest=tmp_path / "venv", verify=_verify, environ=_env(tmp_path), allow_stale=True
+    )
+    assert [s.status for s in report.steps if s.name == "lock"] == [Status.WARNING]
     install = next(s for s in report.steps if s.name == "install")
     assert install.status is Status.FAILED
     assert install.error == f"building a source distribution failed: ModuleNotFoundError: {MISSING}"

@@ -18,6 +18,7 @@ from kernodeck.handover.bundle import BundleError, report_markdown, verify_bundl
 from kernodeck.handover.scrub import Scrubber, is_secret_name
 from kernodeck.report import Report, Step
 from tests.fixtures.bundle_project import bundle_project
+from tests.fixtures.fresh_lock import stamp_lock
 
 SECRET = "planted-S3cret-value-0451"
 
@@ -75,6 +76,7 @@ def test_bundle_layout_scrubbing_and_checksums(tmp_path: Path) -> None:
         "references.json",
         "repro.toml",
         "requirements-rebuild-linux-x86_64.txt",
+        "requirements-rebuild-macos-arm64.txt",
         "observed/installed-after.txt",
         "observed/verify-report.json",
         "observed/verify-report.md",
@@ -120,7 +122,7 @@ def test_bundle_layout_scrubbing_and_checksums(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout
     assert verify_bundle(out) == []
     (out / "app" / "main.py").write_text("print('changed')\n")
-    assert verify_bundle(out) == ["app/main.py changed"]
+    assert verify_bundle(out) == ["app/main.py differs from its sha256 in BUNDLE.sha256"]
 
 
 def test_include_data_and_no_code(tmp_path: Path) -> None:
@@ -198,6 +200,9 @@ def test_bundle_of_the_embeddings_example(tmp_path: Path) -> None:
     src = Path(__file__).resolve().parents[1] / "manifests" / "embeddings"
     proj = tmp_path / "embeddings"
     shutil.copytree(src, proj, ignore=shutil.ignore_patterns("__pycache__", "out"))
+    for platform in ("linux-x86_64-cu126", "linux-x86_64-cpu", "macos-arm64"):  # locked (empty) for each
+        (proj / f"requirements-rebuild-{platform}.txt").write_text("--only-binary :all:\n")
+        stamp_lock(proj / "repro.toml", platform)
     write_bundle(tmp_path / "b", manifest=proj, include_data=True, environ={}, home=tmp_path)
     files = _all_bytes(tmp_path / "b")
     assert {"app/embed.py", "data/samples.jsonl", "reference/embeddings.npy", "repro.toml"} <= set(files)

@@ -213,7 +213,7 @@ def test_lock_bundle_rebuild_in_a_clean_folder_then_tamper(
     done = _run([*KERNODECK, "rebuild", ".", "--json", "rebuild.json"], cwd=clean, env=_clean_env(home))
     assert done.returncode == 0, done.stdout + done.stderr
     report = Report.from_json((clean / "rebuild.json").read_text())
-    for stage in ("bundle", "interpreter", "venv", "pip-version", "install", "contract", "inventory"):
+    for stage in ("bundle", "lock", "interpreter", "venv", "pip-version", "install", "contract", "inventory"):
         assert _stage(report, stage) is Status.PASSED, stage
     assert not [s for s in report.steps if s.status is Status.FAILED], report.summary()
     inventory = (clean / "installed-after.txt").read_text()
@@ -302,7 +302,11 @@ def test_embeddings_example_rebuilt_from_its_bundle_passes_its_checks(
         lock_manifest(proj / "repro.toml", ["linux-x86_64-cpu"])
         out = tmp_path / "author" / "bundle"
         done = _run(
-            [*KERNODECK, "bundle", str(proj / "repro.toml"), str(out), "--include-data"],
+            [
+                *KERNODECK,
+                *("bundle", str(proj / "repro.toml"), str(out), "--include-data"),
+                *("--platform", "linux-x86_64-cpu"),  # the only platform locked here
+            ],
             cwd=tmp_path,
             env=dict(os.environ),
         )
@@ -319,7 +323,16 @@ def test_embeddings_example_rebuilt_from_its_bundle_passes_its_checks(
             timeout=1500,
         )
         report = Report.from_json((clean / "rebuild.json").read_text())
-        for stage in ("bundle", "interpreter", "venv", "pip-version", "install", "contract", "inventory"):
+        for stage in (
+            "bundle",
+            "lock",
+            "interpreter",
+            "venv",
+            "pip-version",
+            "install",
+            "contract",
+            "inventory",
+        ):
             assert _stage(report, stage) is Status.PASSED, (stage, done.stdout[-3000:])
         print(
             "\n".join(

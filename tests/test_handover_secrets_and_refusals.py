@@ -14,6 +14,7 @@ from kernodeck.handover.bundle import BundleError, write_bundle
 from kernodeck.handover.scrub import Scrubber
 from kernodeck.report import Report, Step
 from tests.fixtures.bundle_project import bundle_project
+from tests.fixtures.fresh_lock import stamp_lock
 
 NETRC_PW = "NetrcPassw0rd-4711"
 
@@ -131,6 +132,7 @@ arch = "x86_64"
 """
     )
     (proj / "requirements-rebuild-linux-x86_64.txt").write_text("--only-binary :all:\n")
+    stamp_lock(proj / "repro.toml", "linux-x86_64")
     return proj
 
 

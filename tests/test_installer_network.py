@@ -30,6 +30,7 @@ from kernodeck.handover.installer_errors import installer_cause
 from kernodeck.handover.rebuild import progress_line, rebuild
 from kernodeck.report import Report, Status, Step
 from tests.fixtures.connect_proxy import ConnectProxy
+from tests.fixtures.fresh_lock import stamp_lock
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.test_ca import TestCA
 
@@ -403,6 +404,7 @@ arch = "x86_64"
             whl = factory.files_dir() / f"{name}-{version}-py3-none-any.whl"
             lines += [f"{name}=={version} \\", f"    --hash=sha256:{_sha(whl)}"]
         (proj / "requirements-rebuild-here.txt").write_text("\n".join(lines) + "\n")
+        stamp_lock(proj / "repro.toml", "here")
         yield proj, srv, ca
 
 
@@ -451,7 +453,7 @@ def test_cli_rebuild_trusts_the_ca_from_ssl_cert_file_and_names_the_certificate_
     # not a terminal: the platform choice is explained, and the installer's progress shown as lines
     assert "platform here: matches this linux x86_64 machine" in proc.stderr
     progress = [ln for ln in proc.stderr.splitlines() if ln.startswith("  pip: ")]
-    assert "  pip: Collecting alpha==1.0 (from -r requirements-rebuild-here.txt (line 4))" in progress
+    assert "  pip: Collecting alpha==1.0 (from -r requirements-rebuild-here.txt (line 5))" in progress
     assert any(ln.startswith("  pip: Downloading beta-2.0-py3-none-any.whl (") for ln in progress)
     assert any("Successfully installed alpha-1.0 beta-2.0" in ln for ln in progress)
     assert all(str(tmp_path) not in ln for ln in progress)  # file names, not this machine's paths

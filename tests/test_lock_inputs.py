@@ -279,8 +279,8 @@ def test_verify_warns_only_when_the_lock_inputs_changed(project: Path) -> None:
     _edit(project, '"dep>=1"]', '"dep>=1", "dep<2"]')
     steps = _stale(lock, ctx)
     assert [s.name for s in steps] == ["lock-current"]
-    assert "changed its lock inputs since requirements-rebuild-linux.txt was written" in (
-        steps[0].error or ""
+    assert (steps[0].error or "") == (
+        "repro.toml changed its lock inputs since the file was written (requirements-rebuild-linux.txt)"
     )
 
 

@@ -23,10 +23,11 @@ from kernodeck.handover.rebuild import (
     version_matches,
 )
 from kernodeck.report import Report, Status, Step
+from tests.fixtures.fresh_lock import stamp_lock
 from tests.fixtures.index_factory import IndexFactory, Server
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
-STAGES = ["interpreter", "venv", "pip-version", "install", "contract", "inventory"]
+STAGES = ["lock", "interpreter", "venv", "pip-version", "install", "contract", "inventory"]
 
 PIP_HASH_ERROR = """\
 Looking in indexes: http://127.0.0.1:1/default/simple
@@ -177,6 +178,7 @@ arch = "x86_64"
     for name in pins:
         lines += [f"{name}=={versions[name]} \\", f"    --hash=sha256:{_sha(files[name])}"]
     (proj / "requirements-rebuild-linux-x86_64.txt").write_text("\n".join(lines) + "\n")
+    stamp_lock(proj / "repro.toml", "linux-x86_64")
     return proj
 
 
@@ -283,6 +285,7 @@ def test_pip_refuses_a_tampered_artifact_and_stops(
     fake = _FakeVerify()
     report = rebuild(proj, dest=tmp_path / "v", verify=fake, environ=_env(tmp_path))
     assert _status(report) == {
+        "lock": "passed",
         "interpreter": "passed",
         "venv": "passed",
         "pip-version": "passed",
@@ -319,8 +322,8 @@ def test_wrong_python_is_refused_before_anything_is_created(
     dest = tmp_path / "v"
     report = rebuild(proj, dest=dest, python=sys.executable, verify=_FakeVerify(), environ=_env(tmp_path))
     status = _status(report)
-    assert status["interpreter"] == "failed" and all(status[s] == "skipped" for s in STAGES[1:])
-    step = report.steps[0]
+    assert status["interpreter"] == "failed" and all(status[s] == "skipped" for s in STAGES[2:])
+    step = report.steps[1]
     assert "does not satisfy" in (step.error or "") and "3.9" in (step.error or "")
     assert not dest.exists()
     report = rebuild(
@@ -423,6 +426,7 @@ arch = "x86_64"
 """
     )
     (proj / "requirements-rebuild-linux-x86_64.txt").write_text("# empty lock\n")
+    stamp_lock(proj / "repro.toml", "linux-x86_64")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "c"]):
         subprocess.run([*git, *args], cwd=proj, check=True, capture_output=True)

@@ -26,6 +26,7 @@ from kernodeck.handover.rebuild import (
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
 from kernodeck.report import Report
+from tests.fixtures.fresh_lock import stamp_lock
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "manifests").iterdir())
 INTRO = "does what these commands do"
@@ -125,13 +126,14 @@ def test_the_stages_run_exactly_the_commands_rebuild_md_prints(
     m = load_manifest(proj / "repro.toml")
     plat = m.platform[0].name
     (proj / f"requirements-rebuild-{plat}.txt").write_text("# empty lock\n")
+    stamp_lock(proj / "repro.toml", plat)
     plan = plan_rebuild(proj, dest=tmp_path / "v", python=sys.executable, platform=plat)
     recorder = _Recorder()
     monkeypatch.setattr(rebuild, "_run", recorder)
     monkeypatch.setattr(rebuild, "select_interpreter", _any_interpreter)
     result = run_rebuild(plan, environ={"PATH": ""}, verify=lambda *a, **k: Report())
     report = result.report
-    assert [s.status.value for s in report.steps if s.layer == "rebuild"][1:] == ["passed"] * 5
+    assert [s.status.value for s in report.steps if s.layer == "rebuild"][2:] == ["passed"] * 5
     # the network arguments this machine needs (its CA bundle, proxies) join the install command
     extra = rebuild.clean_environment({"PATH": ""}, plan.credential_names, "pip").args("pip")
     ran = stage_commands(

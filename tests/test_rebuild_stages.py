@@ -25,6 +25,7 @@ from kernodeck.handover.rebuild import (
 )
 from kernodeck.layers import Layer
 from kernodeck.report import Report, Status, Step
+from tests.fixtures.fresh_lock import stamp_lock
 
 MANIFEST = """schema-version = 1
 [reference]
@@ -46,6 +47,7 @@ def _plan(tmp_path: Path, py: str = PY, bundle: bool = False) -> RebuildPlan:
     proj.mkdir(parents=True)
     (proj / "repro.toml").write_text(MANIFEST.format(py=py))
     (proj / "requirements-rebuild-here.txt").write_text("# empty lock\n")
+    stamp_lock(proj / "repro.toml", "here")
     if bundle:
         files = {p.name: p.read_bytes() for p in proj.iterdir()}
         (proj / bundlesums.NAME).write_text(bundlesums.render(files))
@@ -122,8 +124,9 @@ def test_a_refused_interpreter_skips_every_later_stage_verify_included(tmp_path:
     why = "no suitable interpreter; nothing was created"
     applying = [s.name for s in rebuild.STAGES if s.applies(plan)]
     assert "project" not in applying  # the plan's manifest reads no pyproject.toml
-    assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[2:] if name in applying]
-    assert report.steps[0].name == "interpreter" and report.steps[0].status is Status.FAILED
+    assert _steps(report)[0] == ("lock", "passed", None)  # the lock is checked first
+    assert _steps(report)[2:] == [(name, "skipped", why) for name in STAGE_ORDER[3:] if name in applying]
+    assert report.steps[1].name == "interpreter" and report.steps[1].status is Status.FAILED
     assert report.exit_code == 2 and not plan.dest.exists()
 
 
@@ -133,7 +136,7 @@ def test_a_tampered_bundle_skips_everything_after_the_bundle_stage(tmp_path: Pat
     (plan.manifest_path.parent / "requirements-rebuild-here.txt").write_text("alpha==1.0\n")
     report = run_rebuild(plan, environ={"PATH": ""}).report
     assert report.steps[0].name == "bundle" and report.steps[0].status is Status.FAILED
-    why = "the bundle does not match BUNDLE.sha256"
+    why = "the bundle does not match BUNDLE.sha256 (or its signature); nothing was created"
     # (the project stage never applies to a bundle)
     assert _steps(report)[1:] == [(name, "skipped", why) for name in STAGE_ORDER[1:] if name != "project"]
     assert report.exit_code == 1 and not plan.dest.exists()

@@ -12,6 +12,7 @@ import xmlschema
 from kernodeck.cli import main
 from kernodeck.render.junit import junit_xml, write_junit
 from kernodeck.report import Report, Status, Step
+from tests.fixtures.fresh_lock import stamp_lock
 from tests.fixtures.render_projects import ANSI, SHA_A, SHA_B, check_project, long_report, resume_project
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "schemas" / "junit.xsd")
@@ -98,6 +99,7 @@ def test_rebuild_writes_junit_and_markdown_for_a_refused_interpreter(tmp_path: P
         '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'
     )
     (proj / "requirements-rebuild-linux-x86_64.txt").write_text("--only-binary :all:\n")
+    stamp_lock(proj / "repro.toml", "linux-x86_64")
     junit, md, js = tmp_path / "r.xml", tmp_path / "r.md", tmp_path / "r.json"
     res = CliRunner().invoke(
         cli,

@@ -14,6 +14,7 @@ import pytest
 from kernodeck.api import verify
 from kernodeck.handover.bundle import BundleError, write_bundle
 from kernodeck.report import Report, Status
+from tests.fixtures.fresh_lock import stamp_lock
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
@@ -57,6 +58,7 @@ def _project(tmp_path: Path, *, dirty: bool = False, allow_dirty: bool = False) 
     ).stdout.strip()
     (proj / "repro.toml").write_text(_manifest(head, _sha(proj / "conf.yaml"), allow_dirty=allow_dirty))
     (proj / "requirements-rebuild-linux-x86_64.txt").write_text("# empty lock\n")
+    stamp_lock(proj / "repro.toml", "linux-x86_64")
     if dirty:
         (proj / "app.py").write_text("print('changed')\n")
     return proj, head

@@ -43,6 +43,18 @@ from kernodeck.render.output import OutputOptions
     "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
 )
 @click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
+@click.option(
+    "--allow-stale",
+    is_flag=True,
+    help="Install from a lock whose lock inputs differ from the manifest's (reported as a warning).",
+)
+@click.option(
+    "--allowed-signers",
+    default=None,
+    metavar="FILE",
+    help="Require a bundle signed by a key in FILE (git's allowed_signers format; "
+    "default: $KERNODECK_ALLOWED_SIGNERS).",
+)
 @report_options()
 def rebuild(
     source: str | None,
@@ -53,6 +65,8 @@ def rebuild(
     force: bool,
     json_out: str | None,
     no_compute: bool,
+    allow_stale: bool,
+    allowed_signers: str | None,
     output: OutputOptions,
 ) -> None:
     """Recreate the environment in a clean folder and re-run the whole sequence.
@@ -63,6 +77,10 @@ def rebuild(
     the dependency contract, write installed-after.txt, and verify (application checks included).
     While the installer runs, its output is shown as it comes: a status line on a terminal, plain
     "  pip: ..." lines otherwise (--quiet: nothing).
+
+    Nothing is created before the bundle (every file listed in BUNDLE.sha256 and matching; its
+    signature with --allowed-signers) and the lock (locked from the manifest as it is now, from
+    declared indexes only) are checked.
     """
     from kernodeck.handover.rebuild import plan_rebuild, run_rebuild
     from kernodeck.render import emit
@@ -76,6 +94,8 @@ def rebuild(
         platform=platform,
         installer="uv" if installer == "uv" else "pip",
         force=force,
+        allow_stale=allow_stale,
+        allowed_signers=allowed_signers,
     )
     display = _StageDisplay(quiet=output.quiet)
     display.log(
@@ -165,6 +185,26 @@ class _StageDisplay:
     is_flag=True,
     help="Bundle code with uncommitted changes (REBUILD.md and verify's code step then say so).",
 )
+@click.option(
+    "--platform",
+    "platforms",
+    multiple=True,
+    metavar="NAME",
+    help="Bundle only this platform (repeatable; default: every declared platform, each needs a current lock).",
+)
+@click.option(
+    "--allow-stale",
+    is_flag=True,
+    help="Bundle locks whose lock inputs differ from the manifest's (each reported as a warning).",
+)
+@click.option(
+    "--sign",
+    "sign",
+    default=None,
+    metavar="KEY",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Sign BUNDLE.sha256 with this SSH key (ssh-keygen -Y sign; writes BUNDLE.sha256.sig).",
+)
 def bundle(
     paths: tuple[str, ...],
     old_manifest: str | None,
@@ -172,11 +212,15 @@ def bundle(
     no_code: bool,
     report: Path | None,
     allow_dirty: bool,
+    platforms: tuple[str, ...],
+    allow_stale: bool,
+    sign: Path | None,
 ) -> None:
     """Write a hand-over folder OUT another launch can use, scrubbed of secrets and host paths.
 
     MANIFEST (default ./repro.toml; a folder means the repro.toml inside it) comes first, as in
-    every command; `kernodeck bundle OUT` bundles ./repro.toml."""
+    every command; `kernodeck bundle OUT` bundles ./repro.toml. Every declared platform (or each
+    --platform) needs a lock written from the manifest as it is now, from declared indexes."""
     from kernodeck.handover.bundle import write_bundle
 
     if len(paths) > 2:
@@ -197,6 +241,9 @@ def bundle(
         include_code=not no_code,
         report=report,
         allow_dirty=allow_dirty,
+        platforms=platforms,
+        allow_stale=allow_stale,
+        sign=sign,
     )
     click.echo(result.render())
 

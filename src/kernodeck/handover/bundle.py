@@ -28,7 +28,7 @@ import os
 import shutil
 import string
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -47,7 +47,12 @@ from kernodeck.handover.rebuild import (
 )
 from kernodeck.handover.scrub import Scrubber
 from kernodeck.index.sources import locker_pip_settings
-from kernodeck.lockfile.names import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.lockfile.names import (
+    PYLOCK_PREFIX,
+    REQUIREMENTS_PREFIX,
+    pylock_filename,
+    requirements_filename,
+)
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
 from kernodeck.report import Report, Status
@@ -58,8 +63,8 @@ OBSERVED_DIR = "observed"
 REPORT_JSON = "verify-report.json"
 REPORT_MD = "verify-report.md"
 REPORT_HTML = "verify-report.html"
-REFERENCES = "references.json"
-REBUILD_MD = "REBUILD.md"
+REFERENCES = bundlesums.REFERENCES
+REBUILD_MD = bundlesums.REBUILD_MD
 
 #: Where `bundle` looks for the last verify report when --report is not given (beside repro.toml).
 REPORT_CANDIDATES = (
@@ -113,9 +118,13 @@ class BundleResult:
     scrubbed: list[str] = field(default_factory=list)  # generated/text files that had something replaced
     warnings: list[str] = field(default_factory=list)
     report_included: bool = False
+    #: The key file that signed BUNDLE.sha256 (its name), when --sign was given.
+    signed_with: str | None = None
 
     def render(self) -> str:
         lines = [f"wrote {self.out} ({len(self.files)} files; check with `sha256sum -c {BUNDLE_SUMS}`)"]
+        if self.signed_with:
+            lines.append(f"signed {BUNDLE_SUMS} with {self.signed_with} ({bundlesums.SIGNATURE})")
         if self.scrubbed:
             lines.append("scrubbed (credentials or host paths replaced): " + ", ".join(self.scrubbed))
         lines.extend(f"warning: {w}" for w in self.warnings)
@@ -646,6 +655,19 @@ def _md_outputs(m: Manifest) -> list[str]:
     return lines
 
 
+def _md_check_sums(signed: bool) -> str:
+    """The commands of step 0 that check the folder (and its signature, when signed)."""
+    from kernodeck.handover.signing import NAMESPACE
+
+    lines = [f"sha256sum -c {BUNDLE_SUMS}"]
+    if signed:
+        lines.append(
+            f"ssh-keygen -Y verify -f ~/.ssh/allowed_signers -I SIGNER -n {NAMESPACE}"
+            f" -s {bundlesums.SIGNATURE} < {BUNDLE_SUMS}   # signed: who wrote it (see docs/trust.md)"
+        )
+    return "\n".join(lines)
+
+
 def _template(name: str) -> string.Template:
     """A text template shipped in the package (`kernodeck/templates/`)."""
     text = resources.files("kernodeck").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
@@ -661,6 +683,7 @@ def rebuild_markdown(
     report: Report | None,
     with_code: bool,
     with_project: bool = False,
+    signed: bool = False,
 ) -> str:
     """REBUILD.md: the exact commands in order, and what must be provided (names, never values).
     `with_project`: the lock holds the project's own dependencies and the code is included.
@@ -685,7 +708,7 @@ def rebuild_markdown(
     return _template("REBUILD.md.tmpl").substitute(
         name=m.reference.name,
         id=m.reference.id,
-        check_sums=f"sha256sum -c {BUNDLE_SUMS}",
+        check_sums=_md_check_sums(signed),
         python=py,
         implementation=m.python.implementation,
         python_exe=f"python{py.split('.')[0]}.{py.split('.')[1]}",
@@ -713,6 +736,337 @@ def _iter_out_files(root: Path) -> Iterator[Path]:
             yield p
 
 
+@dataclass(frozen=True)
+class BundleOptions:
+    """What the caller asked of a bundle (the command line's options)."""
+
+    include_data: bool = False
+    include_code: bool = True
+    report: str | Path | None = None
+    allow_dirty: bool = False
+    #: The platforms to bundle (empty: every declared platform).
+    platforms: tuple[str, ...] = ()
+    allow_stale: bool = False
+    #: The SSH key that signs BUNDLE.sha256 (None: unsigned).
+    sign: Path | None = None
+
+
+@dataclass
+class _Bundling:
+    """What the stages of one bundle share: the inputs, the scrubber, the files planned so far and
+    the result. Stages write only here; a refusal raises before anything is written."""
+
+    out: Path
+    manifest_path: Path
+    manifest: Manifest
+    options: BundleOptions
+    env: dict[str, str]
+    home: str | Path | None
+    result: BundleResult
+    plan: _Plan = field(default_factory=_Plan)
+    scrub: Scrubber = field(default_factory=Scrubber)
+    locked: list[str] = field(default_factory=list)
+    creds: list[str] = field(default_factory=list)
+    code_entry: dict[str, Any] | None = None
+    report_path: Path | None = None
+    loaded: Report | None = None
+    refs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def folder(self) -> Path:
+        return self.manifest_path.parent
+
+    def add_text(self, rel: str, text: str, label: str | None = None) -> None:
+        clean = self.scrub.text(text)
+        if clean != text:
+            self.result.scrubbed.append(label or rel)
+        self.plan.files[_rel(rel)] = clean.encode("utf-8")
+
+    def add_verbatim(self, rel: str, why: str) -> None:
+        rel = _rel(rel)
+        src = self.folder / rel
+        if not src.is_file():
+            raise BundleError(
+                f"{why}: {rel} not found next to {self.manifest_path.name}",
+                hint="create it or fix its path in repro.toml",
+            )
+        if _leaves(self.folder, rel):
+            raise BundleError(
+                f"{why}: {rel} is a symlink to a place outside the project; nothing was written",
+                hint="copy what the link points to into the project and name that path in repro.toml",
+            )
+        self.plan.files[rel] = src.read_bytes()
+        self.plan.verbatim[rel] = why
+
+
+def _stage_target(b: _Bundling) -> None:
+    """OUT is a new folder, an empty one or an earlier bundle, and not the project's own."""
+    out, folder = b.out, b.folder
+    if out.exists():
+        if not out.is_dir():
+            raise UsageError(f"{out} exists and is not a folder")
+        if any(out.iterdir()) and not (out / BUNDLE_SUMS).is_file():
+            raise UsageError(
+                f"{out} exists, is not empty and is not a bundle",
+                hint="choose a new folder; an existing bundle (with BUNDLE.sha256) is replaced",
+            )
+    if out.resolve() == folder.resolve() or out.resolve() in folder.resolve().parents:
+        raise UsageError(f"{out} holds the manifest's folder; choose a new folder for the bundle")
+
+
+def _stage_code_reference(b: _Bundling) -> None:
+    """The revision the code is at (a dirty tree refused unless allowed), and a warning when it is
+    not the pinned one."""
+    m = b.manifest
+    b.code_entry = entry = code_reference(
+        m, b.folder, include_code=b.options.include_code, allow_dirty=b.options.allow_dirty
+    )
+    if entry is None or not entry["revision"] or "pinned" in entry:
+        return
+    pinned = m.code.revision if m.code is not None else None
+    if pinned and entry["revision"] != pinned:
+        b.result.warnings.append(
+            f"the code is at {entry['revision'][:12]}, but repro.toml pins {pinned[:12]} and "
+            "the commits between change more than Kernodeck's own files: a rebuild from this "
+            "bundle fails its code/revision check; check out the pinned revision, or record "
+            "this one with `kernodeck capture`, commit, and bundle again"
+        )
+
+
+def _stage_locks(b: _Bundling) -> None:
+    """The platforms to bundle (every declared one unless --platform narrows them), each with a
+    lock file the shared rule accepts (`kernodeck.lock.freshness`); refused otherwise."""
+    from kernodeck.lock.freshness import LockNotUsable, lock_verdict, pylock_verdict
+
+    declared = [p.name for p in b.manifest.platform]
+    unknown = [p for p in b.options.platforms if p not in declared]
+    if unknown:
+        raise UsageError(
+            f"--platform {', '.join(unknown)}: not declared in {b.manifest_path.name}",
+            hint=f"declared platforms: {', '.join(declared)}",
+        )
+    chosen = sorted(b.options.platforms or declared)
+    verdicts = [lock_verdict(b.manifest_path, name, b.manifest) for name in chosen]
+    verdicts += [v for v in (pylock_verdict(b.manifest_path, name) for name in chosen) if v is not None]
+    refused = [v for v in verdicts if not v.ok and not (b.options.allow_stale and v.only_stale)]
+    if refused:
+        narrow = (
+            ""
+            if b.options.platforms
+            else "pass --platform to bundle only the platforms whose lock is current"
+        )
+        raise LockNotUsable(refused, narrowing=narrow)
+    for v in verdicts:
+        if not v.ok:
+            b.result.warnings.append(
+                f"{v.describe()} (bundled anyway: --allow-stale; `{v.fix}` locks it again)"
+            )
+    b.locked = chosen
+
+
+def _stage_scrubber(b: _Bundling) -> None:
+    """What must not leave the machine: credentials, the author's paths and mirrors."""
+    m, folder = b.manifest, b.folder
+    reqs_text = "".join((folder / requirements_filename(p)).read_text(encoding="utf-8") for p in b.locked)
+    b.creds = credential_names(m, reqs_text)
+    b.scrub = Scrubber.for_project(
+        folder,
+        environ=b.env,
+        credential_names=b.creds,
+        extra_paths=[(b.out.absolute(), "<bundle>")],
+        home=b.home,
+        mirrors=mirror_urls(
+            b.env,
+            [i.url for i in m.packages.index if i.url],
+            [setting.value for setting in locker_pip_settings() if "***" not in setting.value],
+        ),
+    )
+
+
+def _stage_manifest_and_locks(b: _Bundling) -> None:
+    """The manifest, every bundled platform's lock and pylock file, and the files the lock inputs
+    read (`[packages] from`): what rebuild checks the lock against."""
+    folder = b.folder
+    b.add_text("repro.toml", b.manifest_path.read_text(encoding="utf-8"))
+    if "repro.toml" in b.result.scrubbed:
+        b.result.warnings.append(
+            "repro.toml had credentials or host paths replaced; its lock inputs in the requirement files"
+            " may no longer match (a rebuild from the bundle then refuses the lock)"
+        )
+    for name in b.locked:
+        fn = requirements_filename(name)
+        b.add_text(fn, (folder / fn).read_text(encoding="utf-8"))
+        if fn in b.result.scrubbed:
+            b.result.warnings.append(
+                f"{fn} names a host path or a credential; the rebuild from the bundle may not reach it"
+            )
+        pylock = folder / pylock_filename(name)
+        if pylock.is_file():
+            b.add_text(pylock.name, pylock.read_text(encoding="utf-8"))
+    for rel in _lock_input_files(b.manifest, b.manifest_path):
+        b.add_verbatim(rel, "lock input ([packages] from)")
+
+
+def _lock_input_files(m: Manifest, manifest_path: Path) -> list[str]:
+    """The files `[packages] from` reads (relative to the manifest's folder)."""
+    if not m.packages.from_:
+        return []
+    from kernodeck.manifest.sources import read_sources
+
+    return sorted(read_sources(m, manifest_path).inputs)
+
+
+def _stage_observed(b: _Bundling) -> None:
+    """The author's observed inventory."""
+    inv = b.folder / INVENTORY_FILE
+    if inv.is_file():
+        b.add_text(f"{OBSERVED_DIR}/{INVENTORY_FILE}", inv.read_text(encoding="utf-8"))
+    else:
+        b.result.warnings.append(
+            f"no {INVENTORY_FILE} beside the manifest (run `kernodeck rebuild` to observe one)"
+        )
+
+
+def _stage_report(b: _Bundling) -> None:
+    """The last verify report, scrubbed, as JSON, Markdown and HTML."""
+    b.report_path = report_path = find_report(b.folder, b.options.report)
+    if report_path is None:
+        b.result.warnings.append(
+            "no verify report included (pass --report FILE from `kernodeck verify --json FILE`)"
+        )
+        return
+    try:
+        loaded = Report.from_json(report_path.read_text(encoding="utf-8"))
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{report_path} is not a kernodeck report: {str(e).splitlines()[0]}") from None
+    clean = Report.model_validate(b.scrub.data(loaded.model_dump(mode="json", by_alias=True)))
+    if clean != loaded:
+        b.result.scrubbed.append(f"{OBSERVED_DIR}/{REPORT_JSON}")
+    files = b.plan.files
+    files[f"{OBSERVED_DIR}/{REPORT_JSON}"] = clean.to_json().encode("utf-8")
+    files[f"{OBSERVED_DIR}/{REPORT_MD}"] = b.scrub.text(report_markdown(clean)).encode("utf-8")
+    from kernodeck.render.html import html_report
+
+    page = html_report(clean, charts_optional=True)  # the charts need the `report` extra
+    files[f"{OBSERVED_DIR}/{REPORT_HTML}"] = b.scrub.text(page).encode("utf-8")
+    b.result.report_included = True
+    b.loaded = clean
+    if any(s.status is Status.FAILED and s.required for s in clean.steps):
+        b.result.warnings.append("the included verify report has failures: " + clean.summary())
+
+
+def _stage_config_and_data(b: _Bundling) -> None:
+    """Configuration files, control results, and (--include-data) data, weights, checkpoint."""
+    m = b.manifest
+    if m.code is not None:
+        for cfg in m.code.config:
+            b.add_verbatim(cfg.path, "config file")
+    for rel, why in _reference_paths(m):
+        b.add_verbatim(rel, why)
+    if b.options.include_data:
+        for rel, why in _data_paths(m):
+            b.add_verbatim(rel, why)
+
+
+def _stage_code(b: _Bundling) -> None:
+    """The sources beside the manifest (unless --no-code)."""
+    if not b.options.include_code:
+        return
+    reports = {*REPORT_CANDIDATES, "rebuild-report.json", "check-report.json"}
+    if b.report_path is not None and b.report_path.resolve().parent == b.folder.resolve():
+        reports.add(b.report_path.name)
+    data_set = {_rel(p) for p, _ in _data_paths(b.manifest)}
+    names, warns = code_files(b.folder, exclude=data_set | set(b.plan.files) | reports)
+    b.result.warnings.extend(warns)
+    for name in names:
+        b.add_verbatim(name, "code")
+
+
+def _stage_references(b: _Bundling) -> None:
+    """references.json, Kernodeck's own wheel and the pins of its dependencies."""
+    b.refs = references(b.manifest, set(b.plan.files))
+    if b.code_entry is not None:
+        b.code_entry["files"] = len([r for r, why in b.plan.verbatim.items() if why == "code"])
+        b.refs.insert(0, b.code_entry)
+    b.plan.files[f"{TOOL_DIR}/{selfwheel.wheel_filename()}"] = selfwheel.wheel_bytes()
+    b.add_text(
+        TOOL_REQUIREMENTS,
+        f"# Kernodeck {selfwheel.version()}'s own dependencies, as installed where this bundle was written\n"
+        + "".join(f"{pin}\n" for pin in selfwheel.dependency_pins()),
+    )
+    b.add_text(REFERENCES, json.dumps(b.refs, indent=2, sort_keys=True) + "\n")
+
+
+def _stage_rebuild_md(b: _Bundling) -> None:
+    """REBUILD.md: the commands in order, for exactly the bundled platforms."""
+    include_code = b.options.include_code
+    b.add_text(
+        REBUILD_MD,
+        rebuild_markdown(
+            b.manifest,
+            platforms=b.locked,
+            refs=b.refs,
+            creds=b.creds,
+            report=b.loaded,
+            with_code=include_code,
+            with_project=include_code and installs_project(b.manifest, b.manifest_path),
+            signed=b.options.sign is not None,
+        ),
+    )
+
+
+def _stage_leaks(b: _Bundling) -> None:
+    """Nothing leaves the machine that reveals a secret or a host path."""
+    problems = []
+    for rel, data in sorted(b.plan.files.items()):
+        found = b.scrub.leaks(data, generated=rel not in b.plan.verbatim)
+        if found:
+            why = b.plan.verbatim.get(rel, "generated file")
+            problems.append(f"{rel} ({why}): {', '.join(found)}")
+    if problems:
+        raise BundleError(
+            "the bundle would reveal secrets or paths of this machine; nothing was written",
+            context=problems,
+            hint="move secrets into environment variables named in repro.toml, and use paths relative to the project",
+        )
+
+
+def _stage_sums(b: _Bundling) -> None:
+    """BUNDLE.sha256 over every planned file, and its signature with --sign."""
+    sums = bundlesums.render(b.plan.files).encode("utf-8")
+    b.plan.files[BUNDLE_SUMS] = sums
+    if b.options.sign is not None:
+        from kernodeck.handover import signing
+
+        b.plan.files[bundlesums.SIGNATURE] = signing.sign(sums, b.options.sign)
+        b.result.signed_with = b.options.sign.name
+
+
+def _stage_write(b: _Bundling) -> None:
+    _write_folder(b.out, b.plan.files)
+    b.result.files = sorted(b.plan.files)
+
+
+#: The bundle's procedure, in order: each stage adds files to the plan or refuses (raises) before
+#: anything is written; only the last one writes.
+BUNDLE_STAGES: tuple[tuple[str, Callable[[_Bundling], None]], ...] = (
+    ("target", _stage_target),
+    ("code-reference", _stage_code_reference),
+    ("locks", _stage_locks),
+    ("scrubber", _stage_scrubber),
+    ("manifest-and-locks", _stage_manifest_and_locks),
+    ("observed", _stage_observed),
+    ("report", _stage_report),
+    ("config-and-data", _stage_config_and_data),
+    ("code", _stage_code),
+    ("references", _stage_references),
+    ("rebuild-md", _stage_rebuild_md),
+    ("leaks", _stage_leaks),
+    ("sums", _stage_sums),
+    ("write", _stage_write),
+)
+
+
 def write_bundle(
     out: str | Path,
     *,
@@ -723,200 +1077,41 @@ def write_bundle(
     environ: Mapping[str, str] | None = None,
     home: str | Path | None = None,
     allow_dirty: bool = False,
+    platforms: Iterable[str] = (),
+    allow_stale: bool = False,
+    sign: str | Path | None = None,
 ) -> BundleResult:
-    """Assemble, scrub, check and write the bundle folder `out`.
+    """Assemble, scrub, check and write the bundle folder `out` (`BUNDLE_STAGES`, in order).
 
     A git checkout with uncommitted code changes is refused unless `allow_dirty` (the bundle then
-    records it, and REBUILD.md and verify's code step say so)."""
-    manifest_path = Path(manifest)
+    records it, and REBUILD.md and verify's code step say so). Every declared platform (or those
+    of `platforms`) needs a lock file the shared rule accepts (`kernodeck.lock.freshness`);
+    `allow_stale` bundles stale ones with a warning. `sign`: an SSH key that signs BUNDLE.sha256."""
+    manifest_path = Path(manifest).absolute()
     if manifest_path.is_dir():
         manifest_path = manifest_path / "repro.toml"
-    m = load_manifest(manifest_path)
-    folder = manifest_path.parent
-    out_path = Path(out)
-    if out_path.exists():
-        if not out_path.is_dir():
-            raise UsageError(f"{out} exists and is not a folder")
-        if any(out_path.iterdir()) and not (out_path / BUNDLE_SUMS).is_file():
-            raise UsageError(
-                f"{out} exists, is not empty and is not a bundle",
-                hint="choose a new folder; an existing bundle (with BUNDLE.sha256) is replaced",
-            )
-    if out_path.resolve() == folder.resolve() or out_path.resolve() in folder.resolve().parents:
-        raise UsageError(f"{out} holds the manifest's folder; choose a new folder for the bundle")
-
-    code_entry = code_reference(m, folder, include_code=include_code, allow_dirty=allow_dirty)
-    env = dict(os.environ if environ is None else environ)
-    locked = sorted(p.name for p in m.platform if (folder / requirements_filename(p.name)).is_file())
-    reqs_text = "".join((folder / requirements_filename(p)).read_text(encoding="utf-8") for p in locked)
-    creds = credential_names(m, reqs_text)
-    scrub = Scrubber.for_project(
-        folder,
-        environ=env,
-        credential_names=creds,
-        extra_paths=[(out_path.absolute(), "<bundle>")],
+    options = BundleOptions(
+        include_data=include_data,
+        include_code=include_code,
+        report=report,
+        allow_dirty=allow_dirty,
+        platforms=tuple(platforms),
+        allow_stale=allow_stale,
+        sign=Path(sign).expanduser().absolute() if sign is not None else None,
+    )
+    out_path = Path(out).absolute()
+    state = _Bundling(
+        out=out_path,
+        manifest_path=manifest_path,
+        manifest=load_manifest(manifest_path),
+        options=options,
+        env=dict(os.environ if environ is None else environ),
         home=home,
-        mirrors=mirror_urls(
-            env,
-            [i.url for i in m.packages.index if i.url],
-            [setting.value for setting in locker_pip_settings() if "***" not in setting.value],
-        ),
+        result=BundleResult(out=Path(out)),
     )
-    result = BundleResult(out=out_path)
-    plan = _Plan()
-    if code_entry is not None and code_entry["revision"] and "pinned" not in code_entry:
-        pinned = m.code.revision if m.code is not None else None
-        if pinned and code_entry["revision"] != pinned:
-            result.warnings.append(
-                f"the code is at {code_entry['revision'][:12]}, but repro.toml pins {pinned[:12]} and "
-                "the commits between change more than Kernodeck's own files: a rebuild from this "
-                "bundle fails its code/revision check; check out the pinned revision, or record "
-                "this one with `kernodeck capture`, commit, and bundle again"
-            )
-
-    def add_text(rel: str, text: str, label: str | None = None) -> None:
-        clean = scrub.text(text)
-        if clean != text:
-            result.scrubbed.append(label or rel)
-        plan.files[_rel(rel)] = clean.encode("utf-8")
-
-    def add_verbatim(rel: str, why: str) -> None:
-        rel = _rel(rel)
-        src = folder / rel
-        if not src.is_file():
-            raise BundleError(
-                f"{why}: {rel} not found next to {manifest_path.name}",
-                hint="create it or fix its path in repro.toml",
-            )
-        if _leaves(folder, rel):
-            raise BundleError(
-                f"{why}: {rel} is a symlink to a place outside the project; nothing was written",
-                hint="copy what the link points to into the project and name that path in repro.toml",
-            )
-        plan.files[rel] = src.read_bytes()
-        plan.verbatim[rel] = why
-
-    if not locked:
-        result.warnings.append(
-            "no requirements-rebuild-<platform>.txt found: run `kernodeck lock` first, or the bundle cannot be rebuilt"
-        )
-
-    # the manifest and the locks
-    manifest_text = manifest_path.read_text(encoding="utf-8")
-    add_text("repro.toml", manifest_text)
-    if "repro.toml" in result.scrubbed:
-        result.warnings.append(
-            "repro.toml had credentials or host paths replaced; its sha256 in the requirement files no longer matches"
-        )
-    for name in locked:
-        fn = requirements_filename(name)
-        text = (folder / fn).read_text(encoding="utf-8")
-        add_text(fn, text)
-        if fn in result.scrubbed:
-            result.warnings.append(
-                f"{fn} names a host path or a credential; the rebuild from the bundle may not reach it"
-            )
-    for p in sorted(folder.glob(f"{PYLOCK_PREFIX}*.toml")):
-        add_text(p.name, p.read_text(encoding="utf-8"))
-
-    # the observed inventory and the last report
-    inv = folder / INVENTORY_FILE
-    if inv.is_file():
-        add_text(f"{OBSERVED_DIR}/{INVENTORY_FILE}", inv.read_text(encoding="utf-8"))
-    else:
-        result.warnings.append(
-            f"no {INVENTORY_FILE} beside the manifest (run `kernodeck rebuild` to observe one)"
-        )
-    report_path = find_report(folder, report)
-    loaded: Report | None = None
-    if report_path is not None:
-        try:
-            loaded = Report.from_json(report_path.read_text(encoding="utf-8"))
-        except (ValueError, TypeError) as e:
-            raise UsageError(f"{report_path} is not a kernodeck report: {str(e).splitlines()[0]}") from None
-        clean = Report.model_validate(scrub.data(loaded.model_dump(mode="json", by_alias=True)))
-        if clean != loaded:
-            result.scrubbed.append(f"{OBSERVED_DIR}/{REPORT_JSON}")
-        plan.files[f"{OBSERVED_DIR}/{REPORT_JSON}"] = clean.to_json().encode("utf-8")
-        plan.files[f"{OBSERVED_DIR}/{REPORT_MD}"] = scrub.text(report_markdown(clean)).encode("utf-8")
-        from kernodeck.render.html import html_report
-
-        page = html_report(clean, charts_optional=True)  # the charts need the `report` extra
-        plan.files[f"{OBSERVED_DIR}/{REPORT_HTML}"] = scrub.text(page).encode("utf-8")
-        result.report_included = True
-        loaded = clean
-        if any(s.status is Status.FAILED and s.required for s in clean.steps):
-            result.warnings.append("the included verify report has failures: " + clean.summary())
-    else:
-        result.warnings.append(
-            "no verify report included (pass --report FILE from `kernodeck verify --json FILE`)"
-        )
-
-    # configuration, control results, data
-    if m.code is not None:
-        for cfg in m.code.config:
-            add_verbatim(cfg.path, "config file")
-    for rel, why in _reference_paths(m):
-        add_verbatim(rel, why)
-    data_like = _data_paths(m)
-    if include_data:
-        for rel, why in data_like:
-            add_verbatim(rel, why)
-    data_set = {_rel(p) for p, _ in data_like}
-
-    # code
-    if include_code:
-        reports = {*REPORT_CANDIDATES, "rebuild-report.json", "check-report.json"}
-        if report_path is not None and report_path.resolve().parent == folder.resolve():
-            reports.add(report_path.name)
-        names, warns = code_files(folder, exclude=data_set | set(plan.files) | reports)
-        result.warnings.extend(warns)
-        for name in names:
-            add_verbatim(name, "code")
-
-    included = {rel for rel in plan.files}
-    refs = references(m, included)
-    if code_entry is not None:
-        code_entry["files"] = len([r for r, why in plan.verbatim.items() if why == "code"])
-        refs.insert(0, code_entry)
-    plan.files[f"{TOOL_DIR}/{selfwheel.wheel_filename()}"] = selfwheel.wheel_bytes()
-    add_text(
-        TOOL_REQUIREMENTS,
-        f"# Kernodeck {selfwheel.version()}'s own dependencies, as installed where this bundle was written\n"
-        + "".join(f"{pin}\n" for pin in selfwheel.dependency_pins()),
-    )
-    add_text(REFERENCES, json.dumps(refs, indent=2, sort_keys=True) + "\n")
-    add_text(
-        REBUILD_MD,
-        rebuild_markdown(
-            m,
-            platforms=locked,
-            refs=refs,
-            creds=creds,
-            report=loaded,
-            with_code=include_code,
-            with_project=include_code and installs_project(m, manifest_path),
-        ),
-    )
-
-    # nothing leaves the machine that reveals a secret or a host path
-    problems = []
-    for rel, data in sorted(plan.files.items()):
-        found = scrub.leaks(data, generated=rel not in plan.verbatim)
-        if found:
-            why = plan.verbatim.get(rel, "generated file")
-            problems.append(f"{rel} ({why}): {', '.join(found)}")
-    if problems:
-        raise BundleError(
-            "the bundle would reveal secrets or paths of this machine; nothing was written",
-            context=problems,
-            hint="move secrets into environment variables named in repro.toml, and use paths relative to the project",
-        )
-
-    plan.files[BUNDLE_SUMS] = bundlesums.render(plan.files).encode("utf-8")
-    _write_folder(out_path, plan.files)
-    result.files = sorted(plan.files)
-    return result
+    for _name, stage in BUNDLE_STAGES:
+        stage(state)
+    return state.result
 
 
 def _write_folder(out: Path, files: dict[str, bytes]) -> None:
@@ -942,7 +1137,6 @@ def _write_folder(out: Path, files: dict[str, bytes]) -> None:
 
 
 def verify_bundle(out: str | Path) -> list[str]:
-    """Problems with a bundle's BUNDLE.sha256 (empty when every listed file matches)."""
-    if not bundlesums.is_bundle(Path(out)):
-        return [f"no {BUNDLE_SUMS}"]
-    return bundlesums.check(Path(out))[1]
+    """Problems with a bundle folder (`kernodeck.handover.sums.audit`; empty when every file is
+    listed in BUNDLE.sha256 and matches)."""
+    return bundlesums.audit(Path(out)).problems

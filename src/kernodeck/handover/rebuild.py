@@ -4,7 +4,12 @@ The procedure, each stage a Step (layer "rebuild") in one Report, each later sta
 the earlier ones (a failure keeps its first error and the stages that depend on it are skipped,
 saying why):
 
-1. `bundle`       the bundle's BUNDLE.sha256 still matches (only when rebuilding from a bundle);
+1. `bundle`       a bundle's BUNDLE.sha256 lists every file in it and each still matches, and its
+                  signature is good when allowed signers are given (only when rebuilding from a
+                  bundle: a folder holding BUNDLE.sha256, REBUILD.md or references.json);
+   `lock`         the lock file may be used (`kernodeck.lock.freshness`): its lock inputs equal
+                  the manifest's now and every package location it names is declared
+                  (`--allow-stale`: stale lock inputs are a warning instead);
 2. `interpreter`  the chosen Python (found by version on PATH, or given as a path) satisfies
                   `[python]`, checked before anything is created or installed;
 3. `venv`         a fresh virtual environment at `--dest`;
@@ -330,6 +335,12 @@ class RebuildPlan:
     credential_names: list[str] = field(default_factory=list)
     #: Why this platform, when --platform was not given ("" when it was).
     platform_reason: str = ""
+    #: The manifest as the user named it (reports carry no absolute host path).
+    manifest_display: str = ""
+    #: Use a lock whose lock inputs differ from the manifest's (reported as a warning).
+    allow_stale: bool = False
+    #: The allowed signers file a bundle's signature is checked against (None: not checked).
+    allowed_signers: Path | None = None
 
 
 def locate_manifest(source: str | Path) -> Path:
@@ -404,9 +415,14 @@ def plan_rebuild(
     installer: Installer = "pip",
     force: bool = False,
     environ: Mapping[str, str] | None = None,
+    allow_stale: bool = False,
+    allowed_signers: str | Path | None = None,
 ) -> RebuildPlan:
-    """Check the inputs (usage errors, exit 2) before anything runs (`environ`: where uv is
-    looked for on PATH, default this process's environment)."""
+    """Check the inputs (usage errors, exit 2) before anything runs (`environ`: where uv and
+    KERNODECK_ALLOWED_SIGNERS are looked up, default this process's environment). `source` and
+    `dest` are taken relative to the current folder, once, here."""
+    from kernodeck.handover.signing import allowed_signers_file
+
     if installer not in ("pip", "uv"):
         raise UsageError(f"unknown installer {installer!r}", hint="use pip or uv")
     if installer == "uv" and find_uv(os.environ if environ is None else environ) is None:
@@ -415,9 +431,11 @@ def plan_rebuild(
             hint="install uv (`pip install uv`, or uv's standalone installer) and put it on PATH, "
             "or rebuild with --installer pip",
         )
-    manifest_path = locate_manifest(source)
+    shown = locate_manifest(source)
+    manifest_path = shown.absolute()
     manifest = load_manifest(manifest_path)
     folder = manifest_path.parent
+    signers = allowed_signers_file(allowed_signers, environ)
     choice = choose_platform(manifest, folder, platform)
     plat = choice.platform
     reqs = folder / requirements_filename(plat.name)
@@ -455,29 +473,119 @@ def plan_rebuild(
         dest_display=str(dest),
         installer=installer,
         python_request=python,
-        bundle_sums=sums if sums.is_file() else None,
+        bundle_sums=sums if bundlesums.is_bundle_shaped(folder) else None,
         force=force,
         credential_names=credential_names(manifest, reqs.read_text(encoding="utf-8", errors="replace")),
         platform_reason="" if choice.named else choice.reason,
+        allow_stale=allow_stale,
+        allowed_signers=signers,
+        manifest_display=str(shown),
     )
 
 
 # --- what the stages check and run -------------------------------------------------------------
 
 
-def check_bundle_sums(sums: Path) -> Step:
-    """Every file BUNDLE.sha256 lists is there with the same sha256."""
-    n, bad = bundlesums.check(sums.parent)
-    if bad:
+def check_bundle_sums(sums: Path, allowed_signers: Path | None = None) -> Step:
+    """The bundle folder of `sums` is intact (`kernodeck.handover.sums.audit`: the sums file lists
+    every file and each matches), and, with `allowed_signers`, its signature is good and by one of
+    them (`kernodeck.handover.signing`). Nothing is run before this passes."""
+    audit = bundlesums.audit(sums.parent)
+    expected = f"every file of the bundle listed in {BUNDLE_SUMS} and matching"
+    if not audit.ok:
         return Step.failed(
             LAYER,
             "bundle",
-            f"{BUNDLE_SUMS} does not match: {'; '.join(bad[:5])}",
-            expected=f"{n} files as listed",
-            observed=bad,
-            hint="the bundle was modified after it was written; get an intact copy or write it again",
+            f"{BUNDLE_SUMS}: {'; '.join(audit.problems[:5])}" + (" ..." if len(audit.problems) > 5 else ""),
+            expected=expected,
+            observed=audit.problems,
+            hint="the bundle was modified after it was written; get an intact copy or write it again;"
+            " nothing was created or installed",
+            details={"cause": "bundle-modified"},
         )
-    return Step.passed(LAYER, "bundle", expected=f"{n} files as listed", observed=f"{n} files match")
+    signed = _signature_step(sums, allowed_signers, expected)
+    if signed is not None:
+        return signed
+    return Step.passed(LAYER, "bundle", expected=expected, observed=f"{audit.listed} files match")
+
+
+def _signature_step(sums: Path, allowed_signers: Path | None, expected: str) -> Step | None:
+    """A step when the signature decides the bundle check (refused, or passed naming the
+    signer); None for an unsigned bundle when no allowed signers are given."""
+    from kernodeck.handover import signing
+
+    found = signing.bundle_signer(sums.parent, allowed_signers)
+    if found is None:
+        if allowed_signers is None:
+            return None
+        return Step.failed(
+            LAYER,
+            "bundle",
+            f"{BUNDLE_SUMS} is not signed ({bundlesums.SIGNATURE} is missing), and allowed signers are given",
+            expected=f"{expected}, signed by a key in {allowed_signers.name}",
+            hint="ask the author for a bundle written with `kernodeck bundle --sign KEY`",
+            details={"cause": "unsigned"},
+        )
+    if isinstance(found, signing.Rejected):
+        return Step.failed(
+            LAYER,
+            "bundle",
+            f"{bundlesums.SIGNATURE}: {found.reason}",
+            expected=f"{expected}, signed"
+            + (f" by a key in {allowed_signers.name}" if allowed_signers else ""),
+            hint="the bundle was not signed by someone you trust, or was modified after it was signed",
+            details={"cause": "bad-signature"},
+        )
+    return Step.passed(
+        LAYER,
+        "bundle",
+        expected=expected,
+        observed=f"every listed file matches; signed by {found.describe()}",
+        details={"signer": found.identity, "key": found.key},
+    )
+
+
+def check_lock(plan: RebuildPlan) -> Step:
+    """The lock file may be used (`kernodeck.lock.freshness`): a failed step naming the file, what
+    differs and the command that fixes it; with `--allow-stale`, stale lock inputs are a warning
+    (an undeclared package location never is)."""
+    from kernodeck.lock.freshness import STALE, lock_verdict
+
+    expected = (
+        f"{plan.requirements.name} locked from {plan.manifest_path.name} as it is now, from declared indexes"
+    )
+    try:
+        verdict = lock_verdict(plan.manifest_path, plan.platform.name, plan.manifest, path=plan.requirements)
+    except KernodeckError as e:  # e.g. pip's default index cannot be told
+        return Step.failed(
+            LAYER, "lock", e.message, expected=expected, hint=e.hint, details={"cause": "unknown"}
+        )
+    if verdict.ok:
+        return Step.passed(LAYER, "lock", expected=expected, observed="its lock inputs equal the manifest's")
+    details = {"cause": verdict.kind, "problems": list(verdict.problems)}
+    if plan.allow_stale and verdict.only_stale:
+        return Step.warning(
+            LAYER,
+            "lock",
+            f"{verdict.describe()} (used anyway: --allow-stale)",
+            expected=expected,
+            hint=f"run `{verdict.fix}` to lock it again",
+            required=False,
+            details=details,
+        )
+    return Step.failed(
+        LAYER,
+        "lock",
+        f"{verdict.describe()}; nothing was created or installed",
+        expected=expected,
+        hint=f"run `{verdict.fix}`"
+        + (
+            ""
+            if verdict.kind != STALE
+            else " (or pass --allow-stale to use it as it is, reported as a warning)"
+        ),
+        details=details,
+    )
 
 
 def select_interpreter(
@@ -885,7 +993,12 @@ def _timed(fn: Callable[[], Step]) -> Step:
 def _stage_bundle(r: _Rebuild) -> StageResult:
     assert r.plan.bundle_sums is not None  # `applies` runs this stage only for a bundle
     sums = r.plan.bundle_sums
-    step = _timed(lambda: check_bundle_sums(sums))
+    step = _timed(lambda: check_bundle_sums(sums, r.plan.allowed_signers))
+    return StageResult([step], failed=step.status is Status.FAILED)
+
+
+def _stage_lock(r: _Rebuild) -> StageResult:
+    step = _timed(lambda: check_lock(r.plan))
     return StageResult([step], failed=step.status is Status.FAILED)
 
 
@@ -1153,6 +1266,7 @@ def _stage_verify(r: _Rebuild) -> StageResult:
 #: The stages' names in order (`STAGES` follows it; a test holds them together).
 STAGE_ORDER = (
     "bundle",
+    "lock",
     "interpreter",
     "venv",
     "pip-version",
@@ -1176,8 +1290,14 @@ STAGES: tuple[Stage, ...] = (
         "bundle",
         _stage_bundle,
         skips=_after("bundle"),
-        why_skipped="the bundle does not match BUNDLE.sha256",
+        why_skipped="the bundle does not match BUNDLE.sha256 (or its signature); nothing was created",
         applies=lambda plan: plan.bundle_sums is not None,
+    ),
+    Stage(
+        "lock",
+        _stage_lock,
+        skips=_after("lock"),
+        why_skipped="the lock file may not be used; nothing was created",
     ),
     Stage(
         "interpreter",
@@ -1249,7 +1369,9 @@ def run_rebuild(
     m = plan.manifest
     report = Report(
         kind="rebuild",
-        manifest=str(plan.manifest_path.name if plan.bundle_sums else plan.manifest_path),
+        manifest=plan.manifest_path.name
+        if plan.bundle_sums
+        else (plan.manifest_display or str(plan.manifest_path)),
         reference_id=m.reference.id,
         platform=plan.platform.name,
         platform_reason=plan.platform_reason or None,
@@ -1374,11 +1496,21 @@ def rebuild(
     inventory_path: Path | None = None,
     log: Log | None = None,
     progress: Log | None = None,
+    allow_stale: bool = False,
+    allowed_signers: str | Path | None = None,
 ) -> Report:
     """Plan (usage errors raise) and run (stage failures are Steps) a rebuild; its report
     (`run_rebuild` gives the typed result around it)."""
     plan = plan_rebuild(
-        source, dest=dest, python=python, platform=platform, installer=installer, force=force, environ=environ
+        source,
+        dest=dest,
+        python=python,
+        platform=platform,
+        installer=installer,
+        force=force,
+        environ=environ,
+        allow_stale=allow_stale,
+        allowed_signers=allowed_signers,
     )
     return run_rebuild(
         plan,

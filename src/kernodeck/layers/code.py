@@ -66,7 +66,7 @@ def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
     if head is not None and head.returncode == 0:
         steps += _git_steps(code, head.stdout.strip(), ctx)
     elif (head is None or not_a_repository) and is_bundle(ctx.root):
-        steps += bundle_steps(manifest, code, ctx)
+        steps += bundle_steps(manifest, code, ctx) + _signature_steps(ctx.root)
     elif head is None:
         steps.append(
             Step.failed(
@@ -351,6 +351,33 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
             ),
         )
     return steps
+
+
+def _signature_steps(folder: Path) -> list[Step]:
+    """The bundle's signer (`kernodeck.handover.signing`), checked against
+    $KERNODECK_ALLOWED_SIGNERS when it is set; no step for an unsigned bundle."""
+    from kernodeck.errors import UsageError
+    from kernodeck.handover import signing
+
+    try:
+        found = signing.bundle_signer(folder, signing.allowed_signers_file(None))
+    except UsageError as e:
+        found = signing.Rejected(e.message)
+    if found is None:
+        return []
+    details: dict[str, Any] = {"source": "bundle"}
+    if isinstance(found, signing.Rejected):
+        return [
+            Step.failed(
+                LAYER,
+                "signature",
+                f"{bundlesums.SIGNATURE}: {found.reason}",
+                hint="the bundle was not signed by someone you trust, or was modified after it was signed",
+                details={**details, "cause": "bad-signature"},
+            )
+        ]
+    details.update(signer=found.identity, key=found.key)
+    return [Step.passed(LAYER, "signature", observed=f"signed by {found.describe()}", details=details)]
 
 
 def _sha256(ctx: Context, path: Path) -> str | None:

@@ -346,29 +346,20 @@ def _stale(lock: LockFile, ctx: Context) -> list[Step]:
                 details={"cause": "interrupted-lock"},
             )
         ]
-    what = "changed"
     if lock.lock_inputs_sha256 and ctx.platform is not None:
-        from kernodeck.lock.inputs import current_lock_inputs
-
-        recorded: str | None = lock.lock_inputs_sha256
-        actual = current_lock_inputs(ctx.manifest_file, ctx.platform.name)
-        what = "changed its lock inputs"
-    else:
-        recorded = lock.manifest_sha256
-        try:
-            actual = hashlib.sha256(ctx.manifest_file.read_bytes()).hexdigest()
-        except OSError:
-            return []
-    if not recorded or actual is None or actual == recorded:
+        return _unusable(lock, ctx, ctx.platform.name)
+    recorded = lock.manifest_sha256
+    try:
+        actual = hashlib.sha256(ctx.manifest_file.read_bytes()).hexdigest()
+    except OSError:
         return []
-    files = _changed_inputs(lock, ctx) if lock.lock_inputs_sha256 else []
+    if not recorded or actual == recorded:
+        return []
     return [
         Step.warning(
             LAYER,
             "lock-current",
-            f"{'; '.join(files)} ({lock.path.name})"
-            if files
-            else f"{ctx.manifest_file.name} {what} since {lock.path.name} was written",
+            f"{ctx.manifest_file.name} changed since {lock.path.name} was written",
             expected=recorded,
             observed=actual,
             hint=f"kernodeck lock --platform {ctx.platform.name if ctx.platform else 'NAME'}",
@@ -378,16 +369,25 @@ def _stale(lock: LockFile, ctx: Context) -> list[Step]:
     ]
 
 
-def _changed_inputs(lock: LockFile, ctx: Context) -> list[str]:
-    """Which of the files the lock read its requirements from (`# input-sha256:` lines, named
-    from the manifest's folder) changed since: the lock inputs a teammate most often edits."""
-    from kernodeck.lock.inputs import changed_inputs, recorded_inputs_now
+def _unusable(lock: LockFile, ctx: Context, platform: str) -> list[Step]:
+    """The shared rule (`kernodeck.lock.freshness`, which rebuild and bundle enforce) on a lock
+    file Kernodeck wrote: a warning here, since verify only compares the environment with it."""
+    from kernodeck.lock.freshness import lock_verdict
 
-    try:
-        text = lock.path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    verdict = lock_verdict(ctx.manifest_file, platform, path=lock.path)
+    if verdict.ok:
         return []
-    return changed_inputs(text, recorded_inputs_now(text, ctx.manifest_file.parent))
+    return [
+        Step.warning(
+            LAYER,
+            "lock-current",
+            f"{'; '.join(verdict.problems)} ({lock.path.name})",
+            expected="locked from the manifest as it is now, from declared indexes",
+            hint=verdict.fix,
+            required=False,
+            details={"cause": "stale-lock" if verdict.stale else "foreign-index"},
+        )
+    ]
 
 
 def _records(facts: Facts, ctx: Context, locked: set[NormalizedName], install: str) -> list[Step]:
