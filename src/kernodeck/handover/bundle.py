@@ -36,7 +36,7 @@ from typing import Any
 
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.gitstate import git_state, later_commits_touch_only_kernodeck_files
-from kernodeck.handover import selfwheel
+from kernodeck.handover import secretscan, selfwheel
 from kernodeck.handover import sums as bundlesums
 from kernodeck.handover.rebuild import (
     INVENTORY_FILE,
@@ -900,17 +900,15 @@ def write_bundle(
     )
 
     # nothing leaves the machine that reveals a secret or a host path
-    problems = []
-    for rel, data in sorted(plan.files.items()):
-        found = scrub.leaks(data, generated=rel not in plan.verbatim)
-        if found:
-            why = plan.verbatim.get(rel, "generated file")
-            problems.append(f"{rel} ({why}): {', '.join(found)}")
-    if problems:
+    scan = secretscan.scan_files(scrub, plan.files, plan.verbatim, secretscan.Allowlist.read(folder))
+    result.warnings.extend(secretscan.accepted_note(scan))
+    if scan.refused:
         raise BundleError(
             "the bundle would reveal secrets or paths of this machine; nothing was written",
-            context=problems,
-            hint="move secrets into environment variables named in repro.toml, and use paths relative to the project",
+            context=secretscan.problems(scan, plan.verbatim),
+            hint="move secrets into environment variables named in repro.toml, and use paths relative to the "
+            f"project; a finding that is no secret: add `{secretscan.ALLOW_MARKER}` to its line, or its "
+            f"`to accept:` text to {secretscan.ALLOWLIST_FILE}",
         )
 
     plan.files[BUNDLE_SUMS] = bundlesums.render(plan.files).encode("utf-8")
