@@ -49,7 +49,9 @@ _ML_TOKEN_NAME = (
     r"|special|added|per|max|min|num|n|total|next|prev|first|last|new|default)_token\b)"
 )
 _SECRET_WORD = (
-    r"\b(?!" + _ML_TOKEN_NAME + r")(?i:(?:[A-Za-z0-9]+_)*(?:[A-Za-z0-9]*(?:TOKEN|SECRET|PASSWORD|PASSWD)|PASS|PWD|CREDENTIALS)"
+    r"\b(?!"
+    + _ML_TOKEN_NAME
+    + r")(?i:(?:[A-Za-z0-9]+_)*(?:[A-Za-z0-9]*(?:TOKEN|SECRET|PASSWORD|PASSWD)|PASS|PWD|CREDENTIALS)"
     r"(?:_(?:VALUE|STR|STRING|TEXT))?"
     r"|[A-Za-z0-9_]*(?:api|access|secret|private)_?key)\b"
     r"|\b[A-Z0-9_]*_(?:KEY|PAT|AUTH)\b|\b[a-z0-9_]*_auth\b"
@@ -78,8 +80,14 @@ _LITERAL = (
 )
 _ASSIGNMENT = re.compile(
     r"(?P<name>" + _SECRET_WORD + r")"
-    r"(?P<sep>[\"']?[ \t]*(?::=|[:=])[ \t]*)"
+    r"(?P<sep>[\"']?\]?[ \t]*(?::=|[:=])[ \t]*)"
     r"(?:" + _LITERAL + r")"
+)
+#: A long random-looking literal for a bare `key=` (`wandb.login(key="...")`): 32 or more letters
+#: and digits, both present (a dict key or a module path has dots or no digits).
+_KEY_VALUE = re.compile(
+    r"\b(?P<name>key)(?P<sep>[ \t]*=[ \t]*)(?P<q>[\"'])"
+    r"(?P<qvalue>(?=[A-Za-z_-]*[0-9])(?=[0-9_-]*[A-Za-z])[A-Za-z0-9_-]{32,})(?P=q)"
 )
 #: YAML with the value on the next line (`password:` then an indented scalar, or a `|`/`>` block).
 _YAML_NEXT_LINE = re.compile(
@@ -137,8 +145,12 @@ class Shape:
 SECRET_SHAPES: tuple[Shape, ...] = (
     Shape("private-key", "a private key", _PRIVATE_KEY, "<redacted:private key>"),
     Shape("credential-assignment", "a credential assignment", _ASSIGNMENT, _sub_assignment),
+    Shape("credential-assignment", "a credential assignment", _KEY_VALUE, _sub_assignment),
     Shape(
-        "credential-assignment", "a credential assignment", _YAML_NEXT_LINE, lambda m: f"{m['head']}{_REDACTED}"
+        "credential-assignment",
+        "a credential assignment",
+        _YAML_NEXT_LINE,
+        lambda m: f"{m['head']}{_REDACTED}",
     ),
     Shape("authorization-header", "an Authorization header", _AUTH_HEADER, _sub_auth),
     Shape("token-format", "a token", _TOKEN_FORMATS, _REDACTED),
@@ -161,6 +173,7 @@ class Hit:
     end: int
     rule: str
     kind: str
+
 
 _PATH_END = r"(?=[/\\\s\"'`:;,)\]}>|]|\.(?:\s|$)|$)"
 

@@ -139,4 +139,6 @@ def accepted_note(result: ScanResult) -> list[str]:
     if not result.accepted:
         return []
     where = ", ".join(f"{f.path}:{f.line} [{f.rule}]" for f in result.accepted)
-    return [f"secret-scanner findings accepted (by {ALLOW_MARKER} or {ALLOWLIST_FILE}), written as they are: {where}"]
+    return [
+        f"secret-scanner findings accepted (by {ALLOW_MARKER} or {ALLOWLIST_FILE}), written as they are: {where}"
+    ]
