@@ -46,7 +46,7 @@ def detect_secrets_scanner(python: str) -> Scanner:
     proc = subprocess.run(
         [python, "-c", _DETECT_SECRETS], input=json.dumps(items), capture_output=True, text=True, check=True
     )
-    answers = {item: set(lines) for item, lines in zip(items, json.loads(proc.stdout))}
+    answers = {item: set(lines) for item, lines in zip(items, json.loads(proc.stdout), strict=True)}
     return lambda path, text: answers[(path, text)]
 
 
@@ -59,7 +59,9 @@ def _row(name: str, s: Score) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--detect-secrets", metavar="PYTHON", help="an interpreter with detect-secrets installed")
+    parser.add_argument(
+        "--detect-secrets", metavar="PYTHON", help="an interpreter with detect-secrets installed"
+    )
     args = parser.parse_args()
     print("| scanner | recall | precision | false alarms |\n|---|---|---|---|")
     print(_row("kernodeck", score(kernodeck_scanner)))

@@ -36,7 +36,7 @@ from typing import Any
 
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.gitstate import git_state, later_commits_touch_only_kernodeck_files
-from kernodeck.handover import secretscan, selfwheel
+from kernodeck.handover import checkfiles, secretscan, selfwheel
 from kernodeck.handover import sums as bundlesums
 from kernodeck.handover.rebuild import (
     INVENTORY_FILE,
@@ -873,6 +873,7 @@ def write_bundle(
         result.warnings.extend(warns)
         for name in names:
             add_verbatim(name, "code")
+    result.warnings.extend(checkfiles.warnings(m, folder, carried=set(plan.files) if include_code else None))
 
     included = {rel for rel in plan.files}
     refs = references(m, included)
