@@ -432,6 +432,7 @@ TOOL_DIR = "_kernodeck"
 TOOL_REQUIREMENTS = f"{TOOL_DIR}/requirements.txt"
 #: Kernodeck as REBUILD.md calls it, once installed from the bundle.
 TOOL = ".kernodeck/bin/kernodeck"
+TOOL_PYTHON = ".kernodeck/bin/python"
 
 
 def tool_install_commands() -> list[str]:
@@ -439,8 +440,8 @@ def tool_install_commands() -> list[str]:
     the folder but its dependencies, at the versions that wrote the bundle)."""
     return [
         "python3 -m venv .kernodeck",
-        f"PIP_CONFIG_FILE=/dev/null .kernodeck/bin/python -m pip install --isolated -r {TOOL_REQUIREMENTS}",
-        f"PIP_CONFIG_FILE=/dev/null .kernodeck/bin/python -m pip install --isolated --no-deps {TOOL_DIR}/{selfwheel.wheel_filename()}",
+        "PIP_CONFIG_FILE=/dev/null .kernodeck/bin/python -m pip install --isolated --require-hashes --no-deps"
+        f" -r {TOOL_REQUIREMENTS}",
     ]
 
 
@@ -634,8 +635,8 @@ def _md_outputs(m: Manifest) -> list[str]:
         for o in c.output:
             where = f"out/{c.name}/{o.path}"
             if o.path.endswith(".npy"):
-                lines.append(
-                    f"{MD_PYTHON} -c \"import numpy as np; a = np.load('{where}'); "
+                lines.append(  # Kernodeck's venv has NumPy (the `checks` extra); the project may not
+                    f"{TOOL_PYTHON} -c \"import numpy as np; a = np.load('{where}'); "
                     'print(a.shape, a.dtype, bool(np.isfinite(a).all()))"'
                 )
             elif o.path.endswith(".json"):
@@ -880,12 +881,10 @@ def write_bundle(
     if code_entry is not None:
         code_entry["files"] = len([r for r, why in plan.verbatim.items() if why == "code"])
         refs.insert(0, code_entry)
-    plan.files[f"{TOOL_DIR}/{selfwheel.wheel_filename()}"] = selfwheel.wheel_bytes()
-    add_text(
-        TOOL_REQUIREMENTS,
-        f"# Kernodeck {selfwheel.version()}'s own dependencies, as installed where this bundle was written\n"
-        + "".join(f"{pin}\n" for pin in selfwheel.dependency_pins()),
-    )
+    tool = selfwheel.tool_files(m, TOOL_DIR, lock_texts=[reqs_text])
+    plan.files.update(tool.files)
+    add_text(TOOL_REQUIREMENTS, tool.requirements)
+    result.warnings.extend(tool.warnings)
     add_text(REFERENCES, json.dumps(refs, indent=2, sort_keys=True) + "\n")
     add_text(
         REBUILD_MD,
