@@ -18,7 +18,8 @@ the network is carried over explicitly:
   `proxy` setting (or `PIP_PROXY`) becomes pip's `--proxy`, and `HTTPS_PROXY`/`HTTP_PROXY` for uv
   when those are not set already.
 - **Patience**: `PIP_DEFAULT_TIMEOUT`/`timeout` and `PIP_RETRIES`/`retries` become `--timeout` and
-  `--retries` (uv reads `UV_HTTP_TIMEOUT`, passed through).
+  `--retries`, 15 s and 1 retry when unset, so an unreachable index fails within a minute (uv
+  reads `UV_HTTP_TIMEOUT`, passed through).
 
 Everything that changes *what* gets installed is dropped: other indexes, find-links, constraints,
 `no-binary`/`only-binary`, pre-releases, the user site, uv's index and resolution settings
@@ -388,6 +389,12 @@ class InstallerEnvironment:
         return list(self.uv_args if installer == "uv" else self.pip_args)
 
 
+#: pip's `--timeout` (seconds per read) and `--retries` when neither the environment nor pip's
+#: configuration sets them.
+PIP_TIMEOUT = "15"
+PIP_RETRIES = "1"
+
+
 def installer_environment(
     environ: Mapping[str, str],
     keep: Iterable[str] = (),
@@ -417,10 +424,10 @@ def installer_environment(
         pip_args += ["--trusted-host", host.value]
     if net.proxy is not None:
         pip_args += ["--proxy", net.proxy.value]
-    if net.timeout is not None:
-        pip_args += ["--timeout", net.timeout.value]
-    if net.retries is not None:
-        pip_args += ["--retries", net.retries.value]
+    # without a setting, pip's patience is bounded: an unreachable index fails in well under a
+    # minute instead of five retries with back-off for every page (minutes)
+    pip_args += ["--timeout", net.timeout.value if net.timeout is not None else PIP_TIMEOUT]
+    pip_args += ["--retries", net.retries.value if net.retries is not None else PIP_RETRIES]
 
     if installer == "uv":
         if net.ca is not None:
