@@ -208,7 +208,9 @@ def _evidence(line: str, kind: str) -> str:
 _LOOKING_IN = re.compile(r"^\s*Looking in (?:indexes|links):\s*(?P<urls>.*)$")
 #: pip's retry warning ends with the path it was fetching: `...': /whl/cpu/torch/`
 _RETRY_PATH = re.compile(r"Retrying \(.*:\s*(?P<path>/\S*)\s*$")
-_REQUIREMENT = re.compile(r"(?:satisfies the requirement|distribution found for)\s+(?P<req>[A-Za-z0-9][^\s;(]*)")
+_REQUIREMENT = re.compile(
+    r"(?:satisfies the requirement|distribution found for)\s+(?P<req>[A-Za-z0-9][^\s;(]*)"
+)
 
 
 def _indexes_named(lines: list[str]) -> list[str]:
