@@ -37,6 +37,14 @@ from kernodeck.render.output import OutputOptions
     "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
 )
 @click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
+@click.option(
+    "--mirror",
+    "mirrors",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Install through URL where the lock names index NAME (a declared index, `default` or `pytorch`; "
+    "repeatable; default: $KERNODECK_MIRRORS, space-separated), as `kernodeck lock --mirror`.",
+)
 @report_options()
 def rebuild(
     source: str | None,
@@ -47,6 +55,7 @@ def rebuild(
     force: bool,
     json_out: str | None,
     no_compute: bool,
+    mirrors: tuple[str, ...],
     output: OutputOptions,
 ) -> None:
     """Recreate the environment in a clean folder and re-run the whole sequence.
@@ -70,6 +79,7 @@ def rebuild(
         platform=platform,
         installer="uv" if installer == "uv" else "pip",
         force=force,
+        mirrors=list(mirrors) or None,
     )
     display = _StageDisplay(quiet=output.quiet)
     display.log(

@@ -39,10 +39,14 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from kernodeck.manifest.schema import Manifest
 
 Installer = Literal["pip", "uv"]
 
@@ -452,3 +456,54 @@ def installer_environment(
         settings=net,
         dropped=dropped_variables(environ, keep_names),
     )
+
+
+# --- mirrors (`kernodeck rebuild --mirror NAME=URL`) --------------------------------------------
+
+#: The requirement-file options that name where packages come from.
+_INDEX_OPTION = re.compile(
+    r"^(?P<opt>\s*(?:--index-url|--extra-index-url|--find-links|-i|-f))(?P<sep>[ \t=]+)(?P<url>\S+)"
+)
+
+
+def mirror_swaps(manifest: Manifest, mirrors: Mapping[str, str], lock_text: str) -> list[tuple[str, str]]:
+    """(URL as the lock file writes it, mirror URL) for `mirrors` as `lock.mirrors.parse_mirrors`
+    returns them: a declared index's URL; `default` when no index is declared: the lock's own
+    `--index-url`; `pytorch`: the PyTorch index base (each backend's index lies below it)."""
+    from kernodeck.backends import PYTORCH_INDEX_BASE
+
+    declared = {ix.name: ix.url for ix in manifest.packages.index if ix.url}
+    swaps: list[tuple[str, str]] = []
+    for name, url in mirrors.items():
+        if name == "pytorch":
+            swaps.append((PYTORCH_INDEX_BASE, url))
+        elif name in declared:
+            swaps.append((str(declared[name]), url))
+        elif name == "default":
+            first = next(
+                (
+                    m
+                    for m in map(_INDEX_OPTION.match, lock_text.splitlines())
+                    if m and m["opt"].strip() in ("--index-url", "-i")
+                ),
+                None,
+            )
+            if first is not None:
+                swaps.append((first["url"], url))
+    return swaps
+
+
+def mirrored_requirements(text: str, swaps: Sequence[tuple[str, str]]) -> str:
+    """The lock file's text with every index option under a declared URL pointing at its mirror
+    (longest declared URL first); pins and hashes unchanged, so what gets installed does not."""
+    pairs = sorted(((d.rstrip("/"), m.rstrip("/")) for d, m in swaps), key=lambda p: -len(p[0]))
+
+    def swap(m: re.Match[str]) -> str:
+        url = m["url"]
+        for declared, mirror in pairs:
+            if url.rstrip("/") == declared or url.startswith(declared + "/"):
+                url = mirror + url[len(declared) :]
+                break
+        return f"{m['opt']}{m['sep']}{url}"
+
+    return "\n".join(_INDEX_OPTION.sub(swap, line) for line in text.split("\n"))

@@ -32,6 +32,7 @@ The exit code comes from the steps' typed status (`Report.exit_code`), never fro
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -47,7 +48,12 @@ from typing import Any, Protocol
 
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.handover import sums as bundlesums
-from kernodeck.handover.installer_env import Installer, InstallerEnvironment, installer_environment
+from kernodeck.handover.installer_env import (
+    Installer,
+    InstallerEnvironment,
+    installer_environment,
+    mirrored_requirements,
+)
 from kernodeck.handover.installer_errors import InstallerCause, backend_error, first_error, installer_cause
 from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
@@ -330,6 +336,8 @@ class RebuildPlan:
     credential_names: list[str] = field(default_factory=list)
     #: Why this platform, when --platform was not given ("" when it was).
     platform_reason: str = ""
+    #: --mirror / KERNODECK_MIRRORS: (URL as the lock writes it, mirror URL) pairs for the install.
+    mirrors: list[tuple[str, str]] = field(default_factory=list)
 
 
 def locate_manifest(source: str | Path) -> Path:
@@ -404,9 +412,11 @@ def plan_rebuild(
     installer: Installer = "pip",
     force: bool = False,
     environ: Mapping[str, str] | None = None,
+    mirrors: Sequence[str] | None = None,
 ) -> RebuildPlan:
     """Check the inputs (usage errors, exit 2) before anything runs (`environ`: where uv is
-    looked for on PATH, default this process's environment)."""
+    looked for on PATH, default this process's environment; `mirrors`: `NAME=URL` items with
+    lock's meaning, default $KERNODECK_MIRRORS)."""
     if installer not in ("pip", "uv"):
         raise UsageError(f"unknown installer {installer!r}", hint="use pip or uv")
     if installer == "uv" and find_uv(os.environ if environ is None else environ) is None:
@@ -459,6 +469,20 @@ def plan_rebuild(
         force=force,
         credential_names=credential_names(manifest, reqs.read_text(encoding="utf-8", errors="replace")),
         platform_reason="" if choice.named else choice.reason,
+        mirrors=_mirror_swaps(manifest, reqs, environ, mirrors),
+    )
+
+
+def _mirror_swaps(
+    manifest: Manifest, reqs: Path, environ: Mapping[str, str] | None, mirrors: Sequence[str] | None
+) -> list[tuple[str, str]]:
+    from kernodeck.handover.installer_env import mirror_swaps
+    from kernodeck.lock.mirrors import parse_mirrors
+
+    env = os.environ if environ is None else environ
+    parsed = parse_mirrors(manifest, env.get("KERNODECK_MIRRORS", "").split() if mirrors is None else mirrors)
+    return (
+        mirror_swaps(manifest, parsed, reqs.read_text(encoding="utf-8", errors="replace")) if parsed else []
     )
 
 
@@ -980,6 +1004,11 @@ def _install(r: _Rebuild, tmp: Path) -> StageResult:
         if build_constraints_route(plan.installer, r.pip_version) == "environment":
             env["PIP_CONSTRAINT"] = str(constraints)
             constraints = None
+    if plan.mirrors:  # the same pins and hashes, fetched through the mirrors
+        mirrored = tmp / plan.requirements.name
+        text = plan.requirements.read_text(encoding="utf-8")
+        mirrored.write_text(mirrored_requirements(text, plan.mirrors), encoding="utf-8")
+        plan = dataclasses.replace(plan, requirements=mirrored)
     argv = install_command(
         plan, py, uv, ienv.args(plan.installer), build_constraints=str(constraints) if constraints else None
     )
@@ -995,7 +1024,7 @@ def _install(r: _Rebuild, tmp: Path) -> StageResult:
                 if shown is not None:
                     show(shown)
 
-        run = _run(argv, env, cwd=plan.requirements.parent, on_line=stream)
+        run = _run(argv, env, cwd=r.plan.requirements.parent, on_line=stream)
     details: dict[str, Any] = {
         "command": _pretty_argv(plan, argv),
         "environment": sorted(env),
