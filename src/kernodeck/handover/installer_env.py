@@ -507,3 +507,74 @@ def mirrored_requirements(text: str, swaps: Sequence[tuple[str, str]]) -> str:
         return f"{m['opt']}{m['sep']}{url}"
 
     return "\n".join(_INDEX_OPTION.sub(swap, line) for line in text.split("\n"))
+
+
+# --- routing (packages taken only from an explicit index) ---------------------------------------
+
+
+def explicit_routes(manifest: Manifest, lock_text: str) -> dict[str, str]:
+    """Project name -> the one index its pin is installed from, for the pins of `lock_text` routed
+    to an explicit index: the manifest's `[[packages.index]] packages` and `[packages] sources`,
+    and the PyTorch family to the PyTorch index the lock names (`--extra-index-url` under the
+    PyTorch base). Everything else comes from the lock's other indexes."""
+    from packaging.utils import canonicalize_name
+
+    from kernodeck.backends import PYTORCH_INDEX_BASE, TORCH_FAMILY
+
+    by_name = {ix.name: ix.url for ix in manifest.packages.index if ix.url}
+    routes: dict[str, str] = {
+        canonicalize_name(p): str(ix.url) for ix in manifest.packages.index if ix.url for p in ix.packages
+    }
+    routes.update(
+        {canonicalize_name(p): str(by_name[i]) for p, i in manifest.packages.sources.items() if i in by_name}
+    )
+    base = (manifest.packages.pytorch_index or PYTORCH_INDEX_BASE).rstrip("/")
+    for m in map(_INDEX_OPTION.match, lock_text.splitlines()):
+        if m and m["opt"].strip() == "--extra-index-url" and m["url"].startswith(base + "/"):
+            routes.update({name: m["url"] for name in TORCH_FAMILY if name not in routes})
+    return routes
+
+
+def split_routed(text: str, routes: Mapping[str, str]) -> list[tuple[str | None, str]]:
+    """The lock file as separate installs: one per explicit index (`--index-url` that index, only
+    its pins), then the rest (the lock's own options without the extra indexes only routed pins
+    use). Pins and hashes are the lock's; a lock without routed pins is one install (None, text)."""
+    from packaging.utils import canonicalize_name
+
+    head: list[str] = []
+    blocks: list[tuple[str | None, list[str]]] = []
+    for line in text.split("\n"):
+        pin = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?", line)
+        if pin:
+            blocks.append((routes.get(canonicalize_name(pin.group(1))), [line]))
+        elif blocks and (line.startswith((" ", "\t")) or not line.strip()):
+            blocks[-1][1].append(line)
+        else:
+            head.append(line)
+    primary = next(
+        (m["url"] for m in map(_INDEX_OPTION.match, head) if m and m["opt"].strip() in ("--index-url", "-i")),
+        None,
+    )
+    urls = list(dict.fromkeys(url for url, _ in blocks if url is not None and url != primary))
+    if not urls or any(line.strip() == "--no-index" for line in head):
+        return [(None, text)]
+    blocks = [(None if url == primary else url, lines) for url, lines in blocks]
+    options = [line for line in head if _INDEX_OPTION.match(line) is None]
+    routed_only = set(urls)
+    rest_head = [
+        line
+        for line in head
+        if not (
+            (m := _INDEX_OPTION.match(line))
+            and m["opt"].strip() == "--extra-index-url"
+            and m["url"] in routed_only
+        )
+    ]
+    out: list[tuple[str | None, str]] = []
+    for url in urls:
+        body = [ln for u, lines in blocks if u == url for ln in lines]
+        out.append((url, "\n".join([*options, f"--index-url {url}", *body]) + "\n"))
+    rest = [ln for u, lines in blocks if u is None for ln in lines]
+    if rest:
+        out.append((None, "\n".join([*rest_head, *rest]) + "\n"))
+    return out

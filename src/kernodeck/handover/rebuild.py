@@ -51,8 +51,10 @@ from kernodeck.handover import sums as bundlesums
 from kernodeck.handover.installer_env import (
     Installer,
     InstallerEnvironment,
+    explicit_routes,
     installer_environment,
     mirrored_requirements,
+    split_routed,
 )
 from kernodeck.handover.installer_errors import InstallerCause, backend_error, first_error, installer_cause
 from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
@@ -989,6 +991,38 @@ def _stage_pip_version(r: _Rebuild) -> StageResult:
     )
 
 
+def install_files(plan: RebuildPlan, tmp: Path) -> list[Path]:
+    """The requirement files the install reads, in order: the lock itself; or, when it routes pins
+    to an explicit index (`installer_env.explicit_routes`) or `--mirror` applies, copies in `tmp`:
+    one per explicit index (so pip never asks that index for the rest), then the rest, each with
+    the mirrors' URLs. The same pins and hashes as the lock."""
+    text = plan.requirements.read_text(encoding="utf-8")
+    parts = split_routed(text, explicit_routes(plan.manifest, text))
+    if len(parts) == 1 and not plan.mirrors:
+        return [plan.requirements]
+    files = []
+    for i, (_url, part) in enumerate(parts):
+        name = plan.requirements.name if i == len(parts) - 1 else f"routed-{i}-{plan.requirements.name}"
+        (tmp / name).write_text(mirrored_requirements(part, plan.mirrors), encoding="utf-8")
+        files.append(tmp / name)
+    return files
+
+
+def _install_routed(r: _Rebuild, files: Sequence[Path], env: Mapping[str, str]) -> _Run | None:
+    """Install the pins routed to explicit indexes (each file from its index alone); the first
+    failed run, or None when all passed."""
+    for part in files:
+        plan = dataclasses.replace(r.plan, requirements=part)
+        done = _run(
+            install_command(plan, r.py, r.uv, r.ienv.args(plan.installer)),
+            env,
+            cwd=r.plan.requirements.parent,
+        )
+        if done.returncode != 0:
+            return done
+    return None
+
+
 def _stage_install(r: _Rebuild) -> StageResult:
     with tempfile.TemporaryDirectory(prefix="kernodeck-install-") as tmp:
         return _install(r, Path(tmp))
@@ -1004,11 +1038,9 @@ def _install(r: _Rebuild, tmp: Path) -> StageResult:
         if build_constraints_route(plan.installer, r.pip_version) == "environment":
             env["PIP_CONSTRAINT"] = str(constraints)
             constraints = None
-    if plan.mirrors:  # the same pins and hashes, fetched through the mirrors
-        mirrored = tmp / plan.requirements.name
-        text = plan.requirements.read_text(encoding="utf-8")
-        mirrored.write_text(mirrored_requirements(text, plan.mirrors), encoding="utf-8")
-        plan = dataclasses.replace(plan, requirements=mirrored)
+    *first, last = install_files(plan, tmp)
+    done = _install_routed(r, first, env)
+    plan = dataclasses.replace(plan, requirements=last)
     argv = install_command(
         plan, py, uv, ienv.args(plan.installer), build_constraints=str(constraints) if constraints else None
     )
@@ -1024,7 +1056,7 @@ def _install(r: _Rebuild, tmp: Path) -> StageResult:
                 if shown is not None:
                     show(shown)
 
-        run = _run(argv, env, cwd=r.plan.requirements.parent, on_line=stream)
+        run = done if done is not None else _run(argv, env, cwd=r.plan.requirements.parent, on_line=stream)
     details: dict[str, Any] = {
         "command": _pretty_argv(plan, argv),
         "environment": sorted(env),
