@@ -82,7 +82,8 @@ def test_the_filter_drops_what_changes_the_install_and_keeps_network_reach() -> 
     assert {"PIP_FIND_LINKS", "PIP_CONSTRAINT", "UV_INDEX_URL", "PIP_SOMETHING_NEW", "PYTHONPATH"} <= set(
         ienv.dropped
     )
-    assert ienv.pip_args == ["--cert", "/"]  # SSL_CERT_DIR is the only CA given: pip takes a folder too
+    # SSL_CERT_DIR is the only CA given: pip takes a folder too; pip's patience is bounded by default
+    assert ienv.pip_args == ["--cert", "/", "--timeout", "15", "--retries", "1"]
 
 
 def test_ca_bundle_precedence_and_translation_for_each_installer() -> None:
@@ -120,6 +121,8 @@ def test_ca_bundle_precedence_and_translation_for_each_installer() -> None:
         "http://u:pw@proxy:8080",
         "--timeout",
         "180",
+        "--retries",
+        "1",
     ]
     uv = installer_environment(environ, settings=net, installer="uv")
     assert uv.args("uv") == []

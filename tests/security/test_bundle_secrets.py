@@ -118,5 +118,7 @@ def test_code_that_names_a_mirror_stops_the_bundle(tmp_path: Path) -> None:
             environ={"PIP_EXTRA_INDEX_URL": "http://127.0.0.1:9/mirror/simple"},
             home=tmp_path,
         )
-    assert "fetch.py (code): a mirror URL of this machine" in err.value.context
+    assert err.value.context[0].startswith(
+        "fetch.py:1: a mirror URL of this machine [mirror-url] (code; to accept: fetch.py "
+    )
     assert not (tmp_path / "out").exists()

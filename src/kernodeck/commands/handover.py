@@ -55,6 +55,14 @@ from kernodeck.render.output import OutputOptions
     help="Require a bundle signed by a key in FILE (git's allowed_signers format; "
     "default: $KERNODECK_ALLOWED_SIGNERS).",
 )
+@click.option(
+    "--mirror",
+    "mirrors",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Install through URL where the lock names index NAME (a declared index, `default` or `pytorch`; "
+    "repeatable; default: $KERNODECK_MIRRORS, space-separated), as `kernodeck lock --mirror`.",
+)
 @report_options()
 def rebuild(
     source: str | None,
@@ -67,6 +75,7 @@ def rebuild(
     no_compute: bool,
     allow_stale: bool,
     allowed_signers: str | None,
+    mirrors: tuple[str, ...],
     output: OutputOptions,
 ) -> None:
     """Recreate the environment in a clean folder and re-run the whole sequence.
@@ -96,6 +105,7 @@ def rebuild(
         force=force,
         allow_stale=allow_stale,
         allowed_signers=allowed_signers,
+        mirrors=list(mirrors) or None,
     )
     display = _StageDisplay(quiet=output.quiet)
     display.log(

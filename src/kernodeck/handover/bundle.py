@@ -36,7 +36,7 @@ from typing import Any
 
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.gitstate import git_state, later_commits_touch_only_kernodeck_files
-from kernodeck.handover import selfwheel
+from kernodeck.handover import checkfiles, secretscan, selfwheel
 from kernodeck.handover import sums as bundlesums
 from kernodeck.handover.rebuild import (
     INVENTORY_FILE,
@@ -441,6 +441,7 @@ TOOL_DIR = "_kernodeck"
 TOOL_REQUIREMENTS = f"{TOOL_DIR}/requirements.txt"
 #: Kernodeck as REBUILD.md calls it, once installed from the bundle.
 TOOL = ".kernodeck/bin/kernodeck"
+TOOL_PYTHON = ".kernodeck/bin/python"
 
 
 def tool_install_commands() -> list[str]:
@@ -448,8 +449,8 @@ def tool_install_commands() -> list[str]:
     the folder but its dependencies, at the versions that wrote the bundle)."""
     return [
         "python3 -m venv .kernodeck",
-        f"PIP_CONFIG_FILE=/dev/null .kernodeck/bin/python -m pip install --isolated -r {TOOL_REQUIREMENTS}",
-        f"PIP_CONFIG_FILE=/dev/null .kernodeck/bin/python -m pip install --isolated --no-deps {TOOL_DIR}/{selfwheel.wheel_filename()}",
+        "PIP_CONFIG_FILE=/dev/null .kernodeck/bin/python -m pip install --isolated --require-hashes --no-deps"
+        f" -r {TOOL_REQUIREMENTS}",
     ]
 
 
@@ -643,8 +644,8 @@ def _md_outputs(m: Manifest) -> list[str]:
         for o in c.output:
             where = f"out/{c.name}/{o.path}"
             if o.path.endswith(".npy"):
-                lines.append(
-                    f"{MD_PYTHON} -c \"import numpy as np; a = np.load('{where}'); "
+                lines.append(  # Kernodeck's venv has NumPy (the `checks` extra); the project may not
+                    f"{TOOL_PYTHON} -c \"import numpy as np; a = np.load('{where}'); "
                     'print(a.shape, a.dtype, bool(np.isfinite(a).all()))"'
                 )
             elif o.path.endswith(".json"):
@@ -982,18 +983,23 @@ def _stage_code(b: _Bundling) -> None:
         b.add_verbatim(name, "code")
 
 
+def _stage_check_files(b: _Bundling) -> None:
+    """A warning for each file a `[[check]]` runs that the receiver will not have as it is here."""
+    carried = set(b.plan.files) if b.options.include_code else None
+    b.result.warnings.extend(checkfiles.warnings(b.manifest, b.folder, carried=carried))
+
+
 def _stage_references(b: _Bundling) -> None:
     """references.json, Kernodeck's own wheel and the pins of its dependencies."""
     b.refs = references(b.manifest, set(b.plan.files))
     if b.code_entry is not None:
         b.code_entry["files"] = len([r for r, why in b.plan.verbatim.items() if why == "code"])
         b.refs.insert(0, b.code_entry)
-    b.plan.files[f"{TOOL_DIR}/{selfwheel.wheel_filename()}"] = selfwheel.wheel_bytes()
-    b.add_text(
-        TOOL_REQUIREMENTS,
-        f"# Kernodeck {selfwheel.version()}'s own dependencies, as installed where this bundle was written\n"
-        + "".join(f"{pin}\n" for pin in selfwheel.dependency_pins()),
-    )
+    lock_texts = [(b.folder / requirements_filename(p)).read_text(encoding="utf-8") for p in b.locked]
+    tool = selfwheel.tool_files(b.manifest, TOOL_DIR, lock_texts=["".join(lock_texts)])
+    b.plan.files.update(tool.files)
+    b.add_text(TOOL_REQUIREMENTS, tool.requirements)
+    b.result.warnings.extend(tool.warnings)
     b.add_text(REFERENCES, json.dumps(b.refs, indent=2, sort_keys=True) + "\n")
 
 
@@ -1017,17 +1023,15 @@ def _stage_rebuild_md(b: _Bundling) -> None:
 
 def _stage_leaks(b: _Bundling) -> None:
     """Nothing leaves the machine that reveals a secret or a host path."""
-    problems = []
-    for rel, data in sorted(b.plan.files.items()):
-        found = b.scrub.leaks(data, generated=rel not in b.plan.verbatim)
-        if found:
-            why = b.plan.verbatim.get(rel, "generated file")
-            problems.append(f"{rel} ({why}): {', '.join(found)}")
-    if problems:
+    scan = secretscan.scan_files(b.scrub, b.plan.files, b.plan.verbatim, secretscan.Allowlist.read(b.folder))
+    b.result.warnings.extend(secretscan.accepted_note(scan))
+    if scan.refused:
         raise BundleError(
             "the bundle would reveal secrets or paths of this machine; nothing was written",
-            context=problems,
-            hint="move secrets into environment variables named in repro.toml, and use paths relative to the project",
+            context=secretscan.problems(scan, b.plan.verbatim),
+            hint="move secrets into environment variables named in repro.toml, and use paths relative to the "
+            f"project; a finding that is no secret: add `{secretscan.ALLOW_MARKER}` to its line, or its "
+            f"`to accept:` text to {secretscan.ALLOWLIST_FILE}",
         )
 
 
@@ -1059,6 +1063,7 @@ BUNDLE_STAGES: tuple[tuple[str, Callable[[_Bundling], None]], ...] = (
     ("report", _stage_report),
     ("config-and-data", _stage_config_and_data),
     ("code", _stage_code),
+    ("check-files", _stage_check_files),
     ("references", _stage_references),
     ("rebuild-md", _stage_rebuild_md),
     ("leaks", _stage_leaks),

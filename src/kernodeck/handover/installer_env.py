@@ -18,7 +18,8 @@ the network is carried over explicitly:
   `proxy` setting (or `PIP_PROXY`) becomes pip's `--proxy`, and `HTTPS_PROXY`/`HTTP_PROXY` for uv
   when those are not set already.
 - **Patience**: `PIP_DEFAULT_TIMEOUT`/`timeout` and `PIP_RETRIES`/`retries` become `--timeout` and
-  `--retries` (uv reads `UV_HTTP_TIMEOUT`, passed through).
+  `--retries`, 15 s and 1 retry when unset, so an unreachable index fails within a minute (uv
+  reads `UV_HTTP_TIMEOUT`, passed through).
 
 Everything that changes *what* gets installed is dropped: other indexes, find-links, constraints,
 `no-binary`/`only-binary`, pre-releases, the user site, uv's index and resolution settings
@@ -38,10 +39,14 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from kernodeck.manifest.schema import Manifest
 
 Installer = Literal["pip", "uv"]
 
@@ -388,6 +393,12 @@ class InstallerEnvironment:
         return list(self.uv_args if installer == "uv" else self.pip_args)
 
 
+#: pip's `--timeout` (seconds per read) and `--retries` when neither the environment nor pip's
+#: configuration sets them.
+PIP_TIMEOUT = "15"
+PIP_RETRIES = "1"
+
+
 def installer_environment(
     environ: Mapping[str, str],
     keep: Iterable[str] = (),
@@ -417,10 +428,10 @@ def installer_environment(
         pip_args += ["--trusted-host", host.value]
     if net.proxy is not None:
         pip_args += ["--proxy", net.proxy.value]
-    if net.timeout is not None:
-        pip_args += ["--timeout", net.timeout.value]
-    if net.retries is not None:
-        pip_args += ["--retries", net.retries.value]
+    # without a setting, pip's patience is bounded: an unreachable index fails in well under a
+    # minute instead of five retries with back-off for every page (minutes)
+    pip_args += ["--timeout", net.timeout.value if net.timeout is not None else PIP_TIMEOUT]
+    pip_args += ["--retries", net.retries.value if net.retries is not None else PIP_RETRIES]
 
     if installer == "uv":
         if net.ca is not None:
@@ -445,3 +456,125 @@ def installer_environment(
         settings=net,
         dropped=dropped_variables(environ, keep_names),
     )
+
+
+# --- mirrors (`kernodeck rebuild --mirror NAME=URL`) --------------------------------------------
+
+#: The requirement-file options that name where packages come from.
+_INDEX_OPTION = re.compile(
+    r"^(?P<opt>\s*(?:--index-url|--extra-index-url|--find-links|-i|-f))(?P<sep>[ \t=]+)(?P<url>\S+)"
+)
+
+
+def mirror_swaps(manifest: Manifest, mirrors: Mapping[str, str], lock_text: str) -> list[tuple[str, str]]:
+    """(URL as the lock file writes it, mirror URL) for `mirrors` as `lock.mirrors.parse_mirrors`
+    returns them: a declared index's URL; `default` when no index is declared: the lock's own
+    `--index-url`; `pytorch`: the PyTorch index base (each backend's index lies below it)."""
+    from kernodeck.backends import PYTORCH_INDEX_BASE
+
+    declared = {ix.name: ix.url for ix in manifest.packages.index if ix.url}
+    swaps: list[tuple[str, str]] = []
+    for name, url in mirrors.items():
+        if name == "pytorch":
+            swaps.append((PYTORCH_INDEX_BASE, url))
+        elif name in declared:
+            swaps.append((str(declared[name]), url))
+        elif name == "default":
+            first = next(
+                (
+                    m
+                    for m in map(_INDEX_OPTION.match, lock_text.splitlines())
+                    if m and m["opt"].strip() in ("--index-url", "-i")
+                ),
+                None,
+            )
+            if first is not None:
+                swaps.append((first["url"], url))
+    return swaps
+
+
+def mirrored_requirements(text: str, swaps: Sequence[tuple[str, str]]) -> str:
+    """The lock file's text with every index option under a declared URL pointing at its mirror
+    (longest declared URL first); pins and hashes unchanged, so what gets installed does not."""
+    pairs = sorted(((d.rstrip("/"), m.rstrip("/")) for d, m in swaps), key=lambda p: -len(p[0]))
+
+    def swap(m: re.Match[str]) -> str:
+        url = m["url"]
+        for declared, mirror in pairs:
+            if url.rstrip("/") == declared or url.startswith(declared + "/"):
+                url = mirror + url[len(declared) :]
+                break
+        return f"{m['opt']}{m['sep']}{url}"
+
+    return "\n".join(_INDEX_OPTION.sub(swap, line) for line in text.split("\n"))
+
+
+# --- routing (packages taken only from an explicit index) ---------------------------------------
+
+
+def explicit_routes(manifest: Manifest, lock_text: str) -> dict[str, str]:
+    """Project name -> the one index its pin is installed from, for the pins of `lock_text` routed
+    to an explicit index: the manifest's `[[packages.index]] packages` and `[packages] sources`,
+    and the PyTorch family to the PyTorch index the lock names (`--extra-index-url` under the
+    PyTorch base). Everything else comes from the lock's other indexes."""
+    from packaging.utils import canonicalize_name
+
+    from kernodeck.backends import PYTORCH_INDEX_BASE, TORCH_FAMILY
+
+    by_name = {ix.name: ix.url for ix in manifest.packages.index if ix.url}
+    routes: dict[str, str] = {
+        canonicalize_name(p): str(ix.url) for ix in manifest.packages.index if ix.url for p in ix.packages
+    }
+    routes.update(
+        {canonicalize_name(p): str(by_name[i]) for p, i in manifest.packages.sources.items() if i in by_name}
+    )
+    base = (manifest.packages.pytorch_index or PYTORCH_INDEX_BASE).rstrip("/")
+    for m in map(_INDEX_OPTION.match, lock_text.splitlines()):
+        if m and m["opt"].strip() == "--extra-index-url" and m["url"].startswith(base + "/"):
+            routes.update({name: m["url"] for name in TORCH_FAMILY if name not in routes})
+    return routes
+
+
+def split_routed(text: str, routes: Mapping[str, str]) -> list[tuple[str | None, str]]:
+    """The lock file as separate installs: one per explicit index (`--index-url` that index, only
+    its pins), then the rest (the lock's own options without the extra indexes only routed pins
+    use). Pins and hashes are the lock's; a lock without routed pins is one install (None, text)."""
+    from packaging.utils import canonicalize_name
+
+    head: list[str] = []
+    blocks: list[tuple[str | None, list[str]]] = []
+    for line in text.split("\n"):
+        pin = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?", line)
+        if pin:
+            blocks.append((routes.get(canonicalize_name(pin.group(1))), [line]))
+        elif blocks and (line.startswith((" ", "\t")) or not line.strip()):
+            blocks[-1][1].append(line)
+        else:
+            head.append(line)
+    primary = next(
+        (m["url"] for m in map(_INDEX_OPTION.match, head) if m and m["opt"].strip() in ("--index-url", "-i")),
+        None,
+    )
+    urls = list(dict.fromkeys(url for url, _ in blocks if url is not None and url != primary))
+    if not urls or any(line.strip() == "--no-index" for line in head):
+        return [(None, text)]
+    blocks = [(None if url == primary else url, lines) for url, lines in blocks]
+    options = [line for line in head if _INDEX_OPTION.match(line) is None]
+    routed_only = set(urls)
+    rest_head = [
+        line
+        for line in head
+        if not (
+            (m := _INDEX_OPTION.match(line))
+            and m["opt"].strip() == "--extra-index-url"
+            and m["url"] in routed_only
+        )
+    ]
+    out: list[tuple[str | None, str]] = []
+    for url in urls:
+        body = [ln for u, lines in blocks if u == url for ln in lines]
+        out.append((url, "\n".join([*options, f"--index-url {url}", *body]) + "\n"))
+    rest = [ln for u, lines in blocks if u is None for ln in lines]
+    if rest:
+        out.append((None, "\n".join([*rest_head, *rest]) + "\n"))
+    return out

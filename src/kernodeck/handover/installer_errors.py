@@ -205,12 +205,55 @@ def _evidence(line: str, kind: str) -> str:
     return s if len(s) <= 400 else s[:397] + "..."
 
 
+_LOOKING_IN = re.compile(r"^\s*Looking in (?:indexes|links):\s*(?P<urls>.*)$")
+#: pip's retry warning ends with the path it was fetching: `...': /whl/cpu/torch/`
+_RETRY_PATH = re.compile(r"Retrying \(.*:\s*(?P<path>/\S*)\s*$")
+_REQUIREMENT = re.compile(
+    r"(?:satisfies the requirement|distribution found for)\s+(?P<req>[A-Za-z0-9][^\s;(]*)"
+)
+
+
+def _indexes_named(lines: list[str]) -> list[str]:
+    """The indexes pip says it looks in (`Looking in indexes: A, B`), in its order."""
+    for line in lines:
+        m = _LOOKING_IN.match(line)
+        if m:
+            return [u.strip() for u in m["urls"].split(",") if u.strip()]
+    return []
+
+
 def _context_url(lines: list[str], index: int) -> str | None:
-    """The URL an evidence line is about: on the line, or on the uv `Failed to fetch:` line above it."""
-    for line in reversed(lines[max(0, index - 8) : index + 1]):
+    """The URL an evidence line is about: on the line; for pip's retry warning, the index named in
+    `Looking in indexes` whose path the warning's path starts with (never merely the first index
+    listed); or on the uv `Failed to fetch:` line above it."""
+    m = _URL.search(lines[index])
+    if m:
+        return m.group(0).rstrip(":.,")
+    retry = _RETRY_PATH.search(lines[index])
+    if retry:
+        from urllib.parse import urlsplit
+
+        path = retry["path"]
+        for url in sorted(_indexes_named(lines), key=len, reverse=True):
+            if path.startswith(urlsplit(url).path.rstrip("/") + "/"):
+                parts = urlsplit(url)
+                return f"{parts.scheme}://{parts.netloc}{path}"
+        return None
+    for line in reversed(lines[max(0, index - 8) : index]):
+        if _LOOKING_IN.match(line):
+            continue
         m = _URL.search(line)
         if m:
             return m.group(0).rstrip(":.,")
+    return None
+
+
+def _wanted(lines: list[str]) -> str | None:
+    """The requirement the installer could not satisfy, when it says so."""
+    for line in lines:
+        m = _REQUIREMENT.search(line)
+        if m:
+            return m["req"].rstrip(".,")
     return None
 
 
@@ -300,7 +343,8 @@ def installer_cause(
             url = _context_url(lines, i)
             if url and url not in evidence:
                 evidence += f" ({url})"
-            error = f"{_SUMMARY[kind]}: {evidence}"
+            wanted = _wanted(lines)
+            error = f"{_SUMMARY[kind]}: {evidence}" + (f"; it could not get {wanted}" if wanted else "")
             if final and final not in error and not pattern.search(final):
                 error += f" (then: {final})"
             error = redact(error)

@@ -37,6 +37,7 @@ The exit code comes from the steps' typed status (`Report.exit_code`), never fro
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -52,7 +53,14 @@ from typing import Any, Protocol
 
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.handover import sums as bundlesums
-from kernodeck.handover.installer_env import Installer, InstallerEnvironment, installer_environment
+from kernodeck.handover.installer_env import (
+    Installer,
+    InstallerEnvironment,
+    explicit_routes,
+    installer_environment,
+    mirrored_requirements,
+    split_routed,
+)
 from kernodeck.handover.installer_errors import InstallerCause, backend_error, first_error, installer_cause
 from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
 from kernodeck.manifest.load import load_manifest
@@ -341,6 +349,8 @@ class RebuildPlan:
     allow_stale: bool = False
     #: The allowed signers file a bundle's signature is checked against (None: not checked).
     allowed_signers: Path | None = None
+    #: --mirror / KERNODECK_MIRRORS: (URL as the lock writes it, mirror URL) pairs for the install.
+    mirrors: list[tuple[str, str]] = field(default_factory=list)
 
 
 def locate_manifest(source: str | Path) -> Path:
@@ -417,10 +427,12 @@ def plan_rebuild(
     environ: Mapping[str, str] | None = None,
     allow_stale: bool = False,
     allowed_signers: str | Path | None = None,
+    mirrors: Sequence[str] | None = None,
 ) -> RebuildPlan:
     """Check the inputs (usage errors, exit 2) before anything runs (`environ`: where uv and
-    KERNODECK_ALLOWED_SIGNERS are looked up, default this process's environment). `source` and
-    `dest` are taken relative to the current folder, once, here."""
+    KERNODECK_ALLOWED_SIGNERS are looked up, default this process's environment; `mirrors`: `NAME=URL`
+    items with lock's meaning, default $KERNODECK_MIRRORS). `source` and `dest` are taken relative to
+    the current folder, once, here."""
     from kernodeck.handover.signing import allowed_signers_file
 
     if installer not in ("pip", "uv"):
@@ -480,6 +492,20 @@ def plan_rebuild(
         allow_stale=allow_stale,
         allowed_signers=signers,
         manifest_display=str(shown),
+        mirrors=_mirror_swaps(manifest, reqs, environ, mirrors),
+    )
+
+
+def _mirror_swaps(
+    manifest: Manifest, reqs: Path, environ: Mapping[str, str] | None, mirrors: Sequence[str] | None
+) -> list[tuple[str, str]]:
+    from kernodeck.handover.installer_env import mirror_swaps
+    from kernodeck.lock.mirrors import parse_mirrors
+
+    env = os.environ if environ is None else environ
+    parsed = parse_mirrors(manifest, env.get("KERNODECK_MIRRORS", "").split() if mirrors is None else mirrors)
+    return (
+        mirror_swaps(manifest, parsed, reqs.read_text(encoding="utf-8", errors="replace")) if parsed else []
     )
 
 
@@ -1078,6 +1104,38 @@ def _stage_pip_version(r: _Rebuild) -> StageResult:
     )
 
 
+def install_files(plan: RebuildPlan, tmp: Path) -> list[Path]:
+    """The requirement files the install reads, in order: the lock itself; or, when it routes pins
+    to an explicit index (`installer_env.explicit_routes`) or `--mirror` applies, copies in `tmp`:
+    one per explicit index (so pip never asks that index for the rest), then the rest, each with
+    the mirrors' URLs. The same pins and hashes as the lock."""
+    text = plan.requirements.read_text(encoding="utf-8")
+    parts = split_routed(text, explicit_routes(plan.manifest, text))
+    if len(parts) == 1 and not plan.mirrors:
+        return [plan.requirements]
+    files = []
+    for i, (_url, part) in enumerate(parts):
+        name = plan.requirements.name if i == len(parts) - 1 else f"routed-{i}-{plan.requirements.name}"
+        (tmp / name).write_text(mirrored_requirements(part, plan.mirrors), encoding="utf-8")
+        files.append(tmp / name)
+    return files
+
+
+def _install_routed(r: _Rebuild, files: Sequence[Path], env: Mapping[str, str]) -> _Run | None:
+    """Install the pins routed to explicit indexes (each file from its index alone); the first
+    failed run, or None when all passed."""
+    for part in files:
+        plan = dataclasses.replace(r.plan, requirements=part)
+        done = _run(
+            install_command(plan, r.py, r.uv, r.ienv.args(plan.installer)),
+            env,
+            cwd=r.plan.requirements.parent,
+        )
+        if done.returncode != 0:
+            return done
+    return None
+
+
 def _stage_install(r: _Rebuild) -> StageResult:
     with tempfile.TemporaryDirectory(prefix="kernodeck-install-") as tmp:
         return _install(r, Path(tmp))
@@ -1093,6 +1151,9 @@ def _install(r: _Rebuild, tmp: Path) -> StageResult:
         if build_constraints_route(plan.installer, r.pip_version) == "environment":
             env["PIP_CONSTRAINT"] = str(constraints)
             constraints = None
+    *first, last = install_files(plan, tmp)
+    done = _install_routed(r, first, env)
+    plan = dataclasses.replace(plan, requirements=last)
     argv = install_command(
         plan, py, uv, ienv.args(plan.installer), build_constraints=str(constraints) if constraints else None
     )
@@ -1108,7 +1169,7 @@ def _install(r: _Rebuild, tmp: Path) -> StageResult:
                 if shown is not None:
                     show(shown)
 
-        run = _run(argv, env, cwd=plan.requirements.parent, on_line=stream)
+        run = done if done is not None else _run(argv, env, cwd=r.plan.requirements.parent, on_line=stream)
     details: dict[str, Any] = {
         "command": _pretty_argv(plan, argv),
         "environment": sorted(env),

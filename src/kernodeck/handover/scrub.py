@@ -42,23 +42,52 @@ _PLACEHOLDER = re.compile(
     r"^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>)(?::(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|<[^<>]*>))?$"
 )
 
+#: Names with "token" in the sense of a language model's unit, not a credential: special tokens
+#: (`pad_token`, `eos_token`), counts and rates (`max_token`, `num_flops_per_token`).
+_ML_TOKEN_NAME = (
+    r"(?i:(?:[A-Za-z0-9]+_)*(?:pad|eos|bos|unk|sep|cls|mask|start|end|stop|image|img|audio|video"
+    r"|special|added|per|max|min|num|n|total|next|prev|first|last|new|default)_token\b)"
+)
 _SECRET_WORD = (
-    r"\b(?i:(?:[A-Za-z0-9]+_)*(?:[A-Za-z0-9]*(?:TOKEN|SECRET|PASSWORD|PASSWD)|PASS|PWD|CREDENTIALS)"
+    r"\b(?!"
+    + _ML_TOKEN_NAME
+    + r")(?i:(?:[A-Za-z0-9]+_)*(?:[A-Za-z0-9]*(?:TOKEN|SECRET|PASSWORD|PASSWD)|PASS|PWD|CREDENTIALS)"
     r"(?:_(?:VALUE|STR|STRING|TEXT))?"
     r"|[A-Za-z0-9_]*(?:api|access|secret|private)_?key)\b"
     r"|\b[A-Z0-9_]*_(?:KEY|PAT|AUTH)\b|\b[a-z0-9_]*_auth\b"
 )
+#: Words of an obvious stand-in (`"test"`, `"dummy"`, `your-api-key-here`, `[UNK]`, `********`):
+#: test fixtures and documentation, not credentials.
+_PLACEHOLDER_WORDS = (
+    r"test|tests|testing|dummy|fake|mock|mocked|example|sample|placeholder|your|my|here|key|token"
+    r"|secret|password|pass|api|value|foo|bar|baz|abc|xyz|redacted|changeme|change|me|insert|todo"
+    r"|none|null|empty|invalid|not|set|unset|the|a|an|some|string|str|xxx+|x+"
+)
+_PLACEHOLDER_VALUE = (
+    r"(?i:(?:" + _PLACEHOLDER_WORDS + r")(?:[-_ .]+(?:" + _PLACEHOLDER_WORDS + r"))*"
+    r"|\[[A-Za-z_]+\]|[*xX.\u2022#-]{3,})"
+)
 #: A literal value after `NAME =` / `NAME:`: quoted (any non-empty text that is not a placeholder),
 #: or bare when it cannot be a reference to something else: an identifier (`os.environ`,
-#: `settings.SECRET`, `None`) is code, not a value, unless it holds a digit or a symbol.
+#: `settings.SECRET`, `None`) is code, not a value, unless it holds a digit or a symbol; a bare
+#: value is at least 6 characters (`6` in `per_token = 6 * n`, `**` in `**token:**` are not) and
+#: not the first operand of arithmetic.
 _LITERAL = (
-    r"(?P<q>[\"'])(?P<qvalue>(?![<$]|\{\{)[^\"'\n]+)(?P=q)"
-    r"|(?P<value>(?![<$=:|>])(?=[^\s\"',;}&)\]]*[0-9~!@#%^*+/=\-])[^\s\"',;}&)\](\[]+)(?![(\[\w.])"
+    r"(?P<q>[\"'])(?!" + _PLACEHOLDER_VALUE + r"(?P=q))(?P<qvalue>(?![<$]|\{\{)[^\"'\n]+)(?P=q)"
+    r"|(?!" + _PLACEHOLDER_VALUE + r"(?:[\s\"',;}&)\]]|$))"
+    r"(?P<value>(?![<$=:|>])(?=[^\s\"',;}&)\](\[]{6})(?=[^\s\"',;}&)\]]*[0-9~!@#%^*+/=\-])[^\s\"',;}&)\](\[]+)"
+    r"(?![(\[\w.])(?![ \t]+[-+*/%][ \t]+[\w(])"
 )
 _ASSIGNMENT = re.compile(
     r"(?P<name>" + _SECRET_WORD + r")"
-    r"(?P<sep>[\"']?[ \t]*(?::=|[:=])[ \t]*)"
+    r"(?P<sep>[\"']?\]?[ \t]*(?::=|[:=])[ \t]*)"
     r"(?:" + _LITERAL + r")"
+)
+#: A long random-looking literal for a bare `key=` (`wandb.login(key="...")`): 32 or more letters
+#: and digits, both present (a dict key or a module path has dots or no digits).
+_KEY_VALUE = re.compile(
+    r"\b(?P<name>key)(?P<sep>[ \t]*=[ \t]*)(?P<q>[\"'])"
+    r"(?P<qvalue>(?=[A-Za-z_-]*[0-9])(?=[0-9_-]*[A-Za-z])[A-Za-z0-9_-]{32,})(?P=q)"
 )
 #: YAML with the value on the next line (`password:` then an indented scalar, or a `|`/`>` block).
 _YAML_NEXT_LINE = re.compile(
@@ -100,17 +129,51 @@ def _sub_auth(m: re.Match[str]) -> str:
     return f"{m['head']}{_REDACTED}" if m["head"] is not None else f"{m['bearer']}{_REDACTED}"
 
 
-#: The shapes of secrets in any text, as (what it is, pattern, replacement). The scrubber replaces
-#: them and the leak check looks for them: one list, so what is scanned is what is scrubbed.
-SECRET_SHAPES: tuple[tuple[str, re.Pattern[str], Any], ...] = (
-    ("a private key", _PRIVATE_KEY, "<redacted:private key>"),
-    ("a credential assignment", _ASSIGNMENT, _sub_assignment),
-    ("a credential assignment", _YAML_NEXT_LINE, lambda m: f"{m['head']}{_REDACTED}"),
-    ("an Authorization header", _AUTH_HEADER, _sub_auth),
-    ("a token", _TOKEN_FORMATS, _REDACTED),
-    ("an AWS secret key", _AWS_SECRET, _REDACTED),
-    ("a netrc password", _NETRC_PASSWORD, lambda m: m[0].rsplit(None, 1)[0] + " " + _REDACTED),
+@dataclass(frozen=True)
+class Shape:
+    """One shape of secret in any text: its rule id (as findings name it), what it is in words,
+    the pattern, and what the scrubber puts in its place."""
+
+    rule: str
+    kind: str
+    pattern: re.Pattern[str]
+    replacement: Any
+
+
+#: The shapes of secrets in any text. The scrubber replaces them and the leak check looks for
+#: them: one list, so what is scanned is what is scrubbed. docs/secret-scanning.md lists the rules.
+SECRET_SHAPES: tuple[Shape, ...] = (
+    Shape("private-key", "a private key", _PRIVATE_KEY, "<redacted:private key>"),
+    Shape("credential-assignment", "a credential assignment", _ASSIGNMENT, _sub_assignment),
+    Shape("credential-assignment", "a credential assignment", _KEY_VALUE, _sub_assignment),
+    Shape(
+        "credential-assignment",
+        "a credential assignment",
+        _YAML_NEXT_LINE,
+        lambda m: f"{m['head']}{_REDACTED}",
+    ),
+    Shape("authorization-header", "an Authorization header", _AUTH_HEADER, _sub_auth),
+    Shape("token-format", "a token", _TOKEN_FORMATS, _REDACTED),
+    Shape("aws-secret-key", "an AWS secret key", _AWS_SECRET, _REDACTED),
+    Shape(
+        "netrc-password",
+        "a netrc password",
+        _NETRC_PASSWORD,
+        lambda m: m[0].rsplit(None, 1)[0] + " " + _REDACTED,
+    ),
 )
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Where in a text something that must not leave the machine starts and ends, and which rule
+    found it (`Scrubber.hits`)."""
+
+    start: int
+    end: int
+    rule: str
+    kind: str
+
 
 _PATH_END = r"(?=[/\\\s\"'`:;,)\]}>|]|\.(?:\s|$)|$)"
 
@@ -248,8 +311,8 @@ class Scrubber:
         for value in sorted(self.secrets, key=len, reverse=True):
             text = text.replace(value, f"<redacted:{self.secrets[value]}>")
         text = URL_USERINFO.sub(_userinfo, text)
-        for _kind, pattern, replacement in SECRET_SHAPES:
-            text = pattern.sub(replacement, text)
+        for shape in SECRET_SHAPES:
+            text = shape.pattern.sub(shape.replacement, text)
         for url in self.urls:
             text = re.sub(re.escape(url) + _URL_REST, "<mirror>", text)
         for path, placeholder in self.paths:
@@ -277,27 +340,39 @@ class Scrubber:
 
     def leaks(self, data: bytes | str, *, generated: bool = True) -> list[str]:
         """What `data` still reveals: variable names of secret values, placeholders of host paths,
-        mirror URLs, and kinds of credential-shaped text. Empty when the data is clean. A file
-        Kernodeck `generated` also must not name any path below a temporary folder; a file copied
-        verbatim (code) may (`/tmp/cache` as a default is not the author's machine)."""
+        mirror URLs, and kinds of credential-shaped text. Empty when the data is clean."""
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-        raw = data if isinstance(data, bytes) else data.encode("utf-8")
-        found: list[str] = []
-        for value, name in self.secrets.items():
-            if value.encode("utf-8") in raw:
-                found.append(f"the value of {name}")
+        return list(dict.fromkeys(hit.kind for hit in self.hits(text, generated=generated)))
+
+    def hits(self, text: str, *, generated: bool = True) -> list[Hit]:
+        """Every place in `text` that reveals a secret value, a host path, a mirror URL or
+        credential-shaped text, in the order of the rules. A file Kernodeck `generated` also must
+        not name any path below a temporary folder; a file copied verbatim (code) may (`/tmp/cache`
+        as a default is not the author's machine)."""
+        found = [
+            Hit(m.start(), m.end(), "secret-value", f"the value of {name}")
+            for value, name in self.secrets.items()
+            for m in re.finditer(re.escape(value), text)
+        ]
         for path, placeholder in self.paths:
-            if re.search(re.escape(path) + _PATH_END, text):
-                found.append(f"a host path ({placeholder})")
+            found += _hits(re.escape(path) + _PATH_END, text, "host-path", f"a host path ({placeholder})")
         for url in self.urls:
-            if re.search(re.escape(url) + _URL_REST, text):
-                found.append("a mirror URL of this machine")
-        if generated and any(_temp_path(tmp).search(text) for tmp in self.temp_dirs):
-            found.append("a temporary folder path")
-        if any(not _PLACEHOLDER.match(m["userinfo"]) for m in URL_USERINFO.finditer(text)):
-            found.append("credentials in a URL")
-        found += [kind for kind, pattern, _ in SECRET_SHAPES if pattern.search(text)]
-        return list(dict.fromkeys(found))
+            found += _hits(re.escape(url) + _URL_REST, text, "mirror-url", "a mirror URL of this machine")
+        if generated:
+            for tmp in self.temp_dirs:
+                found += _hits(_temp_path(tmp), text, "temp-path", "a temporary folder path")
+        found += [
+            Hit(m.start(), m.end(), "url-credentials", "credentials in a URL")
+            for m in URL_USERINFO.finditer(text)
+            if not _PLACEHOLDER.match(m["userinfo"])
+        ]
+        for shape in SECRET_SHAPES:
+            found += _hits(shape.pattern, text, shape.rule, shape.kind)
+        return found
+
+
+def _hits(pattern: str | re.Pattern[str], text: str, rule: str, kind: str) -> list[Hit]:
+    return [Hit(m.start(), m.end(), rule, kind) for m in re.finditer(pattern, text)]
 
 
 def _is_value(v: str) -> bool:
