@@ -88,6 +88,8 @@ class Report(Model):
     #: Why the run was refused as bad input before it changed anything (exit 2), e.g. an
     #: interpreter that does not satisfy [python]; None for a run that went ahead.
     refused: str | None = None
+    #: How long the run took, a measurement: shown in the summary, never compared by `diff`.
+    seconds: float | None = None
 
     def add(self, *steps: Step) -> None:
         self.steps.extend(steps)
@@ -114,10 +116,16 @@ class Report(Model):
             out[step.status.value] += 1
         return out
 
+    def duration_text(self) -> str:
+        """' in 3.41s' when the run was timed, else ''."""
+        return "" if self.seconds is None else f" in {self.seconds:.2f}s"
+
     def summary(self) -> str:
+        """pytest style: the verdict, the counts, the run's duration, the first failure with its error."""
         c = self.counts()
         verdict = "OK" if self.ok else "FAILED"
         line = f"{verdict}: {c['passed']} passed, {c['failed']} failed, {c['warning']} warnings, {c['skipped']} skipped"
+        line += self.duration_text()
         first = next((s for s in self.steps if s.status is Status.FAILED and s.required), None)
         if first is not None:
             line += f"; first failure: {first.layer}/{first.name}: {first.error}"

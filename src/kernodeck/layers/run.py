@@ -11,6 +11,7 @@ not the project's environment, and the layers after packages are not run.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,7 @@ def run_verify(
 ) -> Report:
     """The verify report. `checked`: the interpreter choice behind `probe.python` (named on the report's
     first line; None for recorded facts)."""
+    run_started = time.perf_counter()
     layers = selected(only, skip)
     ctx = Context(
         root=manifest_file.parent,
@@ -121,23 +123,19 @@ def run_verify(
     if checked is not None:
         report.interpreter = CheckedInterpreter(**checked.as_dict())
 
-    def add(steps: list[Step]) -> None:
-        ctx.steps.extend(steps)
-        report.add(*steps)
-
-    needs_facts = bool(set(layers) & (set(_FACT_LAYERS) | {"application", "resume"})) or any(
-        w.package for w in manifest.weights if "data" in layers
-    )
+    probe_seconds: dict[Layer, float] = {}
     facts: Facts | None = None
     probe_error: str | None = None
-    if needs_facts:
+    if _needs_facts(manifest, layers):
         base = _probe_request(manifest, layers, compute, "auto")
+        started = time.perf_counter()
         try:
             facts = probe.collect(dataclasses.replace(base, torch=False))
         except KernodeckError as e:
             if isinstance(e, UsageError):
                 raise
             probe_error = e.message
+        probe_seconds[Layer.INTERPRETER] = time.perf_counter() - started
     chosen = (
         choose_platform(manifest, facts, platform) if (facts is not None or platform is not None) else None
     )
@@ -151,47 +149,130 @@ def run_verify(
         )
         # in the wrong environment the layers that need torch are not run: no `import torch` there
         if request.torch and not (Layer.PACKAGES in layers and packages.wrong_environment(facts, ctx)):
+            started = time.perf_counter()
             facts.torch = probe.collect_torch(request)
+            probe_seconds[Layer.BACKEND] = time.perf_counter() - started
         report.inventory = inventory(facts)
+    _run_layers(report, layers, manifest, ctx, facts, probe_error, checked, probe_seconds)
+    ctx.cache.save()
+    report.seconds = round(time.perf_counter() - run_started, 3)
+    return report
 
+
+def _needs_facts(manifest: Manifest, layers: list[Layer]) -> bool:
+    return bool(set(layers) & (set(_FACT_LAYERS) | {"application", "resume"})) or any(
+        w.package for w in manifest.weights if "data" in layers
+    )
+
+
+def timed(steps: list[Step], seconds: float) -> list[Step]:
+    """`steps`, each without a time of its own given an equal share of `seconds` (what the layer
+    took, its probe stage included): a JUnit dashboard sees every step with a time."""
+    untimed = [s for s in steps if s.seconds is None]
+    if untimed:
+        own = sum(s.seconds or 0.0 for s in steps)
+        share = round(max(seconds - own, 0.0) / len(untimed), 6)
+        for s in untimed:
+            s.seconds = share
+    return steps
+
+
+def _run_layers(
+    report: Report,
+    layers: list[Layer],
+    manifest: Manifest,
+    ctx: Context,
+    facts: Facts | None,
+    probe_error: str | None,
+    checked: Interpreter | None,
+    probe_seconds: dict[Layer, float],
+) -> None:
+    """Every selected layer in order, each step timed (see `timed`)."""
     wrong_env: list[str] = []
     for layer in layers:
-        if wrong_env:
-            # The layers after packages describe what is installed: in the wrong environment they
-            # would only repeat that it is the wrong one.
-            if layer in _FACT_LAYERS or _check_names(layer, manifest):
-                why = "not run: the packages layer found another environment (see the note at the top)"
-                add([Step.skipped(layer, layer, why, details={"cause": SKIPPED_WRONG_ENVIRONMENT})])
-        elif layer == "code":
-            add(code.check(manifest, facts, ctx))
-        elif layer == "data":
-            add(data.check(manifest, facts, ctx))
-        elif layer in _FACT_LAYERS:
-            if facts is None:
-                why = f"the environment probe failed: {probe_error}" if probe_error else "no facts"
-                if layer == "interpreter":
-                    add(
-                        [
-                            Step.failed(
-                                layer,
-                                "probe",
-                                probe_error or "no facts",
-                                hint=f"check that {ctx.python} starts, or pass --python PATH",
-                                details={"cause": "probe-failed"},
-                            )
-                        ]
-                    )
-                else:
-                    add([Step.skipped(layer, layer, why, details={"cause": "probe-failed"})])
-                continue
-            add(_FACT_LAYERS[layer](manifest, facts, ctx))
-            if layer == Layer.PACKAGES:
-                wrong_env = _wrong_environment_notice(ctx, checked)
-                report.notices += wrong_env
-        else:
-            add(_application(layer, manifest, ctx))
-    ctx.cache.save()
-    return report
+        started = time.perf_counter()
+        steps = _layer_steps(layer, manifest, ctx, facts, probe_error, bool(wrong_env))
+        steps = timed(steps, time.perf_counter() - started + probe_seconds.get(layer, 0.0))
+        ctx.steps.extend(steps)
+        report.add(*steps)
+        if layer == Layer.PACKAGES and facts is not None and not wrong_env:
+            wrong_env = _wrong_environment_notice(ctx, checked)
+            report.notices += wrong_env
+
+
+def _layer_steps(
+    layer: Layer,
+    manifest: Manifest,
+    ctx: Context,
+    facts: Facts | None,
+    probe_error: str | None,
+    wrong_env: bool,
+) -> list[Step]:
+    """The steps of one layer."""
+    if wrong_env:
+        # The layers after packages describe what is installed: in the wrong environment they
+        # would only repeat that it is the wrong one.
+        why = "not run: the packages layer found another environment (see the note at the top)"
+        return _all_skipped(layer, manifest, ctx, why, SKIPPED_WRONG_ENVIRONMENT)
+    if layer == "code":
+        return code.check(manifest, facts, ctx)
+    if layer == "data":
+        return data.check(manifest, facts, ctx)
+    if layer not in _FACT_LAYERS:
+        return _application(layer, manifest, ctx)
+    if facts is not None:
+        return _FACT_LAYERS[layer](manifest, facts, ctx)
+    why = f"the environment probe failed: {probe_error}" if probe_error else "no facts"
+    skipped = _all_skipped(layer, manifest, ctx, why, "probe-failed")
+    if layer == "interpreter":
+        failed = Step.failed(
+            layer,
+            "probe",
+            probe_error or "no facts",
+            hint=f"check that {ctx.python} starts, or pass --python PATH",
+            details={"cause": "probe-failed"},
+        )
+        return [failed, *(s for s in skipped if s.name != "probe")]
+    return skipped
+
+
+def planned_names(layer: Layer, manifest: Manifest, ctx: Context) -> list[str]:
+    """The steps a layer reports when it runs and passes, as far as the manifest, its platform and
+    its lock say before any probe: a layer skipped as a whole lists these, each skipped, so that a
+    JUnit dashboard counts the same test cases whatever the outcome. Steps that need the probe's
+    facts to be named (one `arch:N` per visible device) are not among them."""
+    if layer in (Layer.APPLICATION, Layer.RESUME):
+        return _check_names(layer, manifest)
+    cuda = system.needs_cuda(manifest, ctx)
+    torch = backend.torch_declared(manifest, ctx)
+    gpu = manifest.system.gpu
+    declared_gpu = [
+        name
+        for name, spec in (
+            ("gpu-count", gpu.count if gpu else None),
+            ("compute-capability", gpu.compute_capability if gpu else None),
+            ("gpu-memory", gpu.memory_gib if gpu else None),
+        )
+        if spec
+    ]
+    planned: dict[Layer, list[str]] = {
+        Layer.INTERPRETER: ["probe", "implementation", "version", "platform-tags"],
+        Layer.PACKAGES: ["lockfile", "pins", "records"],
+        Layer.CONTRACT: ["requirements"],
+        Layer.SYSTEM: ["os", "arch", "libc"] + (["nvidia-driver", "driver-for-cuda"] if cuda else []),
+        Layer.BACKEND: (["torch-import", "build-kind"] + (["cuda-version"] if cuda else [])) if torch else [],
+        Layer.DEVICE: ["accelerator", *declared_gpu, "compute"] if torch else [],
+    }
+    return planned.get(layer, [])
+
+
+def _all_skipped(layer: Layer, manifest: Manifest, ctx: Context, why: str, cause: str) -> list[Step]:
+    """Every planned step of a layer that is not run, skipped with the reason (one step named
+    after the layer when none is planned: the skip is still said)."""
+    names = planned_names(layer, manifest, ctx)
+    if not names and layer not in _FACT_LAYERS:
+        return []
+    return [Step.skipped(layer, n, why, details={"cause": cause}) for n in names or [layer.value]]
 
 
 def _wrong_environment_notice(ctx: Context, checked: Interpreter | None) -> list[str]:
