@@ -11,6 +11,7 @@ from kernodeck.cli import main
 from kernodeck.render.markdown import github_annotations, github_outputs, markdown_summary
 from kernodeck.report import Report, Step
 from tests.fixtures.render_projects import SHA_A, check_project, long_report
+from tests.fixtures.verify_project import WRONG_PINS, five_wrong_pins
 
 PY = sys.executable
 
@@ -85,3 +86,19 @@ def test_markdown_names_the_platform_and_why() -> None:
     report = Report(platform="linux-x86_64-cpu", platform_reason="named with --platform")
     assert "platform: `linux-x86_64-cpu` (named with --platform)" in markdown_summary(report)
     assert "(named" not in markdown_summary(report.model_copy(update={"platform_reason": None}))
+
+
+def test_a_shared_hint_is_written_once_in_markdown_and_annotations(tmp_path: Path) -> None:
+    report = five_wrong_pins(tmp_path)
+    report.seconds = 1.5
+    md = markdown_summary(report)
+    assert "**5 failed, 2 passed** in 1.50s" in md.splitlines()
+    hint = "--require-hashes -r requirements-rebuild-linux-x86_64-cpu.txt"
+    table = md[md.index("### Failed steps") : md.index("### Hints")]
+    assert table.count("hint 1 below") == 5 and hint not in table
+    hints = md[md.index("### Hints") :].splitlines()
+    (item,) = [ln for ln in hints if ln.startswith("1. ")]
+    assert hint in item and all(f"`packages/pin:{n}`" in item for n in WRONG_PINS)
+    notes = github_annotations(report)
+    assert len(notes) == 5 and sum(hint in n for n in notes) == 1
+    assert all(n.endswith("%0Ahint: as for packages/pin:filelock") for n in notes[1:])

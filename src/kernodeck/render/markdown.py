@@ -1,12 +1,14 @@
 """A Markdown summary of a report (`--markdown FILE`, GitHub's job summary) and GitHub Actions
 annotations.
 
-The summary: the verdict, the first failure with its hint, a table of the layers with their
-counts, and the failed steps with their first error. Hashes are shortened to 12 digits (the JSON
+The summary: the verdict with the run's duration, the first failure with its hint, a table of
+the layers with their counts, and the failed steps with their first error. A hint several failed
+steps share is written once, under a "Hints" heading with the steps it is for. Hashes are shortened to 12 digits (the JSON
 report keeps them whole).
 
 Under GitHub Actions (`GITHUB_ACTIONS=true`) every failed step is also printed as an
-`::error title=…::` workflow command (an optional one as `::warning`), and the summary is
+`::error title=…::` workflow command (an optional one as `::warning`; a hint it shares with
+earlier annotations is given on the first of them only), and the summary is
 appended to the file `$GITHUB_STEP_SUMMARY` names.
 """
 
@@ -17,7 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
-from kernodeck.render.terminal import counts_text, first_failure, layer_counts, layers_of, short_hashes
+from kernodeck.render.terminal import (
+    counts_text,
+    first_failure,
+    layer_counts,
+    layers_of,
+    shared_hints,
+    short_hashes,
+)
 from kernodeck.report import Report, Status
 from kernodeck.support.fsio import atomic_write_text
 
@@ -55,7 +64,7 @@ def markdown_summary(report: Report) -> str:
     if report.platform and report.platform_reason:
         out += [f"platform: {_code(report.platform)} ({_cell(report.platform_reason)})", ""]
     out += [f"> ⚠️ {_cell(n)}" for n in report.notices] + ([""] if report.notices else [])
-    out += [f"**{counts_text(report.counts())}**", ""]
+    out += [f"**{counts_text(report.counts())}**{report.duration_text()}", ""]
     first = first_failure(report)
     if first is not None:
         out.append(f"**First failure:** {_code(f'{first.layer}/{first.name}')}: {_cell(first.error)}")
@@ -73,16 +82,31 @@ def markdown_summary(report: Report) -> str:
             f"| {layer} | {status} | {c['passed']} | {c['failed']} | {c['warning']} | {c['skipped']} |"
         )
     out.append("")
+    return "\n".join(out + _failed_table(report)) + "\n"
+
+
+def _failed_table(report: Report) -> list[str]:
+    """The failed steps with their first error; a hint they share once, under "Hints"."""
     failed = [s for s in report.steps if s.status is Status.FAILED]
-    if failed:
-        out += ["### Failed steps", "", "| layer | step | first error | hint |", "|---|---|---|---|"]
-        for s in failed[:MAX_FAILED_ROWS]:
-            name = s.name + ("" if s.required else " (optional)")
-            out.append(f"| {s.layer} | {_cell(name)} | {_cell(s.error)} | {_cell(s.hint)} |")
-        if len(failed) > MAX_FAILED_ROWS:
-            out.append(f"\n… and {len(failed) - MAX_FAILED_ROWS} more (see the JSON report)")
+    if not failed:
+        return []
+    shared = shared_hints(failed)
+    numbers = {hint: i for i, hint in enumerate(shared, 1)}
+    out = ["### Failed steps", "", "| layer | step | first error | hint |", "|---|---|---|---|"]
+    for s in failed[:MAX_FAILED_ROWS]:
+        name = s.name + ("" if s.required else " (optional)")
+        hint = f"hint {numbers[s.hint]} below" if s.hint in numbers else _cell(s.hint)
+        out.append(f"| {s.layer} | {_cell(name)} | {_cell(s.error)} | {hint} |")
+    if len(failed) > MAX_FAILED_ROWS:
+        out.append(f"\n… and {len(failed) - MAX_FAILED_ROWS} more (see the JSON report)")
+    out.append("")
+    if shared:
+        out += ["### Hints", ""]
+        for hint, group in shared.items():
+            steps = ", ".join(_code(f"{s.layer}/{s.name}") for s in group)
+            out.append(f"{numbers[hint]}. {_cell(hint)}<br>for {steps}")
         out.append("")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def write_markdown(report: Report, path: str | Path) -> None:
@@ -103,14 +127,18 @@ def _escape_property(text: str) -> str:
 def github_annotations(report: Report) -> list[str]:
     """`::error title=…::message` for every failed step (`::warning` for an optional one)."""
     out = []
+    hinted: dict[str, str] = {}  # hint -> the step whose annotation gave it
     for s in report.steps:
         if s.status is not Status.FAILED:
             continue
         level = "error" if s.required else "warning"
         title = f"kernodeck {report.kind}: {s.layer}/{s.name}"
         message = short_hashes(s.error or "failed")
-        if s.hint:
+        if s.hint in hinted:
+            message += f"\nhint: as for {hinted[s.hint]}"
+        elif s.hint:
             message += f"\nhint: {short_hashes(s.hint)}"
+            hinted[s.hint] = f"{s.layer}/{s.name}"
         out.append(f"::{level} title={_escape_property(title)}::{_escape_data(message)}")
     return out
 

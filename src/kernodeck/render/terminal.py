@@ -21,7 +21,10 @@
   a word is never cut, and hex digests are shown as their first 12 digits (the JSON report keeps
   them whole; `verbose` shows them whole too). Long values are capped at a few lines unless
   `verbose`.
-- The last line is the summary, with the first required failure.
+- A hint that several failed steps of a layer share (five pins with one reinstall command) is
+  printed once, after them, under their names.
+- The last line is the summary (pytest style): the counts, the run's duration, the first
+  required failure with its error.
 - Colours only when asked (`always`) or on a terminal (`auto`) without a non-empty `NO_COLOR`
   (https://no-color.org: a command-line `--color always` wins over it).
 """
@@ -285,6 +288,16 @@ def counts_text(counts: dict[str, int]) -> str:
     return ", ".join(parts) or "no steps"
 
 
+def shared_hints(steps: Iterable[Step]) -> dict[str, list[Step]]:
+    """Hint -> the failed or warning steps that give it, for every hint two or more of them share
+    (five pins failing for one cause share one reinstall hint): printed once, under their names."""
+    by_hint: dict[str, list[Step]] = {}
+    for s in steps:
+        if s.hint and s.status in (Status.FAILED, Status.WARNING):
+            by_hint.setdefault(s.hint, []).append(s)
+    return {h: group for h, group in by_hint.items() if len(group) > 1}
+
+
 def first_failure(report: Report) -> Step | None:
     return next((s for s in report.steps if s.status is Status.FAILED and s.required), None)
 
@@ -295,28 +308,29 @@ def layers_of(report: Report) -> list[str]:
 
 
 def summary_text(report: Report, width: int | None = None) -> str:
-    """The summary: verdict, counts and the first failure (with its error when the whole line
-    fits in `width`)."""
+    """The summary: verdict, counts, duration and the first failure with its error."""
     return " ".join(summary_lines(report, width))
 
 
 def summary_lines(report: Report, width: int | None = None) -> list[str]:
-    """The summary as one line when it fits in `width`, else the verdict with the counts, then the
-    first failure (with its error when that fits)."""
+    """The summary as one line when it fits in `width`, else the verdict with the counts and the
+    duration, then the first failure with its (one-line) error."""
     verdict = "OK" if report.ok else "FAILED"
-    counts = f"{verdict}: {counts_text(report.counts())}"
+    counts = f"{verdict}: {counts_text(report.counts())}{report.duration_text()}"
     first = first_failure(report)
     if first is None:
         return [counts]
     where = f"first failure: {first.layer}/{first.name}"
     error = short_hashes(first.error or "").strip()
-    for line in ([f"{counts}; {where}: {error}"] if error and "\n" not in error else []) + [
-        f"{counts}; {where}"
-    ]:
-        if width is None or len(line) <= width:
-            return [line]
-    if error and "\n" not in error and len(f"{where}: {error}") <= (width or 0):
-        return [counts, f"{where}: {error}"]
+    if error and "\n" not in error:
+        # the error text always, as pytest gives it: on a line of its own when the whole does not
+        # fit, cut between words to the width (the report above has it in full)
+        where = f"{where}: {error}"
+    line = f"{counts}; {where}"
+    if width is None or len(line) <= width:
+        return [line]
+    if len(where) > width:
+        where = textwrap.shorten(where, width, placeholder=" …")
     return [counts, where]
 
 
@@ -350,16 +364,24 @@ def report_lines(
             w.add(f"{layer}: {w.symbols[Status.SKIPPED]} skipped{many}: {steps[0].error}", "skipped")
             continue
         w.add(f"{layer}: {counts_text(layer_counts(steps))}", "heading")
+        shared = shared_hints(steps)
         for s in steps:
             if quiet and s.status is Status.PASSED and not verbose:
                 continue
-            _step(w, s)
+            _step(w, s, show_hint=s.hint not in shared)
+        for hint, group in shared.items():
+            w.add(
+                f"{STEP_INDENT}the same hint for {', '.join(g.name for g in group)}:",
+                "hint",
+                rest=FIELD_INDENT,
+            )
+            w.field("hint", hint, role="hint", limit=FIELD_LINES["hint"])
     for line in summary_lines(report, width):
         w.add(line, "ok" if report.ok else "bad")
     return w.lines
 
 
-def _step(w: _Writer, s: Step) -> None:
+def _step(w: _Writer, s: Step, *, show_hint: bool = True) -> None:
     sym = w.symbols[s.status]
     role: Role = _STATUS_ROLE[s.status]
     indent = STEP_INDENT + " " * (len(sym) + 1)
@@ -391,7 +413,8 @@ def _step(w: _Writer, s: Step) -> None:
     w.field("expected", s.expected, limit=FIELD_LINES["expected"])
     w.field("observed", s.observed, limit=FIELD_LINES["observed"])
     w.field("error", s.error, limit=FIELD_LINES["error"])
-    w.field("hint", s.hint, role="hint", limit=FIELD_LINES["hint"])
+    if show_hint:  # else said once under the steps that share it
+        w.field("hint", s.hint, role="hint", limit=FIELD_LINES["hint"])
     if w.verbose:
         _more(w, s)
 
@@ -534,6 +557,7 @@ __all__ = [
     "render_diff",
     "render_report",
     "report_lines",
+    "shared_hints",
     "short_hashes",
     "summary_text",
     "use_color",
