@@ -50,13 +50,15 @@ def markdown_summary(report: Report) -> str:
     verdict = "OK" if report.ok else "FAILED"
     icon = "✅" if report.ok else "❌"
     out = [f"## {icon} kernodeck {report.kind}: {verdict}", ""]
-    facts = []
-    if report.manifest:
-        facts.append(f"manifest {_code(report.manifest)}")
-    if report.reference_id:
-        facts.append(f"reference {_code(report.reference_id)}")
-    if report.platform:
-        facts.append(f"platform {_code(report.platform)}")
+    facts = [
+        f"{label} {_code(value)}"
+        for label, value in (
+            ("manifest", report.manifest),
+            ("reference", report.reference_id),
+            ("platform", report.platform),
+        )
+        if value
+    ]
     if facts:
         out += [" · ".join(facts), ""]
     if report.interpreter is not None:

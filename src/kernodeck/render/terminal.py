@@ -413,8 +413,8 @@ def _step(w: _Writer, s: Step, *, show_hint: bool = True) -> None:
     w.field("expected", s.expected, limit=FIELD_LINES["expected"])
     w.field("observed", s.observed, limit=FIELD_LINES["observed"])
     w.field("error", s.error, limit=FIELD_LINES["error"])
-    if show_hint:  # else said once under the steps that share it
-        w.field("hint", s.hint, role="hint", limit=FIELD_LINES["hint"])
+    # a hint other steps share is said once, under them all
+    w.field("hint", s.hint if show_hint else None, role="hint", limit=FIELD_LINES["hint"])
     if w.verbose:
         _more(w, s)
 
