@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -78,6 +79,7 @@ def test_check_cli_under_github_actions(
     errors = [ln for ln in out if ln.startswith("::error ")]
     assert len(errors) == 2 and "scores/scores.npy%3A vs reference::scores.npy: vs reference" in errors[0]
     assert out[-1].startswith("first failure: application/scores/scores.npy: vs reference")
+    assert re.fullmatch(r"FAILED: 2 failed, 4 passed in \d+\.\d\ds", out[-2]), out[-2]  # the run's duration
     assert summary.read_text() == md.read_text()
     assert "| application | ❌ failed | 4 | 2 | 0 | 0 |" in md.read_text()
 
