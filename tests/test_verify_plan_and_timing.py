@@ -101,3 +101,12 @@ def test_a_step_keeps_its_own_time_and_the_others_share_the_rest_of_the_layers()
     fast = [Step.passed("resume", "resume", seconds=3.0), Step.passed("resume", "checkpoint")]
     timed(fast, 1.0)
     assert [s.seconds for s in fast] == [3.0, 0.0]
+
+
+def test_the_torch_probe_stages_time_the_steps_that_report_them(tmp_path: Path) -> None:
+    facts = load("h100_cu126")
+    project(tmp_path, facts, "linux-x86_64-cu126", system=GPU_SYSTEM)
+    report = run(tmp_path, facts)
+    seconds = {(str(s.layer), s.name): s.seconds for s in report.steps}
+    assert seconds[("backend", "torch-import")] == facts["torch"]["import_seconds"] == 1.84
+    assert seconds[("device", "compute")] == facts["torch"]["compute"]["seconds"] == 0.000118

@@ -151,7 +151,9 @@ def run_verify(
         if request.torch and not (Layer.PACKAGES in layers and packages.wrong_environment(facts, ctx)):
             started = time.perf_counter()
             facts.torch = probe.collect_torch(request)
-            probe_seconds[Layer.BACKEND] = time.perf_counter() - started
+            # the compute stage's own time goes to device/compute (`stage_seconds`), the rest to backend
+            compute_seconds = facts.torch.compute.seconds or 0.0
+            probe_seconds[Layer.BACKEND] = max(time.perf_counter() - started - compute_seconds, 0.0)
         report.inventory = inventory(facts)
     _run_layers(report, layers, manifest, ctx, facts, probe_error, checked, probe_seconds)
     ctx.cache.save()
@@ -163,6 +165,15 @@ def _needs_facts(manifest: Manifest, layers: list[Layer]) -> bool:
     return bool(set(layers) & (set(_FACT_LAYERS) | {"application", "resume"})) or any(
         w.package for w in manifest.weights if "data" in layers
     )
+
+
+def stage_seconds(facts: Facts | None) -> dict[tuple[str, str], float]:
+    """The torch probe's stages timed by the probe itself, by the step that reports each."""
+    if facts is None:
+        return {}
+    t = facts.torch
+    stages = {("backend", "torch-import"): t.import_seconds, ("device", "compute"): t.compute.seconds}
+    return {k: round(v, 6) for k, v in stages.items() if v is not None}
 
 
 def timed(steps: list[Step], seconds: float) -> list[Step]:
@@ -189,9 +200,13 @@ def _run_layers(
 ) -> None:
     """Every selected layer in order, each step timed (see `timed`)."""
     wrong_env: list[str] = []
+    own = stage_seconds(facts)
     for layer in layers:
         started = time.perf_counter()
         steps = _layer_steps(layer, manifest, ctx, facts, probe_error, bool(wrong_env))
+        for s in steps:
+            if s.seconds is None and s.status is not Status.SKIPPED:
+                s.seconds = own.get((layer.value, s.name))
         steps = timed(steps, time.perf_counter() - started + probe_seconds.get(layer, 0.0))
         ctx.steps.extend(steps)
         report.add(*steps)
