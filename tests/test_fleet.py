@@ -16,9 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
-import sysconfig
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,17 @@ import pytest
 from kernodeck.fleet.exchange import _plan
 from kernodeck.fleet.facts import digest, layer_facts
 from kernodeck.report import Report
-from tests.fixtures.index_factory import build_wheel_bytes
+from tests.fixtures.fleet_launch import (
+    LAUNCH_TIMEOUT,
+    SRC,
+    TIMEOUT,
+    Fleet,
+    Ranks,
+    fleet_env,
+    free_port,
+    launch,
+    make_fleet,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -36,220 +44,10 @@ pytestmark = [
     ),
 ]
 
-SRC = Path(__file__).resolve().parents[1] / "src"
-TORCHRUN = Path(sys.executable).parent / "torchrun"
-LAYERS = "interpreter,packages,data"
-TIMEOUT = 8  # --fleet-timeout for the tests where a rank is missing
-LAUNCH_TIMEOUT = 240  # every launch is bounded
-
-WRAPPER = """#!/bin/sh
-eval "py=\\${FLEET_PY_$RANK:-$FLEET_PY}"
-eval "dir=\\${FLEET_DIR_$RANK:-$FLEET_DIR}"
-eval "mode=\\${FLEET_MODE_$RANK:-}"
-[ -n "$mode" ] || mode="${FLEET_MODE:-run}"
-eval "extra=\\${FLEET_ARGS_$RANK:-}"
-out="$FLEET_OUT"
-if [ "$mode" = "absent" ]; then echo absent > "$out/rc.$RANK"; exit 0; fi
-cd "$dir" || exit 9
-if [ "$mode" = "script" ]; then
-  "$py" "$FLEET_SCRIPT" > "$out/out.$RANK" 2> "$out/err.$RANK"
-else
-  "$py" -m kernodeck verify --fleet --no-compute --only "$FLEET_LAYERS" \\
-    --fleet-timeout "$FLEET_TIMEOUT" $FLEET_ARGS $extra > "$out/out.$RANK" 2> "$out/err.$RANK"
-fi
-rc=$?
-echo $rc > "$out/rc.$RANK"
-exit 0
-"""
-# The wrapper exits 0 whatever kernodeck did: the torchrun agent would otherwise stop the other
-# ranks of its node at the first failure, and these tests look at each rank's own exit status.
-
-KILLER = """#!/bin/sh
-kill -KILL $PPID
-sleep 5
-"""
-
-
-def _metadata(name: str, version: str) -> str:
-    return f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n"
-
-
-@dataclass
-class Fleet:
-    root: Path
-    venv_a: Path  # python with fleetpkg 1.0 (the lock)
-    venv_b: Path  # python with fleetpkg 2.0
-    project: Path
-    wrapper: Path
-    killer: Path
-
-
-def _make_venv(root: Path, name: str, wheel: Path) -> Path:
-    venv = root / name
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        timeout=60,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    (Path(site) / "main-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(python),
-            "install",
-            "--no-index",
-            "--no-deps",
-            "--isolated",
-            "--disable-pip-version-check",
-            "-q",
-            str(wheel),
-        ],
-        check=True,
-        timeout=180,
-        env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
-    )
-    return python
-
-
-def _project(path: Path, wheel_sha: str, data: bytes) -> Path:
-    path.mkdir(parents=True)
-    (path / "train.bin").write_bytes(data)
-    (path / "repro.toml").write_text(
-        'schema-version = 1\n[reference]\nname = "fleet"\nid = "1"\n[python]\n'
-        f'version = "{sys.version_info.major}.{sys.version_info.minor}"\n'
-        '[packages]\nrequirements = ["fleetpkg"]\n'
-        '[[data]]\nname = "train"\npath = "train.bin"\n'
-        f'sha256 = "{hashlib.sha256(data).hexdigest()}"\n'
-        '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'
-    )
-    (path / "requirements-rebuild-linux-x86_64.txt").write_text(
-        "# platform: linux-x86_64\n--only-binary :all:\n\n"
-        f"fleetpkg==1.0 \\\n    --hash=sha256:{wheel_sha}\n    # via -r repro.toml\n"
-    )
-    return path
-
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    root = tmp_path_factory.mktemp("fleet")
-    wheels = root / "wheels"
-    wheels.mkdir()
-    paths = {}
-    for version in ("1.0", "2.0"):
-        filename, data = build_wheel_bytes("fleetpkg", version, metadata=_metadata("fleetpkg", version))
-        (wheels / filename).write_bytes(data)
-        paths[version] = (wheels / filename, hashlib.sha256(data).hexdigest())
-    venv_a = _make_venv(root, "venv-a", paths["1.0"][0])
-    venv_b = _make_venv(root, "venv-b", paths["2.0"][0])
-    project = _project(root / "project", paths["1.0"][1], b"the training shard\n")
-    wrapper = root / "wrapper.sh"
-    wrapper.write_text(WRAPPER)
-    wrapper.chmod(0o755)
-    killer = root / "killer.sh"
-    killer.write_text(KILLER)
-    killer.chmod(0o755)
-    yield Fleet(root, venv_a, venv_b, project, wrapper, killer)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Ranks:
-    out: Path
-
-    def rc(self, r: int) -> str:
-        return (self.out / f"rc.{r}").read_text().strip()
-
-    def stdout(self, r: int) -> str:
-        p = self.out / f"out.{r}"
-        return p.read_text() if p.exists() else ""
-
-    def stderr(self, r: int) -> str:
-        p = self.out / f"err.{r}"
-        return p.read_text() if p.exists() else ""
-
-
-def _env(fl: Fleet, out: Path, timeout: float, extra: dict[str, str]) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("FLEET_", "RANK", "WORLD_SIZE", "MASTER_", "LOCAL_", "TORCHELASTIC"))
-    }
-    env.update(
-        PYTHONPATH=str(SRC),
-        OMP_NUM_THREADS="1",
-        NO_COLOR="1",
-        KERNODECK_CACHE_DIR=str(fl.root / "cache"),
-        FLEET_PY=str(fl.venv_a),
-        FLEET_DIR=str(fl.project),
-        FLEET_OUT=str(out),
-        FLEET_LAYERS=LAYERS,
-        FLEET_TIMEOUT=str(timeout),
-    )
-    env.update(extra)
-    return env
-
-
-def _launch(
-    fl: Fleet,
-    out: Path,
-    *,
-    nnodes: int = 1,
-    nproc: tuple[int, ...] = (3,),
-    timeout: float = 60,
-    env: dict[str, str] | None = None,
-) -> Ranks:
-    """One torchrun per node (all on 127.0.0.1, static rendezvous); waits for all of them."""
-    out.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    procs = []
-    for node in range(nnodes):
-        cmd = [
-            str(TORCHRUN),
-            "--nnodes",
-            str(nnodes),
-            "--node-rank",
-            str(node),
-            "--nproc-per-node",
-            str(nproc[node]),
-            "--master-addr",
-            "127.0.0.1",
-            "--master-port",
-            str(port),
-            "--no-python",
-            str(fl.wrapper),
-        ]
-        procs.append(
-            subprocess.Popen(
-                cmd,
-                env=_env(fl, out, timeout, env or {}),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=LAUNCH_TIMEOUT)[0])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=30)
-    (out / "torchrun.log").write_text("\n".join(logs))
-    return Ranks(out)
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+    return make_fleet(tmp_path_factory.mktemp("fleet"))
 
 
 def _report_count(ranks: Ranks, n: int) -> int:
@@ -257,7 +55,7 @@ def _report_count(ranks: Ranks, n: int) -> int:
 
 
 def test_three_ranks_same_environment_pass_with_one_report(fleet: Fleet, tmp_path: Path) -> None:
-    ranks = _launch(fleet, tmp_path / "out", timeout=60)
+    ranks = launch(fleet, tmp_path / "out", timeout=60)
     assert [ranks.rc(r) for r in range(3)] == ["0", "0", "0"], ranks.stderr(0) + ranks.stdout(0)
     report = ranks.stdout(0)
     assert "FLEET OK: 3 ranks passed and agree on every layer" in report
@@ -272,7 +70,7 @@ def test_rank_with_another_interpreter_fails_every_rank_and_names_the_package(
     fleet: Fleet, tmp_path: Path
 ) -> None:
     js = tmp_path / "fleet.json"
-    ranks = _launch(
+    ranks = launch(
         fleet,
         tmp_path / "out",
         timeout=60,
@@ -313,12 +111,16 @@ def test_one_rank_with_another_data_file_is_reported_by_rank(fleet: Fleet, tmp_p
     (other / "train.bin").write_bytes(b"another shard\n")
     sha = hashlib.sha256(b"another shard\n").hexdigest()
     js = tmp_path / "fleet.json"
-    ranks = _launch(
+    ranks = launch(
         fleet, tmp_path / "out", timeout=60, env={"FLEET_DIR_1": str(other), "FLEET_ARGS_0": f"--json {js}"}
     )
     assert [ranks.rc(r) for r in range(3)] == ["1", "1", "1"]
     report = ranks.stdout(0)
     assert "ranks disagree on data" in report
+    for r in (1, 2):  # the reason, never the collective's detail
+        err = ranks.stderr(r)
+        assert f"rank {r}: FLEET FAILED: verify failed on ranks 1 (rank 1: data/data:train: " in err
+        assert "ranks disagree on data" in err and "all-reduced" not in err
     data = json.loads(js.read_text())
     layer = next(la for la in data["layers"] if la["layer"] == "data")
     by_ranks = {tuple(row["ranks"]): row["values"]["step:data:train"] for row in layer["rows"]}
@@ -330,7 +132,7 @@ def test_one_rank_with_another_data_file_is_reported_by_rank(fleet: Fleet, tmp_p
 
 
 def test_rank_that_never_joins_is_named_by_the_others(fleet: Fleet, tmp_path: Path) -> None:
-    ranks = _launch(fleet, tmp_path / "out", timeout=TIMEOUT, env={"FLEET_MODE_2": "absent"})
+    ranks = launch(fleet, tmp_path / "out", timeout=TIMEOUT, env={"FLEET_MODE_2": "absent"})
     assert ranks.rc(2) == "absent"
     assert [ranks.rc(0), ranks.rc(1)] == ["1", "1"]
     assert "MISSING rank 2: never joined" in ranks.stdout(0)
@@ -340,7 +142,7 @@ def test_rank_that_never_joins_is_named_by_the_others(fleet: Fleet, tmp_path: Pa
 
 def test_rank_killed_during_verify_on_another_node_is_named(fleet: Fleet, tmp_path: Path) -> None:
     # node 1 runs rank 2 alone; its verify starts the environment probe, which kills it
-    ranks = _launch(
+    ranks = launch(
         fleet,
         tmp_path / "out",
         nnodes=2,
@@ -360,7 +162,7 @@ def test_two_nodes_are_grouped_by_node(fleet: Fleet, tmp_path: Path) -> None:
     shutil.copytree(fleet.project, other)
     (other / "train.bin").write_bytes(b"node 1 has another shard\n")
     js = tmp_path / "fleet.json"
-    ranks = _launch(
+    ranks = launch(
         fleet,
         tmp_path / "out",
         nnodes=2,
@@ -414,7 +216,7 @@ def test_require_fleet_inside_a_torchrun_script_uses_its_group(
         shutil.copytree(fleet.project, other)
         (other / "train.bin").write_bytes(b"rank 2 shard\n")
         env["FLEET_DIR_2"] = str(other)
-    ranks = _launch(fleet, tmp_path / "out", timeout=60, env=env)
+    ranks = launch(fleet, tmp_path / "out", timeout=60, env=env)
     for r in range(3):
         assert ranks.rc(r) == "0", ranks.stderr(r)
         lines = ranks.stdout(r).splitlines()
@@ -425,7 +227,9 @@ def test_require_fleet_inside_a_torchrun_script_uses_its_group(
             assert lines[0] == "ok", ranks.stdout(r) + ranks.stderr(r)
     if differs:
         assert "ranks disagree on data" in ranks.stdout(0)
-        assert "the fleet disagrees; see rank 0" in ranks.stdout(1)
+        # the fleet's reason, the same as rank 0's verdict
+        assert "FLEET FAILED (rank 1): verify failed on ranks 2 (rank 2: data/data:train: " in ranks.stdout(1)
+        assert ranks.stdout(1).splitlines()[0].endswith("; ranks disagree on data")
         assert ranks.stderr(0).count("kernodeck fleet verify: 3 ranks") == 1  # the report, on rank 0
         assert "kernodeck fleet verify" not in ranks.stderr(1) + ranks.stderr(2)
 
@@ -433,7 +237,7 @@ def test_require_fleet_inside_a_torchrun_script_uses_its_group(
 def test_rank_whose_verify_raised_reports_its_first_error(fleet: Fleet, tmp_path: Path) -> None:
     empty = tmp_path / "no-manifest"
     empty.mkdir()
-    ranks = _launch(fleet, tmp_path / "out", timeout=60, env={"FLEET_DIR_2": str(empty)})
+    ranks = launch(fleet, tmp_path / "out", timeout=60, env={"FLEET_DIR_2": str(empty)})
     assert [ranks.rc(r) for r in range(3)] == ["1", "1", "1"]
     report = ranks.stdout(0)
     first = next(line for line in report.splitlines() if line.startswith("  rank 2 (")).lower()
@@ -465,10 +269,10 @@ def test_ranks_started_without_torchrun_like_srun(fleet: Fleet, tmp_path: Path) 
     # srun sets RANK/WORLD_SIZE (here directly) and no torchrun agent: rank 0 hosts the store
     out = tmp_path / "out"
     out.mkdir()
-    port = _free_port()
+    port = free_port()
     procs = []
     for r in range(3):
-        env = _env(fleet, out, 60, {})
+        env = fleet_env(fleet, out, 60, {})
         env.update(
             RANK=str(r), WORLD_SIZE="3", LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
         )
@@ -536,14 +340,14 @@ def test_require_fleet_without_a_group_is_the_plain_require(tmp_path: Path) -> N
 
 
 def test_nccl_backend_without_devices_fails_every_rank(fleet: Fleet, tmp_path: Path) -> None:
-    ranks = _launch(fleet, tmp_path / "out", timeout=60, env={"FLEET_ARGS": "--fleet-backend nccl"})
+    ranks = launch(fleet, tmp_path / "out", timeout=60, env={"FLEET_ARGS": "--fleet-backend nccl"})
     assert [ranks.rc(r) for r in range(3)] == ["1", "1", "1"], ranks.stdout(0) + ranks.stderr(0)
     assert "nccl all-reduce: failed" in ranks.stdout(0)
     assert "3 ranks passed and agree" not in ranks.stdout(0)
 
 
 def test_missing_rank_0_is_named_by_the_others(fleet: Fleet, tmp_path: Path) -> None:
-    ranks = _launch(fleet, tmp_path / "out", timeout=TIMEOUT, env={"FLEET_MODE_0": "absent"})
+    ranks = launch(fleet, tmp_path / "out", timeout=TIMEOUT, env={"FLEET_MODE_0": "absent"})
     assert ranks.rc(0) == "absent"
     for r in (1, 2):
         assert ranks.rc(r) == "1"

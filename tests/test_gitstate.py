@@ -45,6 +45,9 @@ def repo(tmp_path: Path) -> Path:
         ("requirements.txt", False),
         ("app/train.py", False),
         ("app/repro.toml.bak", False),
+        (".repro.toml.lock", True),  # capture/init/check --record's edit lock (manifest.edit.editing)
+        ("app/.repro.toml.lock", True),
+        ("app/repro.toml.lock", False),
     ],
 )
 def test_kernodeck_files(path: str, own: bool) -> None:
@@ -56,12 +59,14 @@ def test_manifest_commits_after_the_pinned_revision(repo: Path) -> None:
     (repo / "app" / "repro.toml").write_text(f"# revision {pinned}\n")
     (repo / "app" / "requirements-rebuild-linux.txt").write_text("x==1\n")
     (repo / "app" / "installed-after.txt").write_text("x==1\n")  # `kernodeck rebuild` wrote it
+    (repo / "app" / ".repro.toml.lock").write_text("")  # `kernodeck capture` left its edit lock
     state = git_state(repo / "app")
     assert isinstance(state, GitState) and not state.dirty and state.own_changed == ("app/repro.toml",)
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "capture + lock")
     head = _git(repo, "rev-parse", "HEAD")
     assert later_commits_touch_only_kernodeck_files(repo, pinned, head) == [
+        "app/.repro.toml.lock",
         "app/installed-after.txt",
         "app/repro.toml",
         "app/requirements-rebuild-linux.txt",

@@ -58,7 +58,7 @@ def test_pyproject_with_extras_and_dependency_groups(tmp_path: Path) -> None:
     assert sources.requirements == ("app>=1", "plotter", "tester", "linter==2.0")
     assert sources.inputs == {"pyproject.toml": hashlib.sha256(PYPROJECT.encode()).hexdigest()}
 
-    none = _manifest(tmp_path / "plain", {"from": ["../pyproject.toml"]})
+    none = _manifest(tmp_path / "plain", {"from": ["../pyproject.toml"], "external": True})
     assert read_sources(load_manifest(none), none).requirements == ("app>=1",)
 
 
@@ -159,7 +159,7 @@ def test_editing_pyproject_makes_lock_check_fail_naming_it(
     assert main(["lock", str(path), "-q"]) == 0
     text = (proj / requirements_filename("linux")).read_text()
     assert pins(text) == {"app": "1.0", "dep": "1.0"}
-    assert "# input-sha256: pyproject.toml " in text
+    assert "# input-pins-sha256: pyproject.toml " in text  # its pin parts (kernodeck.lock.inputs)
     assert main(["lock", str(path), "--check"]) == 0
     capsys.readouterr()
 
@@ -168,7 +168,10 @@ def test_editing_pyproject_makes_lock_check_fail_naming_it(
     )
     assert main(["lock", str(path), "--check"]) == 1
     out = capsys.readouterr()
-    assert "-# input-sha256: pyproject.toml" in out.out and "+# input-sha256: pyproject.toml" in out.out
+    assert (
+        "-# input-pins-sha256: pyproject.toml" in out.out
+        and "+# input-pins-sha256: pyproject.toml" in out.out
+    )
     assert "+redis==5.0" in out.out
     said = out.out + out.err
     assert "pyproject.toml changed since the file was written" in said  # the file, not "the lock inputs"

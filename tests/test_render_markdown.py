@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernodeck.cli import main
-from kernodeck.render.markdown import github_annotations, github_outputs, markdown_summary
+from kernodeck.render.github import github_annotations, github_outputs
+from kernodeck.render.markdown import markdown_summary
 from kernodeck.report import Report, Step
 from tests.fixtures.render_projects import SHA_A, check_project, long_report
 from tests.fixtures.verify_project import WRONG_PINS, five_wrong_pins
@@ -58,7 +59,7 @@ def test_github_outputs_only_under_github_actions(tmp_path: Path) -> None:
     github_outputs(long_report(), out, env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
     assert out.getvalue().splitlines()[0].startswith("::error title=kernodeck verify%3A packages/numpy")
     text = summary.read_text()
-    assert text.startswith("earlier step\n## ❌ kernodeck verify: FAILED")  # appended, not replaced
+    assert text.startswith("earlier step\n\n## ❌ kernodeck verify: FAILED")  # appended, not replaced
 
 
 def test_check_cli_under_github_actions(
@@ -78,8 +79,11 @@ def test_check_cli_under_github_actions(
     out = capsys.readouterr().out.splitlines()
     errors = [ln for ln in out if ln.startswith("::error ")]
     assert len(errors) == 2 and "scores/scores.npy%3A vs reference::scores.npy: vs reference" in errors[0]
-    assert out[-1].startswith("first failure: application/scores/scores.npy: vs reference")
-    assert re.fullmatch(r"FAILED: 2 failed, 4 passed in \d+\.\d\ds", out[-2]), out[-2]  # the run's duration
+    # the human report sits between ::stop-commands::TOKEN and ::TOKEN::, its summary last
+    stop = next(ln for ln in out if ln.startswith("::stop-commands::"))
+    assert out[-1] == f"::{stop.removeprefix('::stop-commands::')}::"
+    assert out[-2].startswith("first failure: application/scores/scores.npy: vs reference")
+    assert re.fullmatch(r"FAILED: 2 failed, 4 passed in \d+\.\d\ds", out[-3]), out[-3]  # the run's duration
     assert summary.read_text() == md.read_text()
     assert "| application | ❌ failed | 4 | 2 | 0 | 0 |" in md.read_text()
 

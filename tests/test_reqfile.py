@@ -130,7 +130,7 @@ def test_missing_included_file_names_the_including_line(tmp_path: Path) -> None:
     f = _write(tmp_path / "r.txt", "numpy\n-r nothere.txt\n")
     msg = _error(f)
     assert "r.txt:2" in msg
-    assert "nothere.txt does not exist" in msg
+    assert "-r nothere.txt: the file does not exist" in msg
 
 
 def test_include_cycle_is_an_error(tmp_path: Path) -> None:

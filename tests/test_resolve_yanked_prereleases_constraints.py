@@ -116,3 +116,45 @@ def test_required_version_without_a_wheel_names_its_tags(
     assert "manylinux_2_28 x86_64" in err.message
     assert any("cp311-cp311-win_amd64" in c for c in err.context)
     assert any("the manifest requires lib==1.0" in c for c in err.context)
+
+
+def _usable_line(err: ResolutionError) -> str:
+    return next(c for c in err.context if c.startswith("versions of lib usable on linux"))
+
+
+def test_versions_usable_lists_no_prerelease_unless_allowed(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
+) -> None:
+    # `prereleases = false`: a list of candidates in an error names only versions a lock could
+    # choose; 2.0rc1 could not, so it is not offered as "usable".
+    f = index_factory
+    f.add_wheel("lib", "1.0")
+    f.add_wheel("lib", "2.0rc1")
+    path = write_manifest(tmp_path / "p", requirements=["lib>=3"], default_url=served_index.url())
+    with pytest.raises(ResolutionError) as info:
+        lock(path, cache)
+    line = _usable_line(info.value)
+    assert line.endswith(": 1.0")
+    assert "rc1" not in line
+
+
+@pytest.mark.parametrize(
+    ("requirement", "prereleases"), [("lib>=3", True), ("lib>=3.0rc1", False)], ids=["allowed", "named"]
+)
+def test_versions_usable_lists_prereleases_when_allowed_or_named(
+    index_factory: IndexFactory,
+    served_index: Server,
+    tmp_path: Path,
+    cache: Path,
+    requirement: str,
+    prereleases: bool,
+) -> None:
+    f = index_factory
+    f.add_wheel("lib", "1.0")
+    f.add_wheel("lib", "2.0rc1")
+    path = write_manifest(
+        tmp_path / "p", requirements=[requirement], default_url=served_index.url(), prereleases=prereleases
+    )
+    with pytest.raises(ResolutionError) as info:
+        lock(path, cache)
+    assert _usable_line(info.value).endswith(": 2.0rc1, 1.0")

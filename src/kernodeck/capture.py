@@ -12,6 +12,7 @@ recorded, with its own identity.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import re
@@ -30,11 +31,11 @@ from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import fingerprint, sha256_file
 from kernodeck.gitstate import git_state
 from kernodeck.interpreters import choose
-from kernodeck.manifest.edit import dumps_document, get_value, load_document, set_value
+from kernodeck.manifest.edit import dumps_document, editing, get_value, load_document, set_value
 from kernodeck.manifest.load import loads_manifest
-from kernodeck.manifest.schema import Manifest
+from kernodeck.manifest.schema import Manifest, Weights
 from kernodeck.probe.facts import Facts
-from kernodeck.support.fsio import atomic_write_text
+from kernodeck.support.fsio import atomic_write_text, not_regular
 
 _DATED_ID = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(\d+)$")
 
@@ -225,6 +226,20 @@ def _observe(
 ) -> dict[str, Any]:
     """Dotted key -> observed value, for every recorded value that this environment can observe."""
     obs: dict[str, Any] = {}
+    _observe_code(manifest, folder, obs, notes)
+    _observe_data(manifest, folder, obs, notes)
+    for i, w in enumerate(manifest.weights):
+        _observe_weights(i, w, folder, python, obs, notes)
+    if manifest.resume is not None and manifest.resume.checkpoint.sha256 is not None:
+        cp = folder / manifest.resume.checkpoint.path
+        if cp.is_file():
+            obs["resume.checkpoint.sha256"] = sha256_file(cp)
+    if system is not None:
+        _observe_system_keys(manifest, system, obs, notes)
+    return obs
+
+
+def _observe_code(manifest: Manifest, folder: Path, obs: dict[str, Any], notes: list[str]) -> None:
     # A manifest written before the project was a git checkout (or before its first commit) has
     # no [code] table: the revision is recorded as soon as there is one.
     rev, dirty, why = git_revision(folder)
@@ -237,63 +252,59 @@ def _observe(
                 "the working tree has local changes that the recorded revision does not include; "
                 "commit them, or set [code] allow-dirty = true"
             )
-    if manifest.code is not None:
-        for i, cfg in enumerate(manifest.code.config):
-            p = folder / cfg.path
-            if p.is_file():
-                obs[f"code.config[{i}].sha256"] = sha256_file(p)
-            else:
-                notes.append(f"config file {cfg.path} not found; its fingerprint was not captured")
+    for i, cfg in enumerate(manifest.code.config if manifest.code is not None else []):
+        p = folder / cfg.path
+        if p.is_file():
+            obs[f"code.config[{i}].sha256"] = sha256_file(p)
+        else:
+            notes.append(f"config file {cfg.path} {_not_read(p)}; its fingerprint was not captured")
+
+
+def _observe_data(manifest: Manifest, folder: Path, obs: dict[str, Any], notes: list[str]) -> None:
     for i, d in enumerate(manifest.data):
         p = folder / d.path
         if p.is_dir():  # a folder: the digest verify computes (kernodeck.fingerprint)
             obs[f"data[{i}].sha256"] = fingerprint(p).sha256
             continue
         if not p.is_file():
-            notes.append(f"data {d.name}: {d.path} not found; its fingerprint was not captured")
+            notes.append(f"data {d.name}: {d.path} {_not_read(p)}; its fingerprint was not captured")
             continue
         obs[f"data[{i}].sha256"] = sha256_file(p)
         if d.size is not None:
             obs[f"data[{i}].size"] = p.stat().st_size
-    for i, w in enumerate(manifest.weights):
-        if w.hub:
-            for fname in sorted(w.files or {}):
-                cached = hub_cache_file(w.hub, w.revision or "", fname)
-                if cached is None:
-                    notes.append(
-                        f"weights {w.name}: {fname} of {w.hub} is not in the local hub cache; not captured"
-                    )
-                else:
-                    obs[f'weights[{i}].files."{fname}"'] = sha256_file(cached)
-            continue
-        if w.path is None:
-            continue
-        if w.package:
-            located = locate_package_file(python, w.package, w.path)
-            if located is None:
+
+
+def _observe_weights(
+    i: int, w: Weights, folder: Path, python: str, obs: dict[str, Any], notes: list[str]
+) -> None:
+    if w.hub:
+        for fname in sorted(w.files or {}):
+            cached = hub_cache_file(w.hub, w.revision or "", fname)
+            if cached is None:
                 notes.append(
-                    f"weights {w.name}: {w.path} not found in the installed {w.package}; not captured"
+                    f"weights {w.name}: {fname} of {w.hub} is not in the local hub cache; not captured"
                 )
-                continue
-            wp = located
-        else:
-            wp = folder / w.path
-            if wp.is_dir():
-                obs[f"weights[{i}].sha256"] = fingerprint(wp).sha256
-                continue
-            if not wp.is_file():
-                notes.append(f"weights {w.name}: {w.path} not found; its fingerprint was not captured")
-                continue
-        obs[f"weights[{i}].sha256"] = sha256_file(wp)
-        if w.size is not None:
-            obs[f"weights[{i}].size"] = wp.stat().st_size
-    if manifest.resume is not None and manifest.resume.checkpoint.sha256 is not None:
-        cp = folder / manifest.resume.checkpoint.path
-        if cp.is_file():
-            obs["resume.checkpoint.sha256"] = sha256_file(cp)
-    if system is not None:
-        _observe_system_keys(manifest, system, obs, notes)
-    return obs
+            else:
+                obs[f'weights[{i}].files."{fname}"'] = sha256_file(cached)
+        return
+    if w.path is None:
+        return
+    if w.package:
+        wp = locate_package_file(python, w.package, w.path)
+        if wp is None:
+            notes.append(f"weights {w.name}: {w.path} not found in the installed {w.package}; not captured")
+            return
+    else:
+        wp = folder / w.path
+        if wp.is_dir():
+            obs[f"weights[{i}].sha256"] = fingerprint(wp).sha256
+            return
+        if not wp.is_file():
+            notes.append(f"weights {w.name}: {w.path} {_not_read(wp)}; its fingerprint was not captured")
+            return
+    obs[f"weights[{i}].sha256"] = sha256_file(wp)
+    if w.size is not None:
+        obs[f"weights[{i}].size"] = wp.stat().st_size
 
 
 def _observe_system_keys(
@@ -341,28 +352,58 @@ def capture(
 
     A data or weights fingerprint that was not recorded yet (left out, or "") is filled in
     without a new reference id: the reference did not change, its fingerprint was written down.
-    `only` names one [[data]] or [[weights]] entry: just its fingerprint (and size) is refreshed."""
+    `only` names one [[data]] or [[weights]] entry: just its fingerprint (and size) is refreshed.
+    The manifest is read, changed and written under its edit lock (`edit.editing`): concurrent
+    captures each see the one before (a dry run takes no lock: it writes nothing)."""
     path = Path(manifest_path)
     if path.is_dir():
         path = path / "repro.toml"
+    with contextlib.nullcontext() if dry_run else editing(path):
+        return _capture(
+            path,
+            variant=variant,
+            note=note,
+            python=python,
+            system_probe=system_probe,
+            today=today,
+            dry_run=dry_run,
+            only=only,
+        )
+
+
+def _only_prefixes(manifest: Manifest, only: str, path: Path) -> tuple[str, ...]:
+    """The key prefixes of the [[data]] or [[weights]] entry named `only`; a UsageError without one."""
+    prefixes = tuple(f"data[{i}]." for i, d in enumerate(manifest.data) if d.name == only) + tuple(
+        f"weights[{i}]." for i, w in enumerate(manifest.weights) if w.name == only
+    )
+    if not prefixes:
+        known = sorted({d.name for d in manifest.data} | {w.name for w in manifest.weights})
+        raise UsageError(
+            f"no [[data]] or [[weights]] entry named {only!r} in {path.name}",
+            hint=f"names: {', '.join(known) or 'none declared'}",
+        )
+    return prefixes
+
+
+def _capture(
+    path: Path,
+    *,
+    variant: str | None,
+    note: str | None,
+    python: str | None,
+    system_probe: SystemProbe | None,
+    today: _dt.date | None,
+    dry_run: bool,
+    only: str | None,
+) -> CaptureResult:
     doc = load_document(path)
-    original = dumps_document(doc)
-    manifest = loads_manifest(original, str(path))
+    manifest = loads_manifest(dumps_document(doc), str(path))
     folder = path.parent
     chosen = choose(python, project=folder)
     interpreter = chosen.path
     notes: list[str] = []
-    prefixes: tuple[str, ...] = ()
+    prefixes = _only_prefixes(manifest, only, path) if only is not None else ()
     if only is not None:
-        prefixes = tuple(f"data[{i}]." for i, d in enumerate(manifest.data) if d.name == only) + tuple(
-            f"weights[{i}]." for i, w in enumerate(manifest.weights) if w.name == only
-        )
-        if not prefixes:
-            known = sorted({d.name for d in manifest.data} | {w.name for w in manifest.weights})
-            raise UsageError(
-                f"no [[data]] or [[weights]] entry named {only!r} in {path.name}",
-                hint=f"names: {', '.join(known) or 'none declared'}",
-            )
         system_probe = None
     system = system_probe(interpreter) if system_probe is not None else None
     if system_probe is not None and system is None:
@@ -377,23 +418,19 @@ def capture(
 
     changes: list[Change] = []
     for key, new in observed.items():
-        old = get_value(doc, key)
-        old_plain = _plain(old)
+        old_plain = _plain(get_value(doc, key))
         if old_plain != new:
             changes.append(Change(key, old_plain, new))
-
-    old_id = manifest.reference.id
     # a fingerprint or revision recorded where there was none fills in the reference, it does not
     # change what it is
     fills = [
         c for c in changes if c.old in (None, "") and (c.key.endswith(".sha256") or c.key == "code.revision")
     ]
-    changes = [c for c in changes if c not in fills]
     result = CaptureResult(
         path=path,
-        old_id=old_id,
+        old_id=manifest.reference.id,
         new_id=None,
-        changes=changes,
+        changes=[c for c in changes if c not in fills],
         notes=notes,
         variant=variant,
         filled=fills,
@@ -401,19 +438,26 @@ def capture(
     )
     for c in fills:
         set_value(doc, c.key, c.new)
-    if not changes and fills:
-        text = _without_placeholder(dumps_document(doc))
-        loads_manifest(text, str(path))  # never write a manifest that does not load
-        if not dry_run:
-            atomic_write_text(path, text)
-            result.written = True
-        return result
-    if not changes:
+    return _record(doc, manifest, result, note=note, today=today, dry_run=dry_run)
+
+
+def _record(
+    doc: Any,
+    manifest: Manifest,
+    result: CaptureResult,
+    *,
+    note: str | None,
+    today: _dt.date | None,
+    dry_run: bool,
+) -> CaptureResult:
+    """Write what `result` holds into `doc` (fills, changes as a new reference id or a variant),
+    and the manifest unless `dry_run`."""
+    changes, variant, notes = result.changes, result.variant, result.notes
+    if not changes and not result.filled:
         if variant:
             notes.append(f"nothing differs from the reference; variant {variant!r} was not written")
         return result
-
-    if variant:
+    if changes and variant:
         same = _unchanged_variant(doc, variant, changes, note)
         if same is not None:
             # the variant already records exactly these differences: keep its identity, write nothing
@@ -422,21 +466,33 @@ def capture(
                 f"variant {variant!r} already records these differences (id {same}); nothing written"
             )
             return result
-    taken = {v.id for v in manifest.variant}
-    new_id = next_reference_id(old_id, today or _dt.date.today(), taken)
-    result.new_id = new_id
-    if variant:
-        _write_variant(doc, variant, new_id, old_id, note, changes, notes)
-    else:
-        for c in changes:
-            set_value(doc, c.key, c.new)
-        set_value(doc, "reference.id", new_id)
+    if changes:
+        taken = {v.id for v in manifest.variant}
+        result.new_id = next_reference_id(result.old_id, today or _dt.date.today(), taken)
+        if variant:
+            _write_variant(doc, variant, result.new_id, result.old_id, note, changes, notes)
+        else:
+            for c in changes:
+                set_value(doc, c.key, c.new)
+            set_value(doc, "reference.id", result.new_id)
     text = _without_placeholder(dumps_document(doc))
-    loads_manifest(text, str(path))  # never write a manifest that does not load
+    loads_manifest(text, str(result.path))  # never write a manifest that does not load
     if not dry_run:
-        atomic_write_text(path, text)
+        atomic_write_text(result.path, text)
         result.written = True
     return result
+
+
+def _not_read(path: Path) -> str:
+    """Why a file was not fingerprinted, truly: "not found" only when nothing is there; a socket,
+    a FIFO or a device that exists is named as such (verify says the same)."""
+    try:
+        why = not_regular(path)
+    except FileNotFoundError:
+        return "not found"
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    return f"is {why}" if why is not None else "cannot be read"
 
 
 def _without_placeholder(text: str) -> str:

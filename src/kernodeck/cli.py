@@ -40,7 +40,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except KernodeckError as e:
-            click.echo(e.render(), err=True)
+            _tell(e.render())
             ctx.exit(e.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -66,11 +66,21 @@ class _Group(click.Group):
                 ctx.exit(refused.exit_code)
             if os.environ.get("KERNODECK_DEBUG"):
                 raise
-            click.echo(f"internal error: {type(e).__name__}: {e}", err=True)
+            _tell(f"internal error: {type(e).__name__}: {e}")
             click.echo(
                 "hint: this is a bug in kernodeck; rerun with KERNODECK_DEBUG=1 for the traceback", err=True
             )
             ctx.exit(1)
+
+
+def _tell(text: str) -> None:
+    """An error on stderr. It may quote paths, names and a program's output: control characters
+    are made visible, and under GitHub Actions no line of it is read as a workflow command."""
+    from kernodeck.render.github import commands_stopped
+    from kernodeck.render.visible import visible
+
+    with commands_stopped(sys.stderr):
+        click.echo(visible(text), err=True)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -287,19 +287,33 @@ def _result(diffs: list[Difference], notes: list[str], a_name: str, b_name: str)
 
 
 def load_report(path: str | Path) -> Report:
-    """A verify (or rebuild) report from its JSON file; UsageError when it is not one."""
+    """A verify (or rebuild) report from its JSON file; UsageError "not a kernodeck report: why"
+    when it is not one (never its content: a value in the file is not quoted)."""
+    from kernodeck.support.fsio import read_regular
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = read_regular(p)
     except FileNotFoundError:
         raise UsageError(f"no report at {p}", hint="write one with `kernodeck verify --json FILE`") from None
     except OSError as e:
         raise UsageError(f"cannot read report {p}: {e.strerror or e}") from None
     try:
-        return Report.from_json(text)
+        return Report.from_json(data.decode("utf-8"))
+    except RecursionError:
+        why = "nested too deeply to read"
     except (ValueError, TypeError) as e:
-        first = str(e).splitlines()[0]
-        raise UsageError(
-            f"{p} is not a kernodeck report: {first}",
-            hint="pass files written by `kernodeck verify --json FILE`, `live`, or a repro.toml",
-        ) from None
+        why = _not_a_report(e)
+    raise UsageError(
+        f"{p} is not a kernodeck report: {why}",
+        hint="pass files written by `kernodeck verify --json FILE`, `live`, or a repro.toml",
+    )
+
+
+def _not_a_report(e: Exception) -> str:
+    """Why a JSON text is not a report, in one line: a validation error's first location and
+    message (without the input value it quotes)."""
+    lines = str(e).splitlines()
+    if len(lines) >= 3 and "validation error" in lines[0]:
+        return f"{lines[1].strip()}: {lines[2].strip().split(' [type=', 1)[0]}"
+    return lines[0] if lines else type(e).__name__

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import re
 import shlex
@@ -45,17 +46,31 @@ from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
+from kernodeck.manifest.paths import escapes
 from kernodeck.support.conflicts import conflict_issue
+from kernodeck.support.fsio import NotRegularFile, open_regular
 from kernodeck.support.tomltext import parse_toml
-from kernodeck.support.urls import is_placeholder_userinfo, strip_userinfo
+from kernodeck.support.urls import is_placeholder_userinfo, redact, strip_userinfo
 
 if TYPE_CHECKING:
     from kernodeck.manifest.poetrydeps import PoetryDeps
 
-_COMMENT = re.compile(r"(^|\s+)#.*$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _VCS = re.compile(r"^(git|hg|svn|bzr)\+", re.IGNORECASE)
 _MAX_DEPTH = 32
+#: The largest requirements file read, in bytes (a generated file of 100,000 hashed pins is about
+#: 10 MiB); a larger one (or /dev/zero) is refused with this number in the message.
+MAX_FILE_BYTES = 16 * 2**20
+#: The longest value of a line a message quotes (then it is cut, with a count).
+_SHOWN_MAX = 80
+_OPTION_SHAPE = re.compile(r"--?[A-Za-z][A-Za-z0-9-]{0,40}")
+#: A line that is a path as people write one (`./pkg`, `../x.whl`, `/abs/p`, `${DIR}/p`): shown;
+#: other lines with a '/' (`KEY=abc/def`) are not.
+_PATH_SHAPE = re.compile(r"(?:\.{1,2}/|/|\$\{[A-Z0-9_]+\}/|\.$)\S*")
+_PATH_CHARS = re.compile(r"[\w.${}\[\],/\\-]+")
+#: A line that begins like a requirement: a project name, then extras, a version comparison, a
+#: marker or a URL (`KEY=value` and `root:x:0:0` do not).
+_NAME_START = re.compile(r"\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:[\[(;@<>]|==|!=|~=)")
 #: `${NAME}` as pip expands it in requirement files (uppercase letters, digits and underscore).
 _ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
 _INDEX_KINDS = ("index-url", "extra-index-url", "find-links")
@@ -114,10 +129,11 @@ class Origin:
 class ReqLine:
     requirement: str  # normalised PEP 508 text, local label removed
     origin: Origin
+    project: str = ""  # its normalised project name, when the reader knows it (else parsed)
 
     @property
     def name(self) -> str:
-        return canonicalize_name(Requirement(self.requirement).name)
+        return self.project or canonicalize_name(Requirement(self.requirement).name)
 
 
 IndexKind = Literal["index-url", "extra-index-url", "find-links"]
@@ -168,14 +184,16 @@ def parse_requirements_file(
     project_root: Path | None = None,
     display_root: Path | None = None,
     unset: Literal["error", "note"] = "error",
+    external: bool = False,
 ) -> ParsedRequirements:
     """Read `path` (and every file it includes). `project_root` is the folder `-e .` and other
     paths are relative to (pip: the current folder; here: the manifest's folder, default the
     file's folder); `display_root` makes the file names in origins and errors relative.
     `unset="note"` (for `init`, before the variables exist) records a line with an unset
-    `${NAME}` in `unset` and skips it instead of failing."""
+    `${NAME}` in `unset` and skips it instead of failing. Every file read stays inside
+    `project_root` (symlinks followed) unless `external` ([packages] external = true)."""
     root = (project_root or path.parent).resolve()
-    reader = _Reader(root, (display_root or root).resolve(), note_unset=unset == "note")
+    reader = _Reader(root, (display_root or root).resolve(), note_unset=unset == "note", external=external)
     reader.read(path, constraint=False, depth=0, origin=None)
     return ParsedRequirements(
         requirements=tuple(reader.requirements),
@@ -203,9 +221,9 @@ def parse_pyproject(
     shown = reader.show(pyproject)
     origin = Origin(shown, 0)
     for req in project_dependencies(pyproject, list(extras), display=shown):
-        reader.requirement(req, origin, constraint=False)
+        reader.requirement(req, origin, constraint=False, written=req)
     for req in dependency_groups(pyproject, list(groups), display=shown):
-        reader.requirement(req, origin, constraint=False)
+        reader.requirement(req, origin, constraint=False, written=req)
     reader.files[shown] = file_sha256(pyproject)
     data = read_pyproject(pyproject, shown)
     project = data.get("project")
@@ -263,7 +281,7 @@ def parse_pipfile(
         raise ManifestError([Issue(shown, where, why, hint=hint)])
     origin = Origin(shown, 0)
     for req in requirements:
-        reader.requirement(req, origin, constraint=False)
+        reader.requirement(req, origin, constraint=False, written=req)
     reader.files[shown] = file_sha256(pipfile)
     return ParsedRequirements(
         requirements=tuple(reader.requirements), backends=tuple(reader.backends), files=reader.files
@@ -274,26 +292,35 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first physical line number, text) of every non-empty logical line, comments removed.
 
     As pip: a line ending in `\\` continues on the next one, unless it is a comment line; the
-    comment is removed after joining."""
+    comment is removed after joining. Linear in the text's length (a regular expression with
+    `\\s+#` took time quadratic in a run of blanks: 80,000 continued blank lines, 134 s)."""
     out: list[tuple[int, str]] = []
     buf: list[str] = []
     start = 0
     for n, raw in enumerate(text.splitlines(), start=1):
         if not buf:
             start = n
-        if raw.endswith("\\") and not _COMMENT.match(raw):
+        if raw.endswith("\\") and not raw.lstrip().startswith("#"):
             buf.append(raw.strip("\\"))
             continue
         buf.append(raw)
-        joined = _COMMENT.sub("", "".join(buf)).strip()
+        joined = _without_comment("".join(buf)).strip()
         buf = []
         if joined:
             out.append((start, joined))
     if buf:
-        joined = _COMMENT.sub("", "".join(buf)).strip()
+        joined = _without_comment("".join(buf)).strip()
         if joined:
             out.append((start, joined))
     return out
+
+
+def _without_comment(line: str) -> str:
+    """`line` up to its comment: a `#` at the start or after whitespace, as pip reads it."""
+    at = line.find("#")
+    while at > 0 and not line[at - 1].isspace():
+        at = line.find("#", at + 1)
+    return line if at < 0 else line[:at]
 
 
 def split_options(line: str) -> tuple[str, list[str]]:
@@ -347,10 +374,130 @@ class _Unset(Exception):
         self.name = name
 
 
+class Refused(Exception):
+    """A file the reader does not read, and why ("lies outside the project", ...)."""
+
+    def __init__(self, why: str, hint: str | None = None) -> None:
+        self.why = why
+        self.hint = hint
+
+
+def bounded_in(root: Path, path: Path) -> None:
+    """Nothing when `path` stays inside `root` (symlinks followed); Refused when it leads out."""
+    if escapes(root, path) is not None:
+        raise Refused(
+            "lies outside the project (an absolute path, `..` or a symlink leading out)",
+            hint="keep requirement files inside the project, or add `external = true` under [packages] "
+            "if they live on a shared mount",
+        )
+
+
+def _opened(path: Path) -> io.FileIO:
+    """`path` opened by `fsio.open_regular` (a named pipe, a device, a socket or a folder is
+    refused on its descriptor, without blocking) and no larger than MAX_FILE_BYTES; Refused says
+    why not."""
+    try:
+        f = open_regular(path)
+    except NotRegularFile as e:
+        raise Refused(f"is {e.strerror}") from None
+    except FileNotFoundError:
+        raise Refused("does not exist") from None
+    except OSError as e:
+        raise Refused(f"cannot be read: {e.strerror or e}") from None
+    if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
+        f.close()
+        raise _too_large()
+    return f
+
+
+def check_regular(path: Path) -> None:
+    """Nothing when `path` is a regular file of at most MAX_FILE_BYTES; Refused says why not."""
+    _opened(path).close()
+
+
+def _too_large() -> Refused:
+    return Refused(
+        f"is larger than {MAX_FILE_BYTES // 2**20} MiB, the most a requirements file may hold",
+        hint="a requirements file lists projects; split a generated one, or check that it is the file meant",
+    )
+
+
+def read_capped(path: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_FILE_BYTES (a file that reads longer than its
+    size said, as /proc files do, is not read past the cap); Refused says why not."""
+    chunks: list[bytes] = []
+    size = 0
+    with _opened(path) as f:
+        while size <= MAX_FILE_BYTES:
+            try:
+                chunk = f.read(MAX_FILE_BYTES + 1 - size)
+            except OSError as e:
+                raise Refused(f"cannot be read: {e.strerror or e}") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    if size > MAX_FILE_BYTES:
+        raise _too_large()
+    return b"".join(chunks)
+
+
+def _decoded(raw: bytes, shown: str) -> str:
+    """A requirements file's text; a NUL byte or bytes that are not UTF-8 are a located error
+    (the file is not text: /proc/self/environ, a binary), which never quotes the bytes."""
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        line = raw.count(b"\n", 0, nul) + 1
+        raise ManifestError([Issue(shown, "", "holds a NUL byte: not a text file", line=line)])
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ManifestError([Issue(shown, "", "file is not valid UTF-8", line=line)]) from None
+
+
+def shown_value(text: str) -> str:
+    """A value from a requirement line fit for a message: as written (`${NAME}` unexpanded), URL
+    credentials redacted, control characters as '?', at most 80 characters (then a count)."""
+    text = "".join(c if c.isprintable() else "?" for c in redact(text))
+    if len(text) <= _SHOWN_MAX:
+        return text
+    return f"{text[:_SHOWN_MAX]}... ({len(text)} characters)"
+
+
+def _is_path(text: str, written: str) -> bool:
+    """Whether a line that is no requirement names a path (as pip reads it: `./pkg`, `/abs`,
+    `dist/x.whl`): path characters only; `KEY=abc/def` or `root:x:0:0:/root` is no path."""
+    if _PATH_SHAPE.fullmatch(written):
+        return True
+    return bool(_PATH_CHARS.fullmatch(written)) and (
+        os.sep in text or "/" in text or text.endswith((".whl", ".tar.gz", ".zip"))
+    )
+
+
+def _invalid(written: str, e: InvalidRequirement) -> str:
+    """ "invalid requirement 'numpy>=${V}': Expected ..." (packaging's reason without its copy of
+    the line; the line as written, redacted and cut short) for a line that begins like a
+    requirement; any other line (`root:x:0:0`, `AKIA... secret`) is described, never quoted."""
+    reason = str(e).splitlines()[0]
+    if not _NAME_START.match(written):
+        return f"not a requirement, an option or a comment (the line is not shown): {reason}"
+    return f"invalid requirement {shown_value(written)!r}: {reason}"
+
+
+def _option_shown(spelling: str) -> str:
+    """An option as a message names it: its spelling when it looks like an option (`--foo`),
+    else "on this line" wording that quotes nothing (`-----BEGIN` is not shown)."""
+    return spelling if _OPTION_SHAPE.fullmatch(spelling) else "(not shown: it does not look like an option)"
+
+
 class _Reader:
-    def __init__(self, project_root: Path, display_root: Path, *, note_unset: bool = False) -> None:
+    def __init__(
+        self, project_root: Path, display_root: Path, *, note_unset: bool = False, external: bool = False
+    ) -> None:
         self.project_root = project_root
         self.note_unset = note_unset
+        self.external = external  # files may lie outside the project ([packages] external = true)
         self.unset: list[tuple[str, Origin]] = []
         self.display_root = display_root
         self.requirements: list[ReqLine] = []
@@ -361,6 +508,8 @@ class _Reader:
         self.prereleases = False
         self.project_included = False
         self._stack: list[Path] = []
+        # requirement text -> (normalised text, project, backend hints): a line repeated is parsed once
+        self._done: dict[str, tuple[str, str, list[tuple[str, str, str]]]] = {}
 
     def show(self, path: Path) -> str:
         try:
@@ -371,31 +520,24 @@ class _Reader:
     def fail(self, origin: Origin, message: str, hint: str | None = None) -> ManifestError:
         return ManifestError([Issue(origin.file, "", message, line=origin.line, hint=hint)])
 
-    def read(self, path: Path, *, constraint: bool, depth: int, origin: Origin | None) -> None:
+    def read(
+        self, path: Path, *, constraint: bool, depth: int, origin: Origin | None, written: str = ""
+    ) -> None:
+        """Read `path`; `origin` is the `-r`/`-c` line that names it (None: the file asked for),
+        `written` that line as written (`-r ${DIR}/base.txt`), which its errors show."""
         resolved = path.resolve()
         shown = self.show(path)
-        if resolved in self._stack:
-            assert origin is not None
-            raise self.fail(origin, f"{shown} includes itself (a cycle of -r/-c)")
-        if depth > _MAX_DEPTH:
-            assert origin is not None
+        if origin is not None and resolved in self._stack:
+            raise self.fail(origin, f"{written}: {shown} includes itself (a cycle of -r/-c)")
+        if origin is not None and depth > _MAX_DEPTH:
             raise self.fail(origin, f"files included more than {_MAX_DEPTH} levels deep")
         try:
-            raw = path.read_bytes()
-        except OSError as e:
-            why = (
-                f"requirements file {shown} does not exist"
-                if isinstance(e, FileNotFoundError)
-                else f"cannot read requirements file {shown}: {e.strerror or e}"
-            )
-            raise ManifestError(
-                [Issue(origin.file if origin else shown, "", why, line=origin.line if origin else None)]
-            ) from None
-        try:
-            text = raw.decode("utf-8").removeprefix("\ufeff")
-        except UnicodeDecodeError as e:
-            line = raw[: e.start].count(b"\n") + 1
-            raise ManifestError([Issue(shown, "", "file is not valid UTF-8", line=line)]) from None
+            raw = self._bytes(path)
+        except Refused as e:
+            if origin is None:
+                raise ManifestError([Issue(shown, "", f"requirements file {e.why}", hint=e.hint)]) from None
+            raise self.fail(origin, f"{written}: the file {e.why}", hint=e.hint) from None
+        text = _decoded(raw, shown)
         merged = conflict_issue(text, shown)
         if merged is not None:
             raise ManifestError([merged])
@@ -410,9 +552,19 @@ class _Reader:
         finally:
             self._stack.pop()
 
+    def _bytes(self, path: Path) -> bytes:
+        """The bytes of a file the reader may read: inside the project (symlinks followed) unless
+        `external`, a regular file, at most MAX_FILE_BYTES."""
+        if not self.external:
+            bounded_in(self.project_root, path)
+        return read_capped(path)
+
     def expand(self, text: str, origin: Origin) -> str:
         """`${NAME}` (uppercase letters, digits, underscore) from the environment, as pip expands
-        requirement lines; a variable that is not set is an error at the line."""
+        requirement lines; a variable that is not set is an error at the line. Messages show the
+        line as written, never an expanded value."""
+        if "${" not in text:
+            return text
 
         def value(m: re.Match[str]) -> str:
             name = m.group(1)
@@ -430,59 +582,71 @@ class _Reader:
 
     def line(self, path: Path, origin: Origin, line: str, *, constraint: bool, depth: int) -> None:
         req_text, option_tokens = split_options(line)
-        req_text = self.expand(req_text, origin)
-        # index urls keep their ${VAR} credential placeholders: expanded in memory only, at fetch time
-        opts = [
-            (
-                meaning,
-                value if value is None or meaning in _INDEX_KINDS else self.expand(value, origin),
-                spelling,
-            )
-            for meaning, value, spelling in _options(option_tokens)
-        ]
+        opts = _options(option_tokens) if option_tokens else []
         if req_text:
             for meaning, _value, spelling in opts:
                 if meaning not in ("hash", "config-settings", "global-option"):
-                    raise self.fail(origin, f"option {spelling} cannot follow a requirement on the same line")
+                    raise self.fail(
+                        origin,
+                        f"option {_option_shown(spelling)} cannot follow a requirement on the same line",
+                    )
                 if meaning != "hash":
                     raise self.fail(origin, f"{spelling} is not supported: {_WHY_NOT[meaning]}")
-            self.requirement(req_text, origin, constraint=constraint)
+            self.requirement(self.expand(req_text, origin), origin, constraint=constraint, written=req_text)
             return
         for meaning, value, spelling in opts:
-            if not meaning:
-                raise self.fail(
-                    origin,
-                    f"unknown or unsupported option {spelling}",
-                    hint="kernodeck reads -r, -c, -e ., --index-url, --extra-index-url, --find-links, "
-                    "--pre, --only-binary, --prefer-binary and --hash",
-                )
-            if meaning in _WHY_NOT:
-                raise self.fail(origin, f"{spelling} is not supported: {_WHY_NOT[meaning]}")
-            if meaning == "pre":
-                self.prereleases = True
-                continue
-            if meaning in _ACCEPTED:
-                continue
-            if value is None:
-                raise self.fail(origin, f"{spelling} needs a value")
-            if meaning in ("requirement", "constraint"):
-                target = Path(value)
-                if _SCHEME.match(value):
-                    raise self.fail(origin, f"{spelling} {value}: only local files can be included")
-                if not target.is_absolute():
-                    target = path.parent / target
-                # as pip: what a file names with -r is requirements, with -c constraints, whatever
-                # the including file is
-                self.read(target, constraint=meaning == "constraint", depth=depth + 1, origin=origin)
-            elif meaning == "editable":
-                self.path_requirement(value, origin, constraint=constraint, editable=True)
-            else:
-                self.index(value, meaning, origin, path.parent)  # type: ignore[arg-type]
+            self.option(path, origin, meaning, value, spelling, constraint=constraint, depth=depth)
+
+    def option(
+        self,
+        path: Path,
+        origin: Origin,
+        meaning: str,
+        value: str | None,
+        spelling: str,
+        *,
+        constraint: bool,
+        depth: int,
+    ) -> None:
+        """One option of an option line; `value` as written (`${NAME}` not expanded yet)."""
+        if not meaning:
+            raise self.fail(
+                origin,
+                f"unknown or unsupported option {_option_shown(spelling)}",
+                hint="kernodeck reads -r, -c, -e ., --index-url, --extra-index-url, --find-links, "
+                "--pre, --only-binary, --prefer-binary and --hash",
+            )
+        if meaning in _WHY_NOT:
+            raise self.fail(origin, f"{spelling} is not supported: {_WHY_NOT[meaning]}")
+        if meaning == "pre":
+            self.prereleases = True
+            return
+        if meaning in _ACCEPTED:
+            return
+        if value is None:
+            raise self.fail(origin, f"{spelling} needs a value")
+        written = f"{spelling} {shown_value(value)}"
+        if meaning in _INDEX_KINDS:
+            # index urls keep their ${VAR} credential placeholders: expanded in memory only, at fetch time
+            self.index(value, meaning, origin, path.parent)  # type: ignore[arg-type]
+            return
+        expanded = self.expand(value, origin)
+        if meaning == "editable":
+            self.path_requirement(expanded, origin, constraint=constraint, editable=True, written=written)
+            return
+        if _SCHEME.match(expanded):
+            raise self.fail(origin, f"{written}: only local files can be included")
+        target = Path(expanded)
+        if not target.is_absolute():
+            target = path.parent / target
+        # as pip: what a file names with -r is requirements, with -c constraints, whatever the
+        # including file is
+        self.read(target, constraint=meaning == "constraint", depth=depth + 1, origin=origin, written=written)
 
     def index(self, url: str, kind: IndexKind, origin: Origin, file_dir: Path | None = None) -> None:
         if kind != "find-links" and not re.match(r"^(https?|file)://", url):
             raise self.fail(
-                origin, f"--{kind} {url!r}: an index url starts with https://, http:// or file://"
+                origin, f"--{kind} {shown_value(url)}: an index url starts with https://, http:// or file://"
             )
         if kind == "find-links" and not _SCHEME.match(url):
             # as pip: relative to the requirements file when it exists there, else to the project
@@ -504,8 +668,12 @@ class _Reader:
                 )
         self.indexes.append(IndexRef(url=url, kind=kind, origin=origin))
 
-    def path_requirement(self, value: str, origin: Origin, *, constraint: bool, editable: bool) -> None:
-        what = "-e " + value if editable else value
+    def path_requirement(
+        self, value: str, origin: Origin, *, constraint: bool, editable: bool, written: str
+    ) -> None:
+        """A path (or URL) where a requirement is due: only the project itself (`-e .`) is read;
+        `written` is the line as messages show it (`${NAME}` unexpanded)."""
+        what = written
         if _VCS.match(value) or _SCHEME.match(value):
             raise self.fail(
                 origin,
@@ -536,7 +704,7 @@ class _Reader:
         except ManifestError as e:
             raise self._unreadable_project(what, origin, pyproject, e) from None
         for req in reqs:
-            self.requirement(req, origin, constraint=False)
+            self.requirement(req, origin, constraint=False, written=req)
         self.files[self.show(pyproject)] = file_sha256(pyproject)
 
     def _unreadable_project(
@@ -557,17 +725,37 @@ class _Reader:
             f"requirements file instead of {what}",
         )
 
-    def requirement(self, text: str, origin: Origin, *, constraint: bool) -> None:
+    def requirement(self, text: str, origin: Origin, *, constraint: bool, written: str) -> None:
+        """One requirement (`${NAME}` expanded); `written` is the line as written, which messages
+        quote only as far as it is safe: the project name it starts with, else nothing."""
+        done = self._done.get(text)
+        if done is None:
+            done = self._parsed(text, origin, constraint=constraint, written=written)
+            if done is None:  # the project itself (`.`), read from its pyproject.toml
+                return
+            self._done[text] = done
+        normalised, name, hints = done
+        self.backends += [BackendHint(project, public, backend, origin) for project, public, backend in hints]
+        (self.constraints if constraint else self.requirements).append(ReqLine(normalised, origin, name))
+
+    def _parsed(
+        self, text: str, origin: Origin, *, constraint: bool, written: str
+    ) -> tuple[str, str, list[tuple[str, str, str]]] | None:
+        """(normalised text, project name, backend hints) of a requirement; None for a path to the project
+        itself (read in its place); a located error for anything a lock cannot take."""
         if _VCS.match(text) or _SCHEME.match(text):
-            self.path_requirement(text, origin, constraint=constraint, editable=False)
-            return
+            self.path_requirement(
+                text, origin, constraint=constraint, editable=False, written=shown_value(written)
+            )
+            return None
         try:
             req = Requirement(text)
         except InvalidRequirement as e:
-            if text.startswith((".", "/")) or os.sep in text or text.endswith((".whl", ".tar.gz", ".zip")):
-                self.path_requirement(text, origin, constraint=constraint, editable=False)
-                return
-            raise self.fail(origin, f"invalid requirement {text!r}: {str(e).splitlines()[0]}") from None
+            if _is_path(text, written):
+                shown = shown_value(written) if _PATH_SHAPE.fullmatch(written) else "a path (not shown)"
+                self.path_requirement(text, origin, constraint=constraint, editable=False, written=shown)
+                return None
+            raise self.fail(origin, _invalid(written, e)) from None
         if req.url:
             kind = "VCS" if _VCS.match(req.url) else "direct URL"
             raise self.fail(
@@ -575,35 +763,33 @@ class _Reader:
                 f"{req.name} @ ...: a {kind} requirement cannot be locked from an index",
                 hint="publish it to an index the manifest names, or pin a released version",
             )
-        req = self._without_local(req, origin)
-        entry = ReqLine(requirement=str(req), origin=origin)
-        (self.constraints if constraint else self.requirements).append(entry)
+        normalised, hints = _without_local(req)
+        return normalised, canonicalize_name(req.name), hints
 
-    def _without_local(self, req: Requirement, origin: Origin) -> Requirement:
-        specs = list(req.specifier)
-        changed = False
-        kept: list[str] = []
-        for s in specs:
-            if s.operator in ("==", "===") and "+" in s.version and not s.version.endswith("*"):
-                public, _, label = s.version.partition("+")
-                backend = parse_backend(label)
-                try:
-                    Version(s.version)
-                except InvalidVersion:
-                    backend = None
-                if backend is not None and backend.uses_pytorch_index:
-                    self.backends.append(
-                        BackendHint(canonicalize_name(req.name), public, backend.name, origin)
-                    )
-                    kept.append(f"=={public}")
-                    changed = True
-                    continue
-            kept.append(str(s))
-        if not changed:
-            return req
-        out = Requirement(str(req))
-        out.specifier = type(req.specifier)(",".join(kept))
-        return out
+
+def _without_local(req: Requirement) -> tuple[str, list[tuple[str, str, str]]]:
+    """A requirement without the PyTorch local labels of its pins (`torch==2.3.0+cu121` ->
+    `torch==2.3.0`), and (project, public version, backend) for each label taken off."""
+    kept: list[str] = []
+    hints: list[tuple[str, str, str]] = []
+    for s in req.specifier:
+        if s.operator in ("==", "===") and "+" in s.version and not s.version.endswith("*"):
+            public, _, label = s.version.partition("+")
+            backend = parse_backend(label)
+            try:
+                Version(s.version)
+            except InvalidVersion:
+                backend = None
+            if backend is not None and backend.uses_pytorch_index:
+                hints.append((canonicalize_name(req.name), public, backend.name))
+                kept.append(f"=={public}")
+                continue
+        kept.append(str(s))
+    if not hints:
+        return str(req), []
+    out = Requirement(str(req))
+    out.specifier = type(req.specifier)(",".join(kept))
+    return str(out), hints
 
 
 def _pyproject_requirement(item: str, shown: str, where: str) -> Requirement:
@@ -612,7 +798,7 @@ def _pyproject_requirement(item: str, shown: str, where: str) -> Requirement:
         req = Requirement(item)
     except InvalidRequirement as e:
         raise ManifestError(
-            [Issue(shown, where, f"invalid requirement {item!r}: {str(e).splitlines()[0]}")]
+            [Issue(shown, where, f"invalid requirement {shown_value(item)!r}: {str(e).splitlines()[0]}")]
         ) from None
     if req.url:
         raise ManifestError(
@@ -632,8 +818,7 @@ def project_dependencies(pyproject: Path, extras: list[str], *, display: str | N
         if poetry is not None:
             return _poetry_dependencies(poetry, extras, shown)
         raise ManifestError([Issue(shown, "project", "no [project] table: its dependencies cannot be read")])
-    dynamic = project.get("dynamic") or []
-    if "dependencies" in dynamic:
+    if "dependencies" in (project.get("dynamic") or []):
         raise ManifestError(
             [
                 Issue(
@@ -644,48 +829,58 @@ def project_dependencies(pyproject: Path, extras: list[str], *, display: str | N
                 )
             ]
         )
-    own = canonicalize_name(str(project.get("name", "")))
     optional = project.get("optional-dependencies") or {}
     if not isinstance(optional, dict):
         raise ManifestError([Issue(shown, "project.optional-dependencies", "must be a table of lists")])
-    known = {canonicalize_name(k): k for k in optional}
-    out: list[str] = []
-    seen: set[str] = set()
+    walk = _Extras(shown, canonicalize_name(str(project.get("name", ""))), optional)
+    walk.add(project.get("dependencies", []), "project.dependencies")
+    for extra in extras:
+        walk.expand(extra)
+    return walk.out
 
-    def add(items: object, where: str) -> None:
+
+class _Extras:
+    """A project's dependencies with its extras expanded (each once), `myproj[dev]` included."""
+
+    def __init__(self, shown: str, own: str, optional: dict[str, object]) -> None:
+        self.shown, self.own, self.optional = shown, own, optional
+        self.known = {canonicalize_name(k): k for k in optional}
+        self.out: list[str] = []
+        self.seen: set[str] = set()
+
+    def add(self, items: object, where: str) -> None:
         if not isinstance(items, list):
-            raise ManifestError([Issue(shown, where, "must be a list of requirement strings")])
+            raise ManifestError([Issue(self.shown, where, "must be a list of requirement strings")])
         for item in items:
             if not isinstance(item, str):
-                raise ManifestError([Issue(shown, where, f"{item!r} is not a requirement string")])
-            req = _pyproject_requirement(item, shown, where)
-            if own and canonicalize_name(req.name) == own:
+                raise ManifestError(
+                    [Issue(self.shown, where, f"{shown_value(repr(item))} is not a requirement string")]
+                )
+            req = _pyproject_requirement(item, self.shown, where)
+            if self.own and canonicalize_name(req.name) == self.own:
                 for extra in sorted(req.extras):
-                    expand(extra)
+                    self.expand(extra)
                 continue
-            out.append(str(req))
+            self.out.append(str(req))
 
-    def expand(extra: str) -> None:
+    def expand(self, extra: str) -> None:
         key = canonicalize_name(extra)
-        if key in seen:
+        if key in self.seen:
             return
-        seen.add(key)
-        if key not in known:
+        self.seen.add(key)
+        if key not in self.known:
+            listed = ", ".join(sorted(self.known)) or "none"
             raise ManifestError(
                 [
                     Issue(
-                        shown,
+                        self.shown,
                         "project.optional-dependencies",
-                        f"no extra {extra!r}; the project has: {', '.join(sorted(known)) or 'none'}",
+                        f"no extra {shown_value(extra)!r}; the project has: {listed}",
                     )
                 ]
             )
-        add(optional[known[key]], f"project.optional-dependencies.{known[key]}")
-
-    add(project.get("dependencies", []), "project.dependencies")
-    for extra in extras:
-        expand(extra)
-    return out
+        name = self.known[key]
+        self.add(self.optional[name], f"project.optional-dependencies.{name}")
 
 
 def _poetry(data: dict[str, object]) -> PoetryDeps | None:
@@ -731,13 +926,14 @@ def _selected(
 
 
 def read_pyproject(pyproject: Path, shown: str) -> dict[str, object]:
+    """A pyproject.toml's tables (a regular file of at most MAX_FILE_BYTES); errors located."""
+    if not pyproject.exists():
+        raise ManifestError([Issue(shown, "", "pyproject.toml does not exist")])
     try:
-        text = pyproject.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError([Issue(shown, "", "pyproject.toml does not exist")]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ManifestError([Issue(shown, "", f"cannot read: {getattr(e, 'strerror', None) or e}")]) from None
-    return parse_toml(text, shown)
+        raw = read_capped(pyproject)
+    except Refused as e:
+        raise ManifestError([Issue(shown, "", f"pyproject.toml {e.why}", hint=e.hint)]) from None
+    return parse_toml(_decoded(raw, shown), shown)
 
 
 def dependency_groups(pyproject: Path, groups: list[str], *, display: str | None = None) -> list[str]:
@@ -753,52 +949,52 @@ def dependency_groups(pyproject: Path, groups: list[str], *, display: str | None
         return _selected(poetry.groups, groups, [], shown, "tool.poetry.group", "Poetry group")
     if not isinstance(table, dict):
         raise ManifestError([Issue(shown, "dependency-groups", "must be a table of lists")])
-    known = {canonicalize_name(k): k for k in table}
-    out: list[str] = []
-    done: set[str] = set()
+    walk = _Groups(shown, table)
+    for g in groups:
+        walk.expand(g, ())
+    return walk.out
 
-    def expand(group: str, stack: tuple[str, ...]) -> None:
+
+class _Groups:
+    """PEP 735 dependency groups expanded, each once, `{include-group}` followed (no cycles)."""
+
+    def __init__(self, shown: str, table: dict[str, object]) -> None:
+        self.shown, self.table = shown, table
+        self.known = {canonicalize_name(k): k for k in table}
+        self.out: list[str] = []
+        self.done: set[str] = set()
+
+    def fail(self, where: str, message: str) -> ManifestError:
+        return ManifestError([Issue(self.shown, where, message)])
+
+    def expand(self, group: str, stack: tuple[str, ...]) -> None:
         key = canonicalize_name(group)
         if key in stack:
-            raise ManifestError(
-                [
-                    Issue(
-                        shown,
-                        f"dependency-groups.{group}",
-                        f"include-group cycle: {' -> '.join((*stack, key))}",
-                    )
-                ]
+            raise self.fail(
+                f"dependency-groups.{group}", f"include-group cycle: {' -> '.join((*stack, key))}"
             )
-        if key in done:
+        if key in self.done:
             return
-        if key not in known:
-            raise ManifestError(
-                [
-                    Issue(
-                        shown,
-                        "dependency-groups",
-                        f"no dependency group {group!r}; the project has: {', '.join(sorted(known)) or 'none'}",
-                    )
-                ]
+        if key not in self.known:
+            listed = ", ".join(sorted(self.known)) or "none"
+            raise self.fail(
+                "dependency-groups", f"no dependency group {shown_value(group)!r}; the project has: {listed}"
             )
-        done.add(key)
-        where = f"dependency-groups.{known[key]}"
-        items = table[known[key]]
+        self.done.add(key)
+        where = f"dependency-groups.{self.known[key]}"
+        items = self.table[self.known[key]]
         if not isinstance(items, list):
-            raise ManifestError([Issue(shown, where, "must be a list")])
+            raise self.fail(where, "must be a list")
         for item in items:
-            if isinstance(item, dict):
-                inc = item.get("include-group")
-                if set(item) != {"include-group"} or not isinstance(inc, str):
-                    raise ManifestError(
-                        [Issue(shown, where, f'{item!r}: only {{include-group = "NAME"}} is allowed')]
-                    )
-                expand(inc, (*stack, key))
-            elif isinstance(item, str):
-                out.append(str(_pyproject_requirement(item, shown, where)))
-            else:
-                raise ManifestError([Issue(shown, where, f"{item!r} is not a requirement string")])
+            self.item(item, where, (*stack, key))
 
-    for g in groups:
-        expand(g, ())
-    return out
+    def item(self, item: object, where: str, stack: tuple[str, ...]) -> None:
+        if isinstance(item, str):
+            self.out.append(str(_pyproject_requirement(item, self.shown, where)))
+            return
+        if not isinstance(item, dict):
+            raise self.fail(where, f"{shown_value(repr(item))} is not a requirement string")
+        inc = item.get("include-group")
+        if set(item) != {"include-group"} or not isinstance(inc, str):
+            raise self.fail(where, f'{shown_value(repr(item))}: only {{include-group = "NAME"}} is allowed')
+        self.expand(inc, stack)

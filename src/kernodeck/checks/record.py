@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kernodeck.checks import run_check, select_checks
 from kernodeck.checks.criteria import LAYER, evaluate, has_tolerance, output_label
@@ -23,7 +24,7 @@ from kernodeck.checks.resume import resume_out, resume_steps
 from kernodeck.checks.runner import make_base
 from kernodeck.errors import UsageError
 from kernodeck.fingerprint import sha256_file
-from kernodeck.manifest.edit import load_document, save_document, set_value
+from kernodeck.manifest.edit import editing, load_document, save_document, set_value
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Check, CheckOutput, Manifest
 from kernodeck.report import Status, Step
@@ -119,9 +120,39 @@ def record(
         )
         return rec
 
-    doc = load_document(path)
-    root_resolved = root.resolve()
     replaced: list[str] = []
+    with editing(path):  # read -> modify -> write under the manifest's edit lock
+        doc = load_document(path)
+        _record_outputs(doc, manifest, checks, outs, root, rec, replaced)
+        if with_resume and not _record_resume(doc, manifest, root, resume_dir, rec, replaced):
+            return rec
+        if rec.changes:
+            save_document(doc, path)
+    if replaced:
+        rec.steps.append(
+            Step.warning(
+                LAYER,
+                "reference id",
+                f"the reference changed ({', '.join(replaced)}) but [reference] id is still {manifest.reference.id!r}",
+                hint="give [reference] id a new value: a new identity whenever the reference changes",
+                required=False,
+            )
+        )
+    return rec
+
+
+def _record_outputs(
+    doc: Any,
+    manifest: Manifest,
+    checks: Sequence[Check],
+    outs: dict[str, Path],
+    root: Path,
+    rec: Recorded,
+    replaced: list[str],
+) -> None:
+    """Copy each check's outputs to their reference paths and record their fingerprints (and an
+    array's shape and dtype where the manifest has none) in `doc`."""
+    root_resolved = root.resolve()
     copied: dict[tuple[Path, str], str] = {}
     for check in checks:
         ci = manifest.check.index(check)
@@ -145,14 +176,7 @@ def record(
                 set_value(doc, f"{loc}.sha256", digest)
                 rec.changes.append(f"{loc}.sha256")
             if o.metric is None:
-                loaded = read_output(src, o.key)
-                if isinstance(loaded, Loaded) and loaded.dtype is not None:
-                    if o.shape is None:
-                        set_value(doc, f"{loc}.shape", [int(d) for d in loaded.value.shape])
-                        rec.changes.append(f"{loc}.shape")
-                    if o.dtype is None:
-                        set_value(doc, f"{loc}.dtype", loaded.dtype)
-                        rec.changes.append(f"{loc}.dtype")
+                _record_array(doc, loc, o, src, rec)
             rec.steps.append(
                 Step.passed(
                     LAYER,
@@ -161,50 +185,52 @@ def record(
                     details={"sha256": digest},
                 )
             )
-    if with_resume and manifest.resume is not None:
-        r = manifest.resume
-        if r.trajectory is not None and resume_dir is not None:
-            _inside(root_resolved, r.trajectory.reference)
-            src = resume_dir / r.trajectory.log
-            if not src.is_file():
-                rec.steps.append(
-                    Step.failed(
-                        RESUME_LAYER, "record trajectory", f"the resume run wrote no {r.trajectory.log}"
-                    )
-                )
-                return rec
-            old = (
-                sha256_file(root / r.trajectory.reference)
-                if (root / r.trajectory.reference).is_file()
-                else None
-            )
-            atomic_write_bytes(root / r.trajectory.reference, src.read_bytes())
-            rec.written.append(r.trajectory.reference)
-            if old is not None and old != sha256_file(root / r.trajectory.reference):
-                replaced.append(r.trajectory.reference)
+
+
+def _record_array(doc: Any, loc: str, o: CheckOutput, src: Path, rec: Recorded) -> None:
+    """An array output's shape and dtype, where the manifest has none yet."""
+    loaded = read_output(src, o.key)
+    if not isinstance(loaded, Loaded) or loaded.dtype is None:
+        return
+    if o.shape is None:
+        set_value(doc, f"{loc}.shape", [int(d) for d in loaded.value.shape])
+        rec.changes.append(f"{loc}.shape")
+    if o.dtype is None:
+        set_value(doc, f"{loc}.dtype", loaded.dtype)
+        rec.changes.append(f"{loc}.dtype")
+
+
+def _record_resume(
+    doc: Any, manifest: Manifest, root: Path, resume_dir: Path | None, rec: Recorded, replaced: list[str]
+) -> bool:
+    """The resume run's trajectory as the reference's, and the checkpoint's fingerprint; False
+    (a failed step added) when the run wrote no trajectory log."""
+    r = manifest.resume
+    if r is None:
+        return True
+    if r.trajectory is not None and resume_dir is not None:
+        _inside(root.resolve(), r.trajectory.reference)
+        src = resume_dir / r.trajectory.log
+        if not src.is_file():
             rec.steps.append(
-                Step.passed(
-                    RESUME_LAYER,
-                    f"trajectory {r.trajectory.metric}: recorded",
-                    observed=r.trajectory.reference,
-                )
+                Step.failed(RESUME_LAYER, "record trajectory", f"the resume run wrote no {r.trajectory.log}")
             )
-        if r.checkpoint.sha256 is None and (root / r.checkpoint.path).is_file():
-            set_value(doc, "resume.checkpoint.sha256", sha256_file(root / r.checkpoint.path))
-            rec.changes.append("resume.checkpoint.sha256")
-    if rec.changes:
-        save_document(doc, path)
-    if replaced:
+            return False
+        target = root / r.trajectory.reference
+        old = sha256_file(target) if target.is_file() else None
+        atomic_write_bytes(target, src.read_bytes())
+        rec.written.append(r.trajectory.reference)
+        if old is not None and old != sha256_file(target):
+            replaced.append(r.trajectory.reference)
         rec.steps.append(
-            Step.warning(
-                LAYER,
-                "reference id",
-                f"the reference changed ({', '.join(replaced)}) but [reference] id is still {manifest.reference.id!r}",
-                hint="give [reference] id a new value: a new identity whenever the reference changes",
-                required=False,
+            Step.passed(
+                RESUME_LAYER, f"trajectory {r.trajectory.metric}: recorded", observed=r.trajectory.reference
             )
         )
-    return rec
+    if r.checkpoint.sha256 is None and (root / r.checkpoint.path).is_file():
+        set_value(doc, "resume.checkpoint.sha256", sha256_file(root / r.checkpoint.path))
+        rec.changes.append("resume.checkpoint.sha256")
+    return True
 
 
 def _inside(root: Path, rel: str) -> None:

@@ -198,6 +198,8 @@ def check(
         report.settings["determinism"] = det
 
     to_stdout = json_out == "-"
+    if json_out is not None and not to_stdout:
+        report.write_json(json_out)  # first: whatever another output meets, the JSON is written
     # The shared report renderer (kernodeck.render); with `--json -` stdout carries the JSON, so
     # the human report goes to stderr.
     emit(report, output, sys.stderr if to_stdout else sys.stdout)
@@ -207,9 +209,6 @@ def check(
             + (f"updated {path} ({len(changes)} value(s))" if changes else f"{path} unchanged"),
             err=to_stdout,
         )
-    if json_out is not None:
-        if to_stdout:
-            click.echo(report.to_json(), nl=False)
-        else:
-            report.write_json(json_out)
+    if to_stdout:
+        click.echo(report.to_json(), nl=False)
     click.get_current_context().exit(report.exit_code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,7 @@ def diff(
     the live environment against. Exit 0 when nothing differs, 1 when something does.
     """
     from kernodeck.diff import diff_reports
+    from kernodeck.render.github import commands_stopped
     from kernodeck.render.terminal import render_diff
     from kernodeck.support.fsio import atomic_write_text
 
@@ -52,7 +54,8 @@ def diff(
     else:
         if json_out is not None:
             atomic_write_text(json_out, result.to_json())
-        render_diff(result, color=output.color, quiet=output.quiet, verbose=output.verbose)
+        with commands_stopped(sys.stdout):  # under GitHub Actions no line of it is a workflow command
+            render_diff(result, color=output.color, quiet=output.quiet, verbose=output.verbose)
     ctx.exit(EXIT_OK if result.identical else EXIT_FAILED)
 
 

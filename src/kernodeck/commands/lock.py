@@ -190,6 +190,8 @@ def _report_failures(result: LockResult) -> None:
             click.echo(f"  {line}", err=True)
         if hint:
             click.echo(f"hint: {hint}", err=True)
+        if f.on_disk is not None:  # --check: known from the lock inputs alone
+            click.echo(f"error: {f.on_disk}", err=True)
     if result.failed:
         kept = ", ".join(f.platform for f in result.failed)
         click.echo(
@@ -269,7 +271,14 @@ def _json(result: LockResult) -> dict[str, Any]:
 
 def _failure_json(f: PlatformFailure) -> dict[str, Any]:
     context, hint = f.details()
-    return {"platform": f.platform, "index": f.index_url, "cause": f.cause, "context": context, "hint": hint}
+    return {
+        "platform": f.platform,
+        "index": f.index_url,
+        "cause": f.cause,
+        "context": context,
+        "hint": hint,
+        "on_disk": f.on_disk,
+    }
 
 
 def progress_for(quiet: bool, stream: TextIO) -> LockProgress | None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Callable
 from typing import IO, Any
 
 from kernodeck.fleet.facts import Identity
 from kernodeck.layers import VERIFY_LAYERS
+from kernodeck.render.visible import visible
 
 #: The width the fleet report fits.
 WIDTH = 80
@@ -22,7 +24,7 @@ MIN_COLUMN = 12
 FLEET_SCHEMA = "kernodeck-fleet/1"
 
 
-def _ranks_text(ranks: list[int]) -> str:
+def ranks_text(ranks: list[int]) -> str:
     """0,1,2,5 -> '0-2, 5'."""
     out: list[str] = []
     start = prev = None
@@ -143,7 +145,7 @@ def warnings_text(warnings: dict[str, list[int]]) -> str:
     if not warnings:
         return ""
     parts = [
-        f"{layer} on rank{'s' if len(rs) > 1 else ''} {_ranks_text(rs)}" for layer, rs in warnings.items()
+        f"{layer} on rank{'s' if len(rs) > 1 else ''} {ranks_text(rs)}" for layer, rs in warnings.items()
     ]
     return "warnings: " + ", ".join(parts)
 
@@ -155,13 +157,15 @@ def summary_line(cmp: dict[str, Any]) -> str:
         return f"FLEET OK: {n} ranks passed and agree on every layer" + (f"; {warned}" if warned else "")
     parts = []
     if cmp["missing"]:
-        parts.append("missing ranks " + _ranks_text([m["rank"] for m in cmp["missing"]]))
+        parts.append("missing ranks " + ranks_text([m["rank"] for m in cmp["missing"]]))
     failed = [r["rank"] for r in cmp["ranks"] if not r["ok"]]
     if failed:
-        parts.append("failed on ranks " + _ranks_text(failed))
+        parts.append("failed on ranks " + ranks_text(failed))
     differ = [la["layer"] for la in cmp["layers"] if not la["agree"]]
     if differ:
         parts.append("ranks disagree on " + ", ".join(differ))
+    if cmp.get("plan"):
+        parts.append(cmp["plan"])
     coll = cmp.get("collective") or {}
     if coll.get("status") == "failed":
         parts.append(f"{coll['backend']} all-reduce failed")
@@ -199,7 +203,7 @@ def _differences(w: Any, la: dict[str, Any]) -> None:
     facts = [d["fact"] for d in la["differences"]]
     groups = _groups(la)
     w(f"\n{la['layer']}: {len(facts)} fact(s) differ between {len(groups)} groups of ranks\n")
-    names = [("ranks " if len(g["ranks"]) > 1 else "rank ") + _ranks_text(g["ranks"]) for g in groups]
+    names = [("ranks " if len(g["ranks"]) > 1 else "rank ") + ranks_text(g["ranks"]) for g in groups]
     names = [n + ("" if g["majority"] else " *") for n, g in zip(names, groups, strict=True)]
     for name, g in zip(names, groups, strict=True):
         places = f"{name}: {', '.join(dict.fromkeys(g['places']))}"
@@ -219,20 +223,43 @@ def _differences(w: Any, la: dict[str, Any]) -> None:
     _table(w, table, indent="  ")
 
 
+def _visible_writer(out: IO[str]) -> Callable[[str], None]:
+    """`out.write` with control characters made visible (hosts, errors and facts come from the ranks)."""
+
+    def write(text: str) -> None:
+        out.write(visible(text))
+
+    return write
+
+
+def _exchange_lines(w: Callable[[str], None], cmp: dict[str, Any]) -> None:
+    ex = cmp.get("exchange")
+    if not ex:
+        return
+    w(
+        f"\nexchange: {ex['bytes']} bytes (digests {ex['digest_bytes']}, plan {ex['plan_bytes']} x "
+        f"{len(cmp['ranks'])}, facts {ex['facts_bytes']} from {ex['ranks_sending_facts']} ranks), "
+        f"{ex['seconds']} s ({ex['seconds_after_last_digest']} s after the last digest)\n"
+    )
+    if ex.get("environment_probes"):
+        w(
+            f"environment probes: {ex['environment_probes']} for {len(cmp['ranks'])} ranks (shared per host and interpreter)\n"
+        )
+
+
 def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
     """The fleet report as plain text (one screen for a healthy fleet)."""
-    out = file if file is not None else sys.stdout
-    w = out.write
+    w = _visible_writer(file if file is not None else sys.stdout)
     w(f"kernodeck fleet verify: {cmp['world_size']} ranks\n")
     for node in cmp["nodes"]:
-        w(f"  node {node['node']} ({', '.join(node['hosts'])}): ranks {_ranks_text(node['ranks'])}\n")
+        w(f"  node {node['node']} ({', '.join(node['hosts'])}): ranks {ranks_text(node['ranks'])}\n")
     for m in cmp["missing"]:
         where = f" on {m['host']}" if m.get("host") else ""
         w(f"  MISSING rank {m['rank']}{where}: {m['stage']}\n")
     rows = [["layer", "passed on all", "ranks agree"]]
     for la in cmp["layers"]:
         bad = {k: v for k, v in la["status"].items() if k in ("failed", "not run")}
-        passed = "yes" if not bad else "; ".join(f"{k} on ranks {_ranks_text(v)}" for k, v in bad.items())
+        passed = "yes" if not bad else "; ".join(f"{k} on ranks {ranks_text(v)}" for k, v in bad.items())
         agree = "yes" if la["agree"] else f"no ({len(la['groups'])} groups)"
         rows.append([la["layer"], passed, agree])
     w("\n")
@@ -245,23 +272,7 @@ def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
         w("\nfirst error by rank\n")
         for r in errs:
             w(f"  rank {r['rank']} ({r['host']}): {r['first_error']}\n")
-    _exchange(w, cmp)
-    w("\n" + summary_line(cmp) + "\n")
-
-
-def _exchange(w: Any, cmp: dict[str, Any]) -> None:
-    """What the exchange cost and how the collective went (measurements, shown only)."""
-    ex = cmp.get("exchange")
-    if ex:
-        w(
-            f"\nexchange: {ex['bytes']} bytes (digests {ex['digest_bytes']}, plan {ex['plan_bytes']} x "
-            f"{len(cmp['ranks'])}, facts {ex['facts_bytes']} from {ex['ranks_sending_facts']} ranks), "
-            f"{ex['seconds']} s ({ex['seconds_after_last_digest']} s after the last digest)\n"
-        )
-        if ex.get("environment_probes"):
-            w(
-                f"environment probes: {ex['environment_probes']} for {len(cmp['ranks'])} ranks (shared per host and interpreter)\n"
-            )
+    _exchange_lines(w, cmp)
     if cmp.get("collective"):
         c = cmp["collective"]
         w(
@@ -269,3 +280,4 @@ def _exchange(w: Any, cmp: dict[str, Any]) -> None:
             + (f", {c['detail']}" if c.get("detail") else "")
             + "\n"
         )
+    w("\n" + summary_line(cmp) + "\n")

@@ -152,7 +152,7 @@ def run_cli(
     except StoreUnreachable as e:
         print(f"kernodeck fleet: rank {ident.rank}: FLEET FAILED: {e}", file=sys.stderr)
         return 1
-    ch = join(ident, store)
+    ch = join(ident, store, timeout=timeout)
 
     def verify_shared() -> Report:
         # ranks on one host with one interpreter share the environment probe
@@ -176,22 +176,37 @@ def run_cli(
     if not out.missing and not group_initialized():
         ok, info = _collective(ident, ch, ok, timeout, backend)
     if ident.rank == 0 and out.comparison is not None:
-        cmp = out.comparison
-        cmp["ok"] = ok
-        if info is not None:
-            cmp["collective"] = info
-        if json_out is not None:
-            text = json.dumps(cmp, indent=2) + "\n"
-            if json_out == "-":
-                sys.stdout.write(text)
-                sys.stdout.flush()
-            else:
-                atomic_write_text(Path(json_out), text)
-        render(cmp, sys.stderr if json_out == "-" else sys.stdout)
+        _fleet_report(out.comparison, ok, info, json_out)
     elif not ok:
-        why = out.message or (info or {}).get("detail") or "the fleet disagrees (see rank 0's report)"
-        print(f"kernodeck fleet: rank {ident.rank}: FLEET FAILED: {why}", file=sys.stderr)
+        print(f"kernodeck fleet: rank {ident.rank}: FLEET FAILED: {reason(out, info)}", file=sys.stderr)
     return 0 if ok else 1
+
+
+def _fleet_report(cmp: dict[str, Any], ok: bool, info: dict[str, Any] | None, json_out: str | None) -> None:
+    """Rank 0: the fleet report on the terminal, and as JSON with `--json`."""
+    cmp["ok"] = ok
+    if info is not None:
+        cmp["collective"] = info
+    if json_out is not None:
+        text = json.dumps(cmp, indent=2) + "\n"
+        if json_out == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            atomic_write_text(Path(json_out), text)
+    render(cmp, sys.stderr if json_out == "-" else sys.stdout)
+
+
+def reason(out: Outcome, info: dict[str, Any] | None) -> str:
+    """Why a rank other than 0 failed: the plan's reason (the same on every rank); the collective
+    only when the plan passed and the collective is what failed."""
+    from kernodeck.render.visible import one_line
+
+    if not out.ok:
+        return one_line(out.message) or "the fleet failed (see rank 0's report)"
+    if info is not None and info.get("status") == "failed":
+        return f"every rank passed and agrees, but the {info['backend']} collective failed: {one_line(str(info.get('detail')))}"
+    return "another rank's verdict is FAILED (see rank 0's report)"
 
 
 def require_in_group(verify_fn: Callable[[], Report], *, timeout: float = 120.0) -> Report:
@@ -202,7 +217,7 @@ def require_in_group(verify_fn: Callable[[], Report], *, timeout: float = 120.0)
     ident = identity_from_env(dist.get_rank(), dist.get_world_size())
     assert ident is not None
     store = open_store(ident, timeout)
-    ch = join(ident, store)
+    ch = join(ident, store, timeout=timeout)
     report, error = _verify(verify_fn)
     try:
         out: Outcome = exchange(ident, store, report, error, timeout=timeout, joined=ch)

@@ -765,6 +765,7 @@ class IndexSource:
     name: str
     url: str
     format: Literal["simple", "find-links"] = "simple"
+    optional: bool = False  # `optional = true`: a lock goes on without it when it is unreachable
 
 
 @dataclass(frozen=True)
@@ -781,6 +782,11 @@ class CoreMetadata:
 
 class MetadataError(IndexError_):
     """A distribution's core metadata is missing, malformed, or does not match its file."""
+
+
+class IndexUnreachable(IndexError_):
+    """An index gave no answer: connection refused, DNS, a timeout, a proxy or a certificate that
+    did not let the request through (not an answer it gave, such as a 500 or a malformed page)."""
 
 
 # --- pages -------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from kernodeck.index.models import (
     CoreMetadata,
     IndexFile,
     IndexSource,
+    IndexUnreachable,
     NotFound,
     ProjectPage,
 )
@@ -198,20 +199,20 @@ def _unreachable(what: str, shown: str, last: BaseException | None, proxy: Proxy
     detail = redact(f"{type(last).__name__}: {last}") if last is not None else "server error"
     offline = "`--offline` locks from the cache only"
     if last is not None and _untrusted(last):
-        return IndexError_(
+        return IndexUnreachable(
             f"cannot read {what} from {shown}: its certificate did not verify"
             + (f" ({proxy.said()})" if proxy else ""),
             context=[detail],
             hint="behind a TLS-inspecting proxy, point PIP_CERT or SSL_CERT_FILE at the proxy's CA bundle",
         )
     if proxy is not None and isinstance(last, httpx.ProxyError) and "407" in str(last):
-        return IndexError_(
+        return IndexUnreachable(
             f"the proxy {proxy.url} (set by {proxy.source}) asks for credentials (407) to read {what} from {shown}",
             context=[detail],
             hint=_PROXY_AUTH_HINT.format(source=proxy.source),
         )
     if proxy is not None and isinstance(last, httpx.ProxyError):
-        return IndexError_(
+        return IndexUnreachable(
             f"the proxy {proxy.url} (set by {proxy.source}) did not open a connection to the index "
             f"for {what} from {shown}",
             context=[detail],
@@ -219,13 +220,15 @@ def _unreachable(what: str, shown: str, last: BaseException | None, proxy: Proxy
             f"the index host to NO_PROXY if it is reached directly; {offline}",
         )
     if proxy is not None and isinstance(last, (httpx.ConnectError, httpx.ConnectTimeout)):
-        return IndexError_(
+        return IndexUnreachable(
             f"cannot connect to the proxy {proxy.url} (set by {proxy.source}) to read {what} from {shown}",
             context=[detail],
             hint=f"check that the proxy is up at that address, or unset {proxy.source} if this network "
             f"reaches the index directly; {offline}",
         )
-    return IndexError_(
+    # after retries of 5xx answers (no `last`) the index did answer: not unreachable
+    cls = IndexUnreachable if last is not None else IndexError_
+    return cls(
         f"cannot read {what} from {shown}" + (f" {proxy.said()}" if proxy else ""),
         context=[detail],
         hint=f"check the network and the index URL; {offline}",
@@ -386,6 +389,10 @@ class IndexHttp:
                 verify=verify,
                 proxy=proxy.value if proxy is not None else None,
                 timeout=httpx.Timeout(read_timeout, connect=min(15.0, read_timeout)),
+                # A redirect to another origin (scheme, host or port) carries no credentials:
+                # httpx drops the Authorization header there (basic auth from ${VAR} user-info or
+                # ~/.netrc is set on the first request only, and the next hop's URL has no
+                # user-info of ours); tests/security/test_index_redirect_credentials.py holds it.
                 follow_redirects=True,
                 headers={"User-Agent": f"kernodeck/{__version__}"},
                 trust_env=True,  # with no transport given, HTTP(S)_PROXY and NO_PROXY apply
@@ -491,12 +498,12 @@ class IndexHttp:
                 r = self._read(http, request_url, headers, end, limit, public=url)
             except _Deadline:
                 if self._client_deadline < own_end:
-                    raise IndexError_(
+                    raise IndexUnreachable(
                         f"reading {what} from {shown} ran past the time this lock may spend on indexes",
                         hint="the index is too slow or stalls; raise KERNODECK_LOCK_TIMEOUT (seconds) "
                         "if it is only slow",
                     ) from None
-                raise IndexError_(
+                raise IndexUnreachable(
                     f"reading {what} from {shown} did not finish within {seconds:g} s",
                     hint="the index is too slow or stalls; raise KERNODECK_HTTP_TIMEOUT (seconds) "
                     "if it is only slow",

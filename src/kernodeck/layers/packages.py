@@ -371,19 +371,13 @@ def _stale(lock: LockFile, ctx: Context) -> list[Step]:
 def _changed_inputs(lock: LockFile, ctx: Context) -> list[str]:
     """Which of the files the lock read its requirements from (`# input-sha256:` lines, named
     from the manifest's folder) changed since: the lock inputs a teammate most often edits."""
-    from kernodeck.lockfile.header import changed_file_inputs, file_inputs
+    from kernodeck.lock.inputs import changed_inputs, recorded_inputs_now
 
     try:
-        recorded = file_inputs(lock.path.read_text(encoding="utf-8"))
+        text = lock.path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return []
-    current: dict[str, str | None] = {}
-    for name in recorded:
-        try:
-            current[name] = hashlib.sha256((ctx.manifest_file.parent / name).read_bytes()).hexdigest()
-        except OSError:
-            current[name] = None
-    return changed_file_inputs(recorded, current)
+    return changed_inputs(text, recorded_inputs_now(text, ctx.manifest_file.parent))
 
 
 def _records(facts: Facts, ctx: Context, locked: set[NormalizedName], install: str) -> list[Step]:

@@ -16,12 +16,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from kernodeck.lock.inputs import unsatisfied_pins
+from kernodeck.lock.inputs import changed_inputs, unsatisfied_pins
 from kernodeck.lockfile.header import (
     EXCLUDE_NEWER_KEY,
     OLD_HEADER_KEY,
     PLATFORM_KEY,
-    changed_file_inputs,
     file_inputs,
     has_old_header,
     header_digest,
@@ -217,7 +216,7 @@ def stale_reasons(
             f"written with the old header ({OLD_HEADER_KEY}); re-run `kernodeck lock`: the header format changed"
         ]
     a, b = header_digest(old), header_digest(new)
-    files = changed_file_inputs(file_inputs(old), dict(file_inputs(new))) if a != b else []
+    files = changed_inputs(old, file_inputs(new)) if a != b else []
     out.extend(files)
     if (a is None or b is None or a != b) and not files:
         named = _changed_header(old, new, filename if suffix == ".txt" else None)

@@ -8,6 +8,12 @@ requirements are read from, as name -> sha256). Nothing else of the manifest tak
 `[reference]`, `[code]`, `[[data]]`, `[[weights]]`, `[[check]]`, `[determinism]`, `[system]` and
 the order of requirements can change without making a lock stale.
 
+A pyproject.toml read by `[packages] from` counts by its pin parts only (`PYPROJECT_PIN_PARTS`: the
+dependency tables and the tool tables that route or constrain packages): a version bump, a
+`[tool.pytest]` change or a comment leaves the lock fresh. Its header line says so with its own
+key (`input-pins-sha256`), so a file written when every byte counted is told apart (`stale_inputs`
+says so rather than claiming the file changed).
+
     digest = lock_inputs_sha256(manifest, "linux-x86_64", default_index=url)
     problems = unsatisfied_pins(text, manifest, target)   # a hand-edited file
 """
@@ -27,12 +33,120 @@ from packaging.version import InvalidVersion, Version
 from kernodeck.backends import PYTORCH_INDEX_BASE, TORCH_FAMILY
 from kernodeck.lockfile.header import HEADER_KEY as HEADER_KEY  # re-exported: the header names it
 from kernodeck.lockfile.header import OLD_HEADER_KEY as OLD_HEADER_KEY
+from kernodeck.manifest.schema import is_pyproject
 
 if TYPE_CHECKING:
     from kernodeck.manifest.schema import Manifest
     from kernodeck.targets import Target
 
 LOCK_INPUTS_FORMAT = 1
+
+# The parts of a pyproject.toml that can change a pin, as key paths: the dependency tables and
+# the tool tables that route or constrain packages. Nothing else of the file counts.
+PYPROJECT_PIN_PARTS: tuple[tuple[str, ...], ...] = (
+    ("project", "name"),  # self-references: `name[extra]` in optional dependencies and groups
+    ("project", "dependencies"),
+    ("project", "optional-dependencies"),
+    ("project", "requires-python"),
+    ("project", "dynamic"),
+    ("dependency-groups",),
+    ("tool", "uv", "sources"),
+    ("tool", "uv", "index"),
+    ("tool", "uv", "constraint-dependencies"),
+    ("tool", "uv", "override-dependencies"),
+    ("tool", "uv", "dev-dependencies"),
+    ("tool", "uv", "default-groups"),
+    ("tool", "poetry", "name"),
+    ("tool", "poetry", "dependencies"),
+    ("tool", "poetry", "dev-dependencies"),
+    ("tool", "poetry", "group"),
+    ("tool", "poetry", "extras"),
+    ("tool", "poetry", "source"),
+    ("tool", "pdm", "dev-dependencies"),
+    ("tool", "pdm", "source"),
+    ("tool", "pdm", "resolution"),
+)
+
+
+def pyproject_pins_sha256(data: Mapping[str, Any]) -> str:
+    """The digest of a parsed pyproject.toml's pin parts (`PYPROJECT_PIN_PARTS`)."""
+    doc: dict[str, Any] = {}
+    for path in PYPROJECT_PIN_PARTS:
+        node: Any = data
+        for key in path:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if node is not None:
+            doc[".".join(path)] = node
+    return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+def input_sha256(path: Path, name: str, *, by_bytes: bool = False) -> str | None:
+    """The digest a lock records for an input file: a pyproject.toml's pin parts (unless
+    `by_bytes`, as files written before them recorded it), any other file's bytes; None when it
+    cannot be read (or, for a pyproject.toml, parsed)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if by_bytes or not is_pyproject(name):
+        return hashlib.sha256(raw).hexdigest()
+    from kernodeck.support.tomltext import tomllib
+
+    try:
+        return pyproject_pins_sha256(tomllib.loads(raw.decode("utf-8")))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
+
+def pin_inputs(inputs: Mapping[str, str], root: Path) -> dict[str, str]:
+    """The input files a lock read (name, '/'-separated from `root` -> sha256 of the bytes, as
+    `kernodeck.manifest.sources` gives them) with each pyproject.toml counted by its pin parts."""
+    out: dict[str, str] = {}
+    for name, sha in inputs.items():
+        out[name] = (input_sha256(root / name, name) or sha) if is_pyproject(name) else sha
+    return out
+
+
+def recorded_inputs_now(text: str, root: Path) -> dict[str, str | None]:
+    """Each input file a lock file's header records, digested now the way it was recorded."""
+    from kernodeck.lockfile.header import bytes_inputs, file_inputs
+
+    by_bytes = bytes_inputs(text)
+    return {n: input_sha256(root / n, n, by_bytes=n in by_bytes) for n in file_inputs(text)}
+
+
+def changed_inputs(text: str, current: Mapping[str, str | None]) -> list[str]:
+    """Which input files recorded in a lock file's header differ from `current` (name -> digest
+    now, None: gone), in words. A pyproject.toml recorded by its bytes (a file written before
+    only its pin parts counted) is said once as that, never as a change of the file."""
+    from kernodeck.lockfile.header import bytes_inputs, changed_file_inputs, file_inputs
+
+    legacy = sorted(n for n in bytes_inputs(text) if is_pyproject(n))
+    recorded = {n: d for n, d in file_inputs(text).items() if n not in legacy}
+    out = changed_file_inputs(recorded, {n: d for n, d in current.items() if n not in legacy})
+    if legacy:
+        out.insert(
+            0,
+            f"written by an earlier Kernodeck, which counted every byte of {', '.join(legacy)}; only "
+            "its dependency and package-routing tables count now: run `kernodeck lock` once",
+        )
+    return out
+
+
+def stale_inputs(text: str, digest: str, current: Mapping[str, str | None]) -> list[str] | None:
+    """Why a lock file on disk is stale judged from its header alone (its recorded lock inputs
+    against `digest`, the platform's now; `current`: the input files now, `pin_inputs`), in
+    words; None when the inputs it records are the ones now. Needs no index."""
+    from kernodeck.lockfile.header import has_old_header, header_digest
+
+    if has_old_header(text):
+        return [f"written with the old header ({OLD_HEADER_KEY}); the header format changed"]
+    if header_digest(text) == digest:
+        return None
+    return changed_inputs(text, current) or [
+        "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
+        "exclude-newer, the platforms, or the backend table)"
+    ]
 
 
 def _platform_doc(manifest: Manifest, name: str) -> dict[str, Any]:
@@ -121,7 +235,8 @@ def current_lock_inputs(manifest_file: Path, platform: str) -> str | None:
         manifest, inputs = apply_sources(load_manifest(manifest_file), manifest_file)
         if manifest.get_platform(platform) is None:
             return None
-        return lock_inputs_sha256(manifest, platform, default_index=default_index_for(manifest), extra=inputs)
+        extra = pin_inputs(inputs, manifest_file.parent)
+        return lock_inputs_sha256(manifest, platform, default_index=default_index_for(manifest), extra=extra)
     except KernodeckError:
         return None
 

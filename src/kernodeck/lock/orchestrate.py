@@ -48,9 +48,9 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -62,13 +62,13 @@ from kernodeck.errors import EXIT_USAGE, IndexError_, KernodeckError, Resolution
 from kernodeck.index.cache import IndexCache, default_cache_dir
 from kernodeck.lock import replay as lockreplay
 from kernodeck.lock.convert import Format, Rendered, diff, platform_lock, render, stale_reasons
-from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256
+from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256, pin_inputs, stale_inputs
 from kernodeck.lock.mirrors import mirror_hint, mirrored, parse_mirrors, replace_all, unmirror
 from kernodeck.lockfile.leftover import LeftOver, left_over, remove
 from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
 from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
 from kernodeck.manifest.load import load_manifest
-from kernodeck.manifest.sources import merge, read_sources, root_via
+from kernodeck.manifest.sources import SourceSet, merge, read_sources, root_via
 from kernodeck.support.fsio import interrupted_set, write_set
 from kernodeck.support.gctune import fewer_collections
 from kernodeck.support.urls import redact, strip_userinfo
@@ -78,11 +78,12 @@ if TYPE_CHECKING:
 
     from packaging.utils import NormalizedName
 
+    from kernodeck.lockfile.write import PlatformLock
     from kernodeck.manifest.pinreport import PinReport
     from kernodeck.manifest.schema import Manifest, Packages
-    from kernodeck.resolve import Resolution, Routing
+    from kernodeck.resolve import Follower, Resolution, Routing, Session
     from kernodeck.resolve.candidates import Candidate
-    from kernodeck.resolve.joint import Difference, Held
+    from kernodeck.resolve.joint import Constraints, Difference, Held
     from kernodeck.targets import Target
 
 __all__ = [
@@ -136,6 +137,10 @@ class PlatformFailure:
     index_url: str  # the index involved (credentials removed)
     cause: str  # the first cause, one line
     error: KernodeckError
+    # --check: what the file on disk is, judged from the lock inputs alone (no index needed):
+    # "requirements-rebuild-X.txt is stale (inputs changed: ...)", "no file for declared
+    # platform X (...)"; None when its recorded inputs are the ones now (or not --check)
+    on_disk: str | None = None
 
     def message(self) -> str:
         return f"cannot lock platform {self.platform}: {self.cause} (index {self.index_url})"
@@ -234,6 +239,39 @@ def _upgrade_requirement(text: str) -> Requirement:
     return req
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a lock works from, read and checked before anything is resolved."""
+
+    path: Path
+    written: Manifest  # as in repro.toml, before `from` sources were merged
+    sources: SourceSet
+    inputs: dict[str, str]  # the files read (sources), a pyproject.toml by its pin parts
+    manifest: Manifest  # sources merged, --upgrade-package specifiers added as constraints
+    names: list[str]
+    out_dir: Path
+    default_index: str | None
+    mirrors: dict[str, str]
+    digests: dict[str, str]
+    prefs: dict[str, dict[str, Version]]
+    firsts: dict[str, tuple[str, dict[str, Version]]]  # first locks: the adopted pins' source
+    notices: list[str]
+    constrained: bool  # --upgrade-package NAME<SPEC> was given: the lock is not recorded
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What resolving (or replaying) gives: the files of the platforms that could be locked and
+    the failures of the others, with what joint resolution left different or held back."""
+
+    rendered: dict[str, Rendered]
+    failures: dict[str, PlatformFailure] = field(default_factory=dict)
+    differences: list[Difference] = field(default_factory=list)
+    held: list[Held] = field(default_factory=list)
+    metadata_reads: int = 0
+    pages: list[dict[str, Any]] | None = None  # the pages read; None: the lock cannot be replayed
+
+
 def lock_manifest(
     manifest_path: str | os.PathLike[str] = "repro.toml",
     platforms: Sequence[str] | None = None,
@@ -267,14 +305,71 @@ def lock_manifest(
     started = time.perf_counter()
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
+    plan = _plan(manifest_path, platforms, output_dir, upgrade, upgrade_packages, extra_inputs or {}, mirrors)
+    cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
+    key = None if plan.constrained else _replay_key(plan, fmt, plan.prefs)
+    replay = (
+        None
+        if (key is None or refresh)
+        else lockreplay.lookup(cache, key, plan.manifest, offline, plan.names)
+    )
+    if replay is not None:
+        resolved = _replayed(replay, plan.names, progress)
+    else:
+        with fewer_collections():  # index pages decode into many long-lived objects
+            resolved = _resolve_and_render(
+                plan, fmt=fmt, offline=offline, refresh=refresh, cache_dir=cache_dir, progress=progress
+            )
+        if check and resolved.failures:
+            resolved = replace(resolved, failures=_judged_on_disk(plan, resolved.failures, fmt))
+        _raise_when_nothing_locked(plan, resolved)
+        if key is not None and resolved.pages is not None and not resolved.failures:
+            _record(cache, plan, fmt, key, resolved.pages, resolved, check)
+    failures = resolved.failures
+    result = _finish(
+        plan.path,
+        plan.out_dir,
+        [n for n in plan.names if n not in failures],
+        resolved.rendered,
+        manifest=plan.manifest,
+        fmt=fmt,
+        check=check,
+        started=started,
+        metadata_reads=resolved.metadata_reads,
+        failed=tuple(failures[n] for n in plan.names if n in failures),
+        differences=tuple(resolved.differences),
+        held=tuple(resolved.held),
+        notices=tuple(plan.notices),
+        # a lock of chosen platforms leaves the others' files alone
+        left=left_over(plan.out_dir, plan.path.name, {p.name for p in plan.manifest.platform})
+        if not platforms
+        else [],
+    )
+    if not plan.firsts or check:  # the pin report is for a platform's first written lock only
+        return result
+    from kernodeck.manifest.pinreport import first_lock_reports
+
+    locked = {n: pins_of_text(resolved.rendered[n].text) for n in plan.firsts if n not in failures}
+    return replace(result, adopted=first_lock_reports(plan.manifest, plan.path, plan.firsts, locked))
+
+
+def _plan(
+    manifest_path: str | os.PathLike[str],
+    platforms: Sequence[str] | None,
+    output_dir: str | os.PathLike[str] | None,
+    upgrade: bool,
+    upgrade_packages: Sequence[str],
+    extra_inputs: Mapping[str, str],
+    mirrors: Sequence[str] | None,
+) -> _Plan:
+    """Read the manifest and its sources, and decide everything a lock works from."""
     path = _manifest_path(manifest_path)
     written = load_manifest(path)
     sources = read_sources(written, path)  # [packages] from: files read now
-    manifest, inputs = merge(written, sources), sources.inputs
+    manifest = merge(written, sources)
     names = _select(manifest, platforms)
     out_dir = Path(output_dir) if output_dir is not None else path.parent
     upgrades = [_upgrade_requirement(u) for u in upgrade_packages]
-    skip_pref = {canonicalize_name(r.name) for r in upgrades}
     default_index = default_index_for(manifest)
     mirror_map = parse_mirrors(
         manifest, os.environ.get("KERNODECK_MIRRORS", "").split() if mirrors is None else mirrors
@@ -286,12 +381,9 @@ def lock_manifest(
             "the lock files hold no packages"
         )
     # The digest is of the manifest as written: --upgrade-package constraints are a one-off choice.
-    digests = {
-        n: lock_inputs_sha256(
-            manifest, n, default_index=default_index, extra={**inputs, **(extra_inputs or {})}
-        )
-        for n in names
-    }
+    inputs = pin_inputs(sources.inputs, path.parent)  # a pyproject.toml by its pin parts
+    extra = {**inputs, **extra_inputs}
+    digests = {n: lock_inputs_sha256(manifest, n, default_index=default_index, extra=extra) for n in names}
     # `--upgrade-package NAME<SPEC>` (as in pip-compile and uv) also constrains NAME for this lock.
     extra_constraints = [str(r) for r in upgrades if r.specifier]
     if extra_constraints:
@@ -299,10 +391,40 @@ def lock_manifest(
             update={"constraints": [*manifest.packages.constraints, *extra_constraints]}
         )
         manifest = manifest.model_copy(update={"packages": packages})
+    skip = {canonicalize_name(r.name) for r in upgrades}
+    prefs, firsts = _preferences(names, path, out_dir, upgrade, skip, notices)
+    return _Plan(
+        path=path,
+        written=written,
+        sources=sources,
+        inputs=inputs,
+        manifest=manifest,
+        names=names,
+        out_dir=out_dir,
+        default_index=default_index,
+        mirrors=mirror_map,
+        digests=digests,
+        prefs=prefs,
+        firsts=firsts,
+        notices=notices,
+        constrained=bool(extra_constraints),
+    )
+
+
+def _preferences(
+    names: Sequence[str],
+    path: Path,
+    out_dir: Path,
+    upgrade: bool,
+    skip: set[NormalizedName],
+    notices: list[str],
+) -> tuple[dict[str, dict[str, Version]], dict[str, tuple[str, dict[str, Version]]]]:
+    """(the pins each platform prefers, the source of those a first lock adopts): a platform's
+    existing file, else on a first lock the project's uv.lock/pylock.toml/poetry.lock/Pipfile.lock;
+    none with --upgrade, and none of the --upgrade-package names."""
     prefs: dict[str, dict[str, Version]] = {}
-    firsts: dict[str, tuple[str, dict[str, Version]]] = {}  # first locks: the adopted pins' source
+    firsts: dict[str, tuple[str, dict[str, Version]]] = {}
     for n in names:
-        # a platform's first lock prefers the pins of the project's uv.lock/pylock.toml/poetry.lock/Pipfile.lock
         pinned = {} if upgrade else read_pins(out_dir / requirements_filename(n))
         first = None if upgrade or pinned else _first_lock_source(path.parent)
         if first is not None:
@@ -310,86 +432,70 @@ def lock_manifest(
             firsts[n] = (source, pinned)
             if note is not None and note not in notices:
                 notices.append(note)
-        prefs[n] = {k: v for k, v in pinned.items() if k not in skip_pref}
+        prefs[n] = {k: v for k, v in pinned.items() if k not in skip}
+    return prefs, firsts
 
-    cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
-    key = (
-        None
-        if extra_constraints
-        else lockreplay.replay_key(manifest, digests, path.name, names, fmt, prefs, mirror_map)
-    )
-    replay = None if (key is None or refresh) else lockreplay.lookup(cache, key, manifest, offline, names)
-    failures: dict[str, PlatformFailure] = {}
-    differences: list[Difference]
-    held: list[Held] = []
-    if replay is not None:
-        if progress is not None:
-            progress.start(names)
-            for n in names:
-                progress.done(n, replay.rendered[n].pins)
-            progress.close()
-        rendered, differences, held = replay.rendered, replay.differences, replay.held
-        metadata_reads = 0
-    else:
-        with fewer_collections():  # index pages decode into many long-lived objects
-            rendered, failures, differences, held, metadata_reads, pages = _resolve_and_render(
-                manifest,
-                path,
-                names,
-                prefs,
-                digests=digests,
-                default_index=default_index,
-                inputs=inputs,
-                via=root_via(written, sources, path.name),
-                mirrors=mirror_map,
-                fmt=fmt,
-                offline=offline,
-                refresh=refresh,
-                cache_dir=cache_dir,
-                progress=progress,
-                notices=notices,
-            )
-        if failures and len(failures) == len(names):
-            # Nothing could be locked: the error itself, as for a single platform.
-            declared = next((ix.url for ix in manifest.packages.index if ix.default), None)
-            raise _combine_failures(
-                [failures[n] for n in names], None if mirror_map else declared or default_index
-            )
-        if key is not None and pages is not None and not failures:
-            # The next run prefers the pins this run writes: record the lock under that run's key
-            # too, so the first re-lock after a lock replays (the resolution, with its own output
-            # preferred, can only come out the same).
-            next_prefs = {n: pins_of_text(rendered[n].text) for n in names}
-            next_key = (
-                None
-                if check
-                else lockreplay.replay_key(manifest, digests, path.name, names, fmt, next_prefs, mirror_map)
-            )
-            lockreplay.store(cache, (key, next_key), pages, rendered, differences, held)
-            _note_refused_cache(cache, notices)
-    result = _finish(
-        path,
-        out_dir,
-        [n for n in names if n not in failures],
-        rendered,
-        manifest=manifest,
-        fmt=fmt,
-        check=check,
-        started=started,
-        metadata_reads=metadata_reads,
-        failed=tuple(failures[n] for n in names if n in failures),
-        differences=tuple(differences),
-        held=tuple(held),
-        notices=tuple(notices),
-        # a lock of chosen platforms leaves the others' files alone
-        left=left_over(out_dir, path.name, {p.name for p in manifest.platform}) if not platforms else [],
-    )
-    if not firsts or check:  # the pin report is for a platform's first written lock only
-        return result
-    from kernodeck.manifest.pinreport import first_lock_reports
 
-    locked = {n: pins_of_text(rendered[n].text) for n in firsts if n not in failures}
-    return replace(result, adopted=first_lock_reports(manifest, path, firsts, locked))
+def _replay_key(plan: _Plan, fmt: Format, prefs: dict[str, dict[str, Version]]) -> str | None:
+    return lockreplay.replay_key(
+        plan.manifest, plan.digests, plan.path.name, plan.names, fmt, prefs, plan.mirrors
+    )
+
+
+def _replayed(replay: lockreplay.Replay, names: Sequence[str], progress: LockProgress | None) -> Resolved:
+    if progress is not None:
+        progress.start(names)
+        for n in names:
+            progress.done(n, replay.rendered[n].pins)
+        progress.close()
+    return Resolved(dict(replay.rendered), differences=list(replay.differences), held=list(replay.held))
+
+
+def _judged_on_disk(
+    plan: _Plan, failures: Mapping[str, PlatformFailure], fmt: Format
+) -> dict[str, PlatformFailure]:
+    """`lock --check` of platforms that could not be re-resolved: whether each one's file is
+    missing or stale is still known from its header and the lock inputs now."""
+    out = {}
+    for name, failure in failures.items():
+        fname = requirements_filename(name) if fmt == "requirements" else pylock_filename(name)
+        text = _read(plan.out_dir / fname)
+        if text is None:
+            verdict: str | None = f"no file for declared platform {name} ({fname})"
+        else:
+            reasons = stale_inputs(text, plan.digests[name], plan.inputs)
+            verdict = f"{fname} is stale (inputs changed: {'; '.join(reasons)})" if reasons else None
+        out[name] = replace(failure, on_disk=verdict)
+    return out
+
+
+def _raise_when_nothing_locked(plan: _Plan, resolved: Resolved) -> None:
+    """Nothing could be locked: the error itself, as for a single platform."""
+    failures = resolved.failures
+    if not failures or len(failures) != len(plan.names):
+        return
+    declared = next((ix.url for ix in plan.manifest.packages.index if ix.default), None)
+    raise _combine_failures(
+        [failures[n] for n in plan.names], None if plan.mirrors else declared or plan.default_index
+    )
+
+
+def _record(
+    cache: IndexCache,
+    plan: _Plan,
+    fmt: Format,
+    key: str,
+    pages: list[dict[str, Any]],
+    resolved: Resolved,
+    check: bool,
+) -> None:
+    """Record the lock for replay. The next run prefers the pins this run writes: record it under
+    that run's key too, so the first re-lock after a lock replays (the resolution, with its own
+    output preferred, can only come out the same)."""
+    next_prefs = {n: pins_of_text(resolved.rendered[n].text) for n in plan.names}
+    next_key = None if check else _replay_key(plan, fmt, next_prefs)
+    lockreplay.store(cache, (key, next_key), pages, resolved.rendered, resolved.differences, resolved.held)
+    _note_refused_cache(cache, plan.notices)
 
 
 def _pip_notices(manifest: Manifest) -> list[str]:
@@ -410,195 +516,254 @@ def _pip_notices(manifest: Manifest) -> list[str]:
     ]
 
 
-def _resolve_and_render(
-    manifest: Manifest,
-    path: Path,
-    names: Sequence[str],
-    prefs: dict[str, dict[str, Version]],
-    *,
-    digests: Mapping[str, str],
-    default_index: str | None,
-    inputs: dict[str, str] | None = None,
-    via: Mapping[str, tuple[str, ...]] | None = None,
-    fmt: Format,
-    offline: bool,
-    refresh: bool,
-    cache_dir: str | os.PathLike[str] | None,
-    progress: LockProgress | None,
-    mirrors: Mapping[str, str] | None = None,
-    notices: list[str] | None = None,
-) -> tuple[
-    dict[str, Rendered],
-    dict[str, PlatformFailure],
-    list[Difference],
-    list[Held],
-    int,
-    list[dict[str, Any]] | None,
-]:
-    """Resolve every platform (jointly unless same-versions = "no"), render the files of those
-    that could be locked; (rendered, failures, differences, versions held back to match, metadata
-    reads, pages read or None when the lock cannot be replayed). Raises a bad-input error (exit 2) as it is."""
-    from kernodeck.resolve import Follower, ResolveSettings, Routing, Session, follow_target, resolve_target
-    from kernodeck.resolve.joint import Constraints, align
+class _Locker:
+    """One lock's resolution of its platforms: the leader, its followers, the platforms resolved
+    on their own, then joint resolution. Everything here shares one session (and its caches)."""
 
-    settings = ResolveSettings.from_packages(manifest.packages)
+    def __init__(
+        self, plan: _Plan, session: Session, targets: Mapping[str, Target], progress: LockProgress | None
+    ) -> None:
+        self.plan = plan
+        self.session = session
+        self.targets = targets
+        self.progress = progress
+        self.results: dict[str, Resolution] = {}
+        self.errors: dict[str, KernodeckError] = {}
+        self.followers: dict[str, Follower] = {}
+        self._lock = threading.Lock()
 
-    def route(packages: Packages) -> Routing:
-        if default_index is not None:
-            fixed = default_index
-            return Routing.from_packages(packages, default_url=lambda: fixed)
-        return Routing.from_packages(packages)
+    def _on_pin(self, name: str) -> Callable[[str], None] | None:
+        progress = self.progress
+        return (lambda what: progress.pinned(name, what)) if progress is not None else None
 
-    routing, back = mirrored(route(manifest.packages), mirrors or {})
-    # A platform that some index is restricted away from (or to) routes on its own.
-    per_platform: dict[str, Routing] = {}
-    for n in names:
-        own = manifest.packages_for(n)
-        if own is not manifest.packages:
-            per_platform[n], more = mirrored(route(own), mirrors or {})
-            back.extend(more)
-    declared = unmirror(back)
-    targets = {t.name: t for t in _targets(manifest, names)}
-    if progress is not None:
-        progress.start(names)
+    def _on_metadata(self, name: str) -> Callable[[], None] | None:
+        progress = self.progress
+        return (lambda: progress.metadata(name)) if progress is not None else None
 
-    results: dict[str, Resolution] = {}
-    errors: dict[str, KernodeckError] = {}
-    lock = threading.Lock()
-    session = Session(
-        routing,
-        settings,
-        cache_dir=Path(cache_dir) if cache_dir is not None else None,
-        offline=offline,
-        refresh=refresh,
-        per_platform=per_platform,
-    )
-    same = manifest.packages.same_versions
-    differences: list[Difference] = []
-    held: list[Held] = []
-    try:
+    def resolve(
+        self, name: str, extra: Constraints, *, leading: bool = False, preferred: bool = True
+    ) -> Resolution:
+        """`name` resolved on its own with `extra` constraints (joint resolution's callback)."""
+        from kernodeck.resolve import resolve_target
 
-        def resolve(name: str, extra: Constraints, leading: bool = False) -> Resolution:
-            target = targets[name]
-            return resolve_target(
-                session,
-                target,
-                preferred=prefs[name],
-                manifest_name=path.name,
-                on_pin=(lambda what: progress.pinned(name, what)) if progress else None,
-                on_metadata=(lambda: progress.metadata(name)) if progress else None,
-                extra_constraints=[Requirement(f"{n}{spec}") for n, spec in sorted(extra.items())],
-                on_candidate=ahead_of_pin if leading else None,
-                on_likely=ahead if leading else None,
-            )
+        return resolve_target(
+            self.session,
+            self.targets[name],
+            preferred=self.plan.prefs[name] if preferred else {},
+            manifest_name=self.plan.path.name,
+            on_pin=self._on_pin(name),
+            on_metadata=self._on_metadata(name),
+            extra_constraints=[Requirement(f"{n}{spec}") for n, spec in sorted(extra.items())],
+            on_candidate=self._ahead_of_pin if leading else None,
+            on_likely=self._ahead if leading else None,
+        )
 
-        def follower(name: str) -> Follower:
-            return Follower(
-                session,
-                targets[name],
-                preferred=prefs[name],
-                on_pin=(lambda what: progress.pinned(name, what)) if progress else None,
-                on_metadata=(lambda: progress.metadata(name)) if progress else None,
-            )
+    def installable(self, name: str, project: NormalizedName) -> list[Version]:
+        """The public versions of `project` platform `name` has files for (joint resolution's)."""
+        from kernodeck.resolve.factory import Factory
 
-        order = list(targets)
-        followers: dict[str, Follower] = {}
-        if same != "no" and len(order) > 1:
-            # One platform is resolved; the others take its versions where they can (one walk of
-            # their dependency graph each) and are resolved on their own only where they cannot.
-            # Their reads start as the leader reads each version ahead, or pins it.
-            followers = {n: follower(n) for n in order[1:]}
+        return Factory(self.session, self.targets[name]).installable(project)
 
-        def ahead(project: NormalizedName, version: Version) -> None:
-            for f in followers.values():
-                f.ahead(project, version)
+    def _ahead(self, project: NormalizedName, version: Version) -> None:
+        for f in self.followers.values():
+            f.ahead(project, version)
 
-        def ahead_of_pin(candidate: Candidate) -> None:
-            ahead(candidate.name, candidate.version)
+    def _ahead_of_pin(self, candidate: Candidate) -> None:
+        self._ahead(candidate.name, candidate.version)
 
-        def run(name: str, leader: Resolution | None = None) -> None:
-            try:
-                res = None
-                if leader is not None:  # the leader's versions, checked here; else a search
-                    res = follow_target(
-                        session,
-                        targets[name],
-                        leader,
-                        manifest_name=path.name,
-                        follower=followers[name],
-                    )
-                if res is None:
-                    res = resolve(name, {}, bool(followers) and name == order[0])
-            except KernodeckError as e:
-                with lock:
-                    errors[name] = e
-                return
-            with lock:
-                results[name] = res
+    def _follow(self, name: str, leader: Resolution) -> Resolution | None:
+        """The leader's versions checked on `name`; None when it must be resolved on its own
+        (the walk failed, or it would take a newer version of something on its own)."""
+        from kernodeck.resolve import follow_target
+        from kernodeck.resolve.follow import newer_alone
 
+        follower = self.followers[name]
+        res = follow_target(
+            self.session, self.targets[name], leader, manifest_name=self.plan.path.name, follower=follower
+        )
+        return None if res is None or newer_alone(follower, res) else res
+
+    def run(self, name: str, leader: Resolution | None = None) -> None:
+        """Lock one platform: the leader's versions checked here, else a search."""
+        try:
+            res = self._follow(name, leader) if leader is not None else None
+            if res is None:
+                res = self.resolve(name, {}, leading=bool(self.followers) and name == self.plan.names[0])
+        except KernodeckError as e:
+            with self._lock:
+                self.errors[name] = e
+            return
+        with self._lock:
+            self.results[name] = res
+
+    def run_all(self) -> None:
+        """One platform is resolved; with versions shared, the others take its versions where
+        they can (one walk of their dependency graph each) and are resolved on their own only
+        where they cannot. Their reads start as the leader reads each version ahead, or pins it."""
+        from kernodeck.resolve import Follower
+
+        order = list(self.targets)
+        if self.plan.manifest.packages.same_versions != "no" and len(order) > 1:
+            self.followers = {
+                n: Follower(
+                    self.session,
+                    self.targets[n],
+                    preferred=self.plan.prefs[n],
+                    on_pin=self._on_pin(n),
+                    on_metadata=self._on_metadata(n),
+                )
+                for n in order[1:]
+            }
         leader: Resolution | None = None
-        if followers:
-            run(order[0])
-            leader = results.get(order[0])
+        if self.followers:
+            self.run(order[0])
+            leader = self.results.get(order[0])
             order = order[1:]
         with ThreadPoolExecutor(
             max_workers=max(1, min(len(order), 8)), thread_name_prefix="kernodeck-lock"
         ) as pool:
-            list(pool.map(run, order, [leader] * len(order)))
-        usage = [errors[n] for n in names if n in errors and errors[n].exit_code == EXIT_USAGE]
-        if usage:
-            raise _combine(usage)
-        if same != "no" and len(results) > 1:
-            aligned, differences, held = align(results, resolve)
-            results.update(aligned)
+            list(pool.map(self.run, order, [leader] * len(order)))
+
+    def align(self) -> tuple[list[Difference], list[Held]]:
+        """Joint resolution of the platforms resolved; with "require", a difference fails the
+        platforms it involves."""
+        from kernodeck.resolve.joint import align
+
+        same = self.plan.manifest.packages.same_versions
+        if same == "no" or len(self.results) <= 1:
+            return [], []
+        aligned, differences, held = align(
+            self.results, self.resolve, installable=self.installable, preferred=self.plan.prefs
+        )
+        self.results.update(aligned)
         if same == "require":
             for d in differences:
                 for n in d.versions:
-                    errors.setdefault(
+                    self.errors.setdefault(
                         n,
                         ResolutionError(
                             f"cannot lock platform {n}: {d.describe()} "
                             '(same-versions = "require" allows no difference)'
                         ),
                     )
-        if progress is not None:
-            for n, res in results.items():
-                if n not in errors:
-                    progress.done(n, len(res.pins))
+        return differences, held
 
-        ok = [n for n in names if n not in errors]
-        locks = {
-            n: platform_lock(
-                results[n],
-                session,
-                manifest_name=path.name,
-                lock_inputs=digests[n],
-                inputs=inputs,
+    def platform_locks(
+        self, differences: Sequence[Difference], back: Sequence[tuple[str, str]]
+    ) -> dict[str, PlatformLock]:
+        plan = self.plan
+        via = root_via(plan.written, plan.sources, plan.path.name)
+        declared = unmirror(list(back))
+        locks = {}
+        for n in plan.names:
+            if n in self.errors:
+                continue
+            locks[n] = platform_lock(
+                self.results[n],
+                self.session,
+                manifest_name=plan.path.name,
+                lock_inputs=plan.digests[n],
+                inputs=plan.inputs,
                 via=via,
                 python_version=next(
-                    p.python or manifest.python.version for p in manifest.platform if p.name == n
+                    p.python or plan.manifest.python.version for p in plan.manifest.platform if p.name == n
                 ),
                 # held-back versions are said in the summary only: with the existing pins
                 # preferred, the next lock keeps them without holding anything back
-                notes=tuple(replace_all(d.note_for(n), back) for d in differences if n in d.versions),
+                notes=tuple(replace_all(d.note_for(n), list(back)) for d in differences if n in d.versions),
                 unmirror=declared,
             )
-            for n in ok
-        }
+        return locks
+
+
+def _routings(plan: _Plan) -> tuple[Routing, dict[str, Routing], list[tuple[str, str]]]:
+    """(the manifest's routing, each platform's own where an index is restricted away from it or
+    to it, the mirrored URLs mapped back to the declared ones), mirrors applied."""
+    from kernodeck.resolve import Routing
+
+    def route(packages: Packages) -> Routing:
+        if plan.default_index is not None:
+            fixed = plan.default_index
+            return Routing.from_packages(packages, default_url=lambda: fixed)
+        return Routing.from_packages(packages)
+
+    routing, back = mirrored(route(plan.manifest.packages), plan.mirrors)
+    per_platform: dict[str, Routing] = {}
+    for n in plan.names:
+        own = plan.manifest.packages_for(n)
+        if own is not plan.manifest.packages:
+            per_platform[n], more = mirrored(route(own), plan.mirrors)
+            back.extend(more)
+    return routing, per_platform, back
+
+
+def _resolve_and_render(
+    plan: _Plan,
+    *,
+    fmt: Format,
+    offline: bool,
+    refresh: bool,
+    cache_dir: str | os.PathLike[str] | None,
+    progress: LockProgress | None,
+) -> Resolved:
+    """Resolve every platform (jointly unless same-versions = "no"), render the files of those
+    that could be locked. Raises a bad-input error (exit 2) as it is."""
+    from kernodeck.resolve import ResolveSettings, Session
+
+    routing, per_platform, back = _routings(plan)
+    targets = {t.name: t for t in _targets(plan.manifest, plan.names)}
+    if progress is not None:
+        progress.start(plan.names)
+    session = Session(
+        routing,
+        ResolveSettings.from_packages(plan.manifest.packages),
+        cache_dir=Path(cache_dir) if cache_dir is not None else None,
+        offline=offline,
+        refresh=refresh,
+        per_platform=per_platform,
+    )
+    locker = _Locker(plan, session, targets, progress)
+    try:
+        locker.run_all()
+        usage = [
+            locker.errors[n]
+            for n in plan.names
+            if n in locker.errors and locker.errors[n].exit_code == EXIT_USAGE
+        ]
+        if usage:
+            raise _combine(usage)
+        differences, held = locker.align()
+        if progress is not None:
+            for n, res in locker.results.items():
+                if n not in locker.errors:
+                    progress.done(n, len(res.pins))
+        locks = locker.platform_locks(differences, back)
         metadata_reads = session.metadata_reads
-        pages = session.client.used_pages()
+        # a lock without an optional index that was down is not replayed once it answers again
+        pages = None if session.skipped else session.client.used_pages()
+        plan.notices.extend(
+            f"index {src.name!r} ({strip_userinfo(redact(src.url))}) could not be reached ({why}); it is "
+            "optional = true, so this lock was made without it"
+            for src, why in sorted(session.skipped.items(), key=lambda kv: kv[0].name)
+        )
     finally:
         session.close()
         if progress is not None:
             progress.close()
-        if notices is not None:
-            _note_refused_cache(session.client.cache, notices)
-
-    rendered = {n: render(locks[n], fmt) for n in ok}
-    failures = {
-        n: _failure(n, errors[n], per_platform.get(n, routing), targets[n]) for n in names if n in errors
-    }
-    return rendered, failures, differences, held, metadata_reads, pages
+        _note_refused_cache(session.client.cache, plan.notices)
+    errors = locker.errors
+    return Resolved(
+        rendered={n: render(lock, fmt) for n, lock in locks.items()},
+        failures={
+            n: _failure(n, errors[n], per_platform.get(n, routing), targets[n])
+            for n in plan.names
+            if n in errors
+        },
+        differences=differences,
+        held=held,
+        metadata_reads=metadata_reads,
+        pages=pages,
+    )
 
 
 def _note_refused_cache(cache: IndexCache, notices: list[str]) -> None:
@@ -659,71 +824,19 @@ def _finish(
     notices: tuple[str, ...] = (),
     left: Sequence[LeftOver] = (),
 ) -> LockResult:
-    out: list[PlatformResult] = []
+    """Compare each platform's files with those on disk: with `check`, say which are stale and
+    why; else write every changed file as one set and remove the files left over."""
     pending: list[tuple[Path, str]] = []
-    targets = {t.name: t for t in _targets(manifest, names)} if check else {}
-    joint_change = _platforms_changed(manifest, out_dir, left) if check else None
-    torn = check and interrupted_set(out_dir)
-    for name in names:
-        r = rendered[name]
-        text = r.text
-        req_path = out_dir / requirements_filename(name)
-        files = [(req_path, text)]
-        py_path: Path | None = None
-        if fmt == "pylock":
-            py_path = out_dir / pylock_filename(name)
-            files.append((py_path, r.pylock or ""))
-        diffs = []
-        missing = False
-        reasons: list[str] = []
-        notes: list[str] = []
-        for fpath, content in files:
-            old = _read(fpath)
-            merged = conflict_note(old, fpath.name) if old is not None and not check else None
-            if merged is not None:
-                notes.append(merged)
-            if old != content:
-                missing = missing or old is None
-                diffs.append(diff(old, content, fpath.name))
-                if not check:
-                    pending.append((fpath, content))
-                elif old is not None:
-                    reasons.extend(
-                        stale_reasons(
-                            old,
-                            content,
-                            manifest,
-                            targets[name],
-                            fpath.suffix,
-                            fpath.name,
-                            platforms_changed=joint_change,
-                        )
-                    )
-        if torn:
-            reasons.append(
-                "an earlier `kernodeck lock` was interrupted while it replaced the files: they may be a mix"
-                " of two runs; run `kernodeck lock` to finish it"
-            )
-        status: Status
-        if check:
-            status = "fresh" if not diffs and not torn else ("missing" if missing else "stale")
-        else:
-            status = "written" if diffs else "unchanged"
-        out.append(
-            PlatformResult(
-                platform=name,
-                summary=r.summary,
-                requirements_path=req_path,
-                pylock_path=py_path,
-                status=status,
-                pins=r.pins,
-                hash_lines=r.hash_lines,
-                text=text,
-                diff="".join(diffs) if check else "",
-                reasons=tuple(dict.fromkeys(reasons)),
-                warnings=(*r.warnings, *notes),
-            )
-        )
+    compare = _Compare(
+        out_dir,
+        manifest,
+        fmt,
+        check,
+        targets={t.name: t for t in _targets(manifest, names)} if check else {},
+        joint_change=_platforms_changed(manifest, out_dir, left) if check else None,
+        torn=check and interrupted_set(out_dir),
+    )
+    out = [compare.platform(name, rendered[name], pending) for name in names]
     if not check and (pending or interrupted_set(out_dir)):
         # every file of this lock moves together: the whole old set or the whole new set (an
         # unchanged set is left alone: no journal, no fsync; an interrupted one is finished)
@@ -742,6 +855,81 @@ def _finish(
         notices=notices,
         left_over=tuple(left),
     )
+
+
+@dataclass(frozen=True)
+class _Compare:
+    """How `_finish` compares one platform's files with those on disk."""
+
+    out_dir: Path
+    manifest: Manifest
+    fmt: Format
+    check: bool
+    targets: Mapping[str, Target]  # --check: for the stale reasons
+    joint_change: str | None  # --check: platforms added or removed, in words
+    torn: bool  # --check: an earlier lock was interrupted while it replaced the files
+
+    def platform(self, name: str, r: Rendered, pending: list[tuple[Path, str]]) -> PlatformResult:
+        """One platform's result; the files a lock would write are added to `pending`."""
+        req_path = self.out_dir / requirements_filename(name)
+        files = [(req_path, r.text)]
+        py_path: Path | None = None
+        if self.fmt == "pylock":
+            py_path = self.out_dir / pylock_filename(name)
+            files.append((py_path, r.pylock or ""))
+        diffs: list[str] = []
+        missing = False
+        reasons: list[str] = []
+        notes: list[str] = []
+        for fpath, content in files:
+            old = _read(fpath)
+            merged = conflict_note(old, fpath.name) if old is not None and not self.check else None
+            if merged is not None:
+                notes.append(merged)
+            if old == content:
+                continue
+            missing = missing or old is None
+            diffs.append(diff(old, content, fpath.name))
+            if not self.check:
+                pending.append((fpath, content))
+            elif old is not None:
+                reasons.extend(self._reasons(name, old, content, fpath))
+        if self.torn:
+            reasons.append(
+                "an earlier `kernodeck lock` was interrupted while it replaced the files: they may be a mix"
+                " of two runs; run `kernodeck lock` to finish it"
+            )
+        return PlatformResult(
+            platform=name,
+            summary=r.summary,
+            requirements_path=req_path,
+            pylock_path=py_path,
+            status=self._status(bool(diffs), missing),
+            pins=r.pins,
+            hash_lines=r.hash_lines,
+            text=r.text,
+            diff="".join(diffs) if self.check else "",
+            reasons=tuple(dict.fromkeys(reasons)),
+            warnings=(*r.warnings, *notes),
+        )
+
+    def _reasons(self, name: str, old: str, content: str, fpath: Path) -> list[str]:
+        return stale_reasons(
+            old,
+            content,
+            self.manifest,
+            self.targets[name],
+            fpath.suffix,
+            fpath.name,
+            platforms_changed=self.joint_change,
+        )
+
+    def _status(self, differs: bool, missing: bool) -> Status:
+        if not self.check:
+            return "written" if differs else "unchanged"
+        if not differs and not self.torn:
+            return "fresh"
+        return "missing" if missing else "stale"
 
 
 def _platforms_changed(manifest: Manifest, out_dir: Path, left: Sequence[LeftOver]) -> str | None:
@@ -766,6 +954,7 @@ def _combine_failures(fails: list[PlatformFailure], default_index: str | None = 
     first = fails[0].error
     context = [*first.context, f"index: {fails[0].index_url}"]
     context.extend(f"also: {f.message()}" for f in fails[1:])
+    context.extend(f.on_disk for f in fails if f.on_disk is not None)
     cls = ResolutionError if all(isinstance(f.error, ResolutionError) for f in fails) else type(first)
     hint = first.hint
     if default_index is not None and isinstance(first, IndexError_):

@@ -7,6 +7,7 @@ file as TOML comments):
     platform: linux-x86_64 (cpython 3.11, manylinux_2_28 x86_64, backend cpu)     (requirements only)
     lock-inputs-sha256: <64 hex>   exclude-newer: 2026-11-30T00:00:00Z
     input-sha256: requirements.in <64 hex>                                          (one per file input)
+    input-pins-sha256: pyproject.toml <64 hex>       (a pyproject.toml: its pin parts, lock.inputs)
 
 Files written before lock inputs existed carry `manifest-sha256:` where `lock-inputs-sha256:` is
 now (`OLD_HEADER_KEY`); readers still recognise it so `kernodeck lock --check` can say why such a
@@ -23,6 +24,9 @@ HEADER_KEY = "lock-inputs-sha256"  # kernodeck.lock.inputs.lock_inputs_sha256 of
 OLD_HEADER_KEY = "manifest-sha256"  # the sha256 of the whole manifest, before lock inputs
 EXCLUDE_NEWER_KEY = "exclude-newer"
 INPUT_KEY = "input-sha256"  # one per file a requirement was read from: "<name> <sha256>"
+# a pyproject.toml: the digest of its pin parts (kernodeck.lock.inputs.PYPROJECT_PIN_PARTS), not
+# its bytes; a file written before has INPUT_KEY for it, told apart by the key
+PINS_INPUT_KEY = "input-pins-sha256"
 
 # Two or more spaces separate the keys that share a line.
 _SEPARATOR = "   "
@@ -57,9 +61,10 @@ def digest_line(lock_inputs_sha256: str, exclude_newer: str) -> str:
     return f"{HEADER_KEY}: {lock_inputs_sha256}{_SEPARATOR}{EXCLUDE_NEWER_KEY}: {exclude_newer}"
 
 
-def input_line(name: str, sha256: str) -> str:
-    """`input-sha256: <name> <hex>`, without the comment marker."""
-    return f"{INPUT_KEY}: {name} {sha256}"
+def input_line(name: str, sha256: str, *, by_pins: bool = False) -> str:
+    """`input-sha256: <name> <hex>` (`input-pins-sha256:` for a digest of a pyproject.toml's pin
+    parts, `by_pins`), without the comment marker."""
+    return f"{PINS_INPUT_KEY if by_pins else INPUT_KEY}: {name} {sha256}"
 
 
 # A `key: value` pair of a header comment body; a value ends at the next `  key:` or the line's end.
@@ -103,13 +108,20 @@ def has_old_header(text: str) -> bool:
 
 # `# input-sha256: <name> <hex>` lines (the name may hold spaces; the digest ends the line).
 _INPUT_LINE = re.compile(
-    rf"^[ \t]*#[ \t]*{re.escape(INPUT_KEY)}:[ \t]*(\S.*?)[ \t]+([0-9a-f]{{64}})[ \t]*$", re.M
+    rf"^[ \t]*#[ \t]*({re.escape(INPUT_KEY)}|{re.escape(PINS_INPUT_KEY)}):[ \t]*(\S.*?)[ \t]+([0-9a-f]{{64}})[ \t]*$",
+    re.M,
 )
 
 
 def file_inputs(text: str) -> dict[str, str]:
-    """The files a lock file's header says its requirements were read from, name -> sha256."""
-    return {m.group(1): m.group(2) for m in _INPUT_LINE.finditer(text)}
+    """The files a lock file's header says its requirements were read from, name -> sha256
+    (either key)."""
+    return {m.group(2): m.group(3) for m in _INPUT_LINE.finditer(text)}
+
+
+def bytes_inputs(text: str) -> dict[str, str]:
+    """The input files a lock file's header records by their bytes (`input-sha256:` lines)."""
+    return {m.group(2): m.group(3) for m in _INPUT_LINE.finditer(text) if m.group(1) == INPUT_KEY}
 
 
 def changed_file_inputs(recorded: dict[str, str], current: dict[str, str | None]) -> list[str]:

@@ -53,4 +53,15 @@ def is_kernodeck_file(name: str) -> bool:
     """The manifest, a lock file or rebuild's inventory: the files Kernodeck keeps beside the code
     (not code: commits that change only these leave the pinned revision's code as it was)."""
     base = PurePosixPath(name.replace("\\", "/")).name
-    return base in (MANIFEST_NAME, INVENTORY_NAME) or is_lock_file(base)
+    return base in (MANIFEST_NAME, INVENTORY_NAME) or is_lock_file(base) or is_edit_lock(base)
+
+
+def edit_lock_name(manifest_name: str) -> str:
+    """The inter-process lock file beside a manifest while it is edited (`.repro.toml.lock`)."""
+    return f".{manifest_name}.lock"
+
+
+def is_edit_lock(name: str) -> bool:
+    """A manifest's edit lock (`manifest.edit.editing`): left beside it, never code."""
+    base = PurePosixPath(name.replace("\\", "/")).name
+    return base.startswith(".") and base.endswith(".toml.lock")

@@ -104,13 +104,20 @@ def _via_lines(via: Sequence[str]) -> list[str]:
     return ["    # via", *(f"    #   {v}" for v in via)]
 
 
+def _input_line(name: str, digest: str) -> str:
+    """A pyproject.toml input is recorded by its pin parts (kernodeck.lock.inputs.pin_inputs)."""
+    from kernodeck.manifest.schema import is_pyproject
+
+    return input_line(name, digest, by_pins=is_pyproject(name))
+
+
 def render_requirements(lock: PlatformLock) -> str:
     """The pip-installable, fully hashed requirements file (read back by kernodeck.lockfile.read)."""
     out = [
         f"# {generated_line(lock.manifest_name)} Regenerate: kernodeck lock --platform {lock.platform}",
         f"# {platform_line(lock.platform, lock.summary)}",
         f"# {digest_line(lock.lock_inputs_sha256, format_time(lock.exclude_newer))}",
-        *(f"# {input_line(name, digest)}" for name, digest in lock.inputs),
+        *(f"# {_input_line(name, digest)}" for name, digest in lock.inputs),
         *(f"# {note}" for note in lock.notes),
     ]
     if not any(ix.kind == "index-url" for ix in lock.indexes):
@@ -145,7 +152,7 @@ def render_pylock(lock: PlatformLock) -> str:
     doc.add(tomlkit.comment(generated_line(lock.manifest_name, lock.platform)))
     doc.add(tomlkit.comment(digest_line(lock.lock_inputs_sha256, format_time(lock.exclude_newer))))
     for name, digest in lock.inputs:
-        doc.add(tomlkit.comment(input_line(name, digest)))
+        doc.add(tomlkit.comment(_input_line(name, digest)))
     for note in lock.notes:
         doc.add(tomlkit.comment(note))
     doc["lock-version"] = "1.0"

@@ -2,12 +2,18 @@
 
 Paths name a value the way error locations do: `check[0].output[1].sha256`, `resume.checkpoint.sha256`
 (a sequence of keys and indexes is accepted too). Writes are atomic.
+
+Every read -> modify -> write of a manifest (capture, record, init) runs inside `editing(path)`:
+an inter-process lock (`filelocks.held`) on `.repro.toml.lock` beside it, so eight concurrent
+`capture --variant` keep eight variants, not the last writer's one. The lock file stays (removing
+it would let a waiting process lock a file no one else sees); it is empty and never tracked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +22,8 @@ from tomlkit.exceptions import ParseError
 from tomlkit.toml_document import TOMLDocument
 
 from kernodeck.errors import Issue, ManifestError, UsageError
+from kernodeck.lockfile.names import edit_lock_name
+from kernodeck.support.filelocks import held
 from kernodeck.support.fsio import atomic_write_text
 
 PathLike = str | Sequence[str | int]
@@ -48,6 +56,37 @@ def parse_path(path: PathLike) -> list[str | int]:
     if not parts:
         raise ValueError("empty key path")
     return parts
+
+
+#: Seconds a writer waits for another process editing the same manifest (a capture hashes data
+#: and probes the interpreter while it holds the lock).
+EDIT_WAIT_S = 600.0
+
+
+def lock_path(manifest: Path) -> Path:
+    """The lock file of a manifest: `.repro.toml.lock` beside it."""
+    return manifest.parent / edit_lock_name(manifest.name)
+
+
+@contextlib.contextmanager
+def editing(path: str | Path, *, timeout: float | None = None) -> Iterator[None]:
+    """Hold the manifest's inter-process lock for a read -> modify -> atomic write; a UsageError
+    when another process holds it for `timeout` seconds, or when the lock cannot be taken (a
+    folder that cannot be written cannot take the manifest's new version either)."""
+    manifest = Path(path)
+    timeout = EDIT_WAIT_S if timeout is None else timeout
+    with contextlib.ExitStack() as stack:
+        try:
+            got = stack.enter_context(held(lock_path(manifest), timeout))
+        except OSError as e:  # only the lock's own open: errors of the body pass through as they are
+            raise UsageError(f"cannot lock {manifest} for editing: {e.strerror or e}") from None
+        if not got:
+            raise UsageError(
+                f"another kernodeck process has been editing {manifest} for {timeout:.0f} s; "
+                "nothing was written",
+                hint="wait for it to finish (capture, check --record, init), then run this again",
+            )
+        yield
 
 
 def load_document(path: str | Path) -> TOMLDocument:

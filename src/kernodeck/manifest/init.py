@@ -22,6 +22,7 @@ from kernodeck.backends import parse_backend
 from kernodeck.errors import UsageError
 from kernodeck.gitstate import GitState, git_state
 from kernodeck.manifest.adopt import Discovery, discover
+from kernodeck.manifest.edit import editing
 from kernodeck.manifest.fromenv import ENV_PINS, EnvAdoption, write_env_pins
 from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.lockplatforms import covered_platforms
@@ -469,7 +470,10 @@ def write_starter(
         )
     )
     loads_manifest(text, str(path))  # the starter must validate; a failure here is a bug, not bad input
-    if env is not None:
-        write_env_pins(directory, env)
-    atomic_write_text(path, text)
+    with editing(path):  # another process may have written one meanwhile: checked again, under the lock
+        if path.exists() and not force:
+            raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
+        if env is not None:
+            write_env_pins(directory, env)
+        atomic_write_text(path, text)
     return path, notes

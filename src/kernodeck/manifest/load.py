@@ -25,7 +25,10 @@ Loc = tuple[str | int, ...]
 
 #: A UTF-8 byte-order mark, which some editors write at the start of a file; TOML readers reject it.
 BOM = "\ufeff"
-_LONG_QUOTED = re.compile(r"'([^'\n]{100,})'")
+_LONG_QUOTED = re.compile(r"'([^'\n]{100,})'|\"([^\"\n]{100,})\"")
+#: The longest message and location part shown whole; longer ones are cut, with their length.
+_MESSAGE_MAX = 2000
+_LOC_PART_MAX = 80
 
 
 def load_manifest(path: str | Path = "repro.toml") -> Manifest:
@@ -88,12 +91,34 @@ def format_loc(loc: Loc) -> str:
 
 
 def _shorten_quoted(message: str) -> str:
-    """Very long quoted values in a message, cut in the middle so the message stays readable."""
-    return _LONG_QUOTED.sub(lambda m: f"'{m[1][:60]}...{m[1][-20:]}' ({len(m[1])} characters)", message)
+    """Very long quoted values in a message, cut in the middle so the message stays readable;
+    a message still longer than _MESSAGE_MAX characters is cut there (a 10 MB value is never
+    printed whole)."""
+
+    def cut(m: re.Match[str]) -> str:
+        v = m[1] if m[1] is not None else m[2]
+        return f"'{v[:60]}...{v[-20:]}' ({len(v)} characters)"
+
+    message = _LONG_QUOTED.sub(cut, message)
+    if len(message) > _MESSAGE_MAX:
+        return f"{message[:_MESSAGE_MAX]}... (a message of {len(message)} characters, cut)"
+    return message
+
+
+def _shown_loc(loc: Loc) -> str:
+    """A location as messages show it, a very long key cut (with its length)."""
+    return format_loc(
+        tuple(
+            f"{p[:_LOC_PART_MAX]}...({len(p)} characters)"
+            if isinstance(p, str) and len(p) > _LOC_PART_MAX
+            else p
+            for p in loc
+        )
+    )
 
 
 def _issue(filename: str, locator: _Locator, loc: Loc, message: str, hint: str | None = None) -> Issue:
-    return Issue(filename, format_loc(loc), _shorten_quoted(message), line=locator.line_of(loc), hint=hint)
+    return Issue(filename, _shown_loc(loc), _shorten_quoted(message), line=locator.line_of(loc), hint=hint)
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> Loc:

@@ -7,7 +7,9 @@ forbids unknown keys. Field validators check single values (a sha256, a specifie
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 from datetime import date, datetime, timezone
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -34,6 +36,7 @@ _PY_VERSION = re.compile(r"^3\.\d+(\.\d+)?$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MARKER_VALUE = re.compile(r"[^'\"\\\x00-\x1f\x7f]*")
 _PLACEHOLDER = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab is allowed
 
 
 def _kebab(name: str) -> str:
@@ -80,7 +83,14 @@ def _revision(v: str) -> str:
     return v
 
 
+#: The longest name (of a platform, data, check, index, variant): platform names become lock file
+#: names, which a file system limits to 255 bytes.
+NAME_MAX = 100
+
+
 def _name(v: str) -> str:
+    if len(v) > NAME_MAX:
+        raise ValueError(f"a name is at most {NAME_MAX} characters, got {len(v)} characters")
     if not _NAME.match(v):
         raise ValueError(
             f"name {v!r} must start with a letter or digit and use only letters, digits, '.', '_', '-'"
@@ -155,6 +165,62 @@ def _env_name(v: str) -> str:
     return v
 
 
+#: The longest a check or a resume may run, in seconds (30 days): a longer timeout overflows
+#: the clocks and waits it is handed to (`timeout = inf` crashed `check`).
+MAX_TIMEOUT_S = 30 * 24 * 3600
+#: The longest user string a message quotes whole; a longer one is cut, with its length.
+SHOWN_MAX = 80
+
+
+def _shown(v: str) -> str:
+    """A user's string fit for a message: at most SHOWN_MAX characters, then its length."""
+    return v if len(v) <= SHOWN_MAX else f"{v[:SHOWN_MAX]}... ({len(v)} characters)"
+
+
+#: The longest reference or variant id (ids are date-based, `2026-11-30.2`).
+ID_MAX = 128
+
+
+def _identity(v: str) -> str:
+    """A reference or variant id: printed in every report and lock file header, so short and on
+    one line."""
+    if len(v) > ID_MAX:
+        raise ValueError(f"an id is at most {ID_MAX} characters, got {len(v)} characters ({_shown(v)!r})")
+    if _CONTROL.search(v) or "\t" in v:
+        raise ValueError("an id holds no line breaks, tabs or other control characters")
+    return v
+
+
+def _timeout(v: float) -> float:
+    if not math.isfinite(v) or v > MAX_TIMEOUT_S:
+        raise ValueError(
+            f"timeout must be a number of seconds greater than 0 and at most {MAX_TIMEOUT_S} (30 days), got {v}"
+        )
+    return v
+
+
+def _a_number(v: float) -> float:
+    if math.isnan(v):
+        raise ValueError("nan compares with nothing (every check would pass); write a number")
+    return v
+
+
+def _env_entries(v: dict[str, str]) -> dict[str, str]:
+    """Environment variables a run is given: a name without '=', NUL or line breaks, a value
+    without NUL or line breaks (the environment block cannot hold them)."""
+    for key, value in v.items():
+        if not key or "=" in key or _CONTROL.search(key):
+            raise ValueError(
+                f"environment variable name {_shown(key)!r} must be non-empty and hold no '=' or control characters"
+            )
+        if _CONTROL.search(value):
+            raise ValueError(
+                f"the value of {_shown(key)} holds a NUL byte, a line break or another control character; "
+                "an environment variable cannot carry it"
+            )
+    return v
+
+
 def _backend(v: str) -> str:
     if parse_backend(v) is None:
         raise ValueError(f"unknown backend {v!r}; expected {BACKEND_FORMS}")
@@ -210,6 +276,11 @@ PythonVersion = Annotated[str, AfterValidator(_python_version)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
 BackendName = Annotated[str, AfterValidator(_backend)]
 IndexUrl = Annotated[str, AfterValidator(_index_url)]
+Timeout = Annotated[float, Field(gt=0), AfterValidator(_timeout)]
+Identity = Annotated[str, Field(min_length=1), AfterValidator(_identity)]
+Number = Annotated[float, AfterValidator(_a_number)]
+Tolerance = Annotated[float, Field(ge=0), AfterValidator(_a_number)]
+EnvTable = Annotated[dict[str, str], AfterValidator(_env_entries)]
 RelPath = Annotated[str, Field(min_length=1)]
 
 
@@ -221,8 +292,8 @@ class Reference(_Model):
 
     name: Name
     """Short name of what is reproduced."""
-    id: Annotated[str, Field(min_length=1)]
-    """Identity of the reference; `kernodeck capture` writes a new date-based id (`YYYY-MM-DD.N`) whenever
+    id: Identity
+    """Identity of the reference (at most 128 characters, on one line); `kernodeck capture` writes a new date-based id (`YYYY-MM-DD.N`) whenever
     what it records changes."""
     description: str | None = None
     """Free text for people."""
@@ -270,6 +341,11 @@ class Index(_Model):
     """Projects taken only from this index (and never from another)."""
     platforms: list[Name] = []
     """Only on these platforms (empty: every platform, unless a platform's `indexes` names it)."""
+    optional: bool = False
+    """Lock without this index when it cannot be reached (connection refused, DNS, timeout), and
+    say so; otherwise an unreachable index fails the lock. An index a requirement file in `from`
+    names (`--extra-index-url`) is required: declare it here with the same `url` and
+    `optional = true` to make it optional."""
 
 
 class Packages(_Model):
@@ -282,7 +358,13 @@ class Packages(_Model):
     `[project]` dependencies, or Poetry's `[tool.poetry.dependencies]` when it has no `[project]`
     table), a `Pipfile` is Pipenv's (its `[packages]`), anything else a requirements file read the
     way pip reads it (nested `-r`/`-c`, indexes, `-e .`). Their content is part of the lock inputs
-    (`# input-sha256` lines)."""
+    (`# input-sha256` lines). Each stays inside the project (symlinks followed), and so does every
+    file it includes with `-r`/`-c` (after `${NAME}` expansion), unless `external` is true; a file
+    read must be a regular file of at most 16 MiB."""
+    external: bool = False
+    """`from` sources, and the files they include with `-r`/`-c`, may lie outside the project (a
+    shared checkout of requirement files, a parent folder's pyproject.toml). Without it, an
+    absolute path, a `..` that climbs out, or a symlink or `${NAME}` that leads out is refused."""
     extras: list[Name] = []
     """Extras of the pyproject.toml named in `from` whose dependencies are locked too (Poetry's
     `[tool.poetry.extras]` for a Poetry project)."""
@@ -474,8 +556,9 @@ class Determinism(_Model):
     """`torch.backends.cudnn.deterministic`."""
     float32_matmul_precision: Literal["highest", "high", "medium"] | None = None
     """`torch.set_float32_matmul_precision`."""
-    env: dict[str, str] = {}
-    """Environment variables that affect determinism (e.g. `CUBLAS_WORKSPACE_CONFIG`)."""
+    env: EnvTable = {}
+    """Environment variables that affect determinism (e.g. `CUBLAS_WORKSPACE_CONFIG`); names
+    without '=', names and values without NUL, line breaks or other control characters."""
 
 
 class CheckOutput(_Model):
@@ -495,9 +578,9 @@ class CheckOutput(_Model):
     """Element type of the array."""
     finite: bool | None = None
     """Every value is finite (no NaN or infinity)."""
-    min: float | None = None
+    min: Number | None = None
     """Smallest value allowed."""
-    max: float | None = None
+    max: Number | None = None
     """Largest value allowed."""
     ids_from: str | None = None
     """`file#field`: the output's ids equal that input's ids, in order."""
@@ -509,9 +592,9 @@ class CheckOutput(_Model):
     """Equal to `reference`, bit for bit."""
     reference: RelPath | None = None
     """The reference output to compare with."""
-    atol: Annotated[float, Field(ge=0)] | None = None
+    atol: Tolerance | None = None
     """Absolute tolerance against `reference`."""
-    rtol: Annotated[float, Field(ge=0)] | None = None
+    rtol: Tolerance | None = None
     """Relative tolerance against `reference`."""
     cosine_min: Annotated[float, Field(ge=-1, le=1)] | None = None
     """Smallest cosine similarity of each row with `reference`."""
@@ -530,10 +613,10 @@ class Check(_Model):
     """How `kernodeck check` and reports call it."""
     run: Annotated[list[str], Field(min_length=1)]
     """The command, as a list of arguments (no shell); `{out}` and `{python}` are replaced (see above)."""
-    timeout: Annotated[float, Field(gt=0)] = 300
-    """Seconds before the command is stopped."""
-    env: dict[str, str] = {}
-    """Environment variables set for the command."""
+    timeout: Timeout = 300
+    """Seconds before the command is stopped (at most 30 days; not `inf`)."""
+    env: EnvTable = {}
+    """Environment variables set for the command (names without '=', no control characters)."""
     output: list[CheckOutput] = []
     """The outputs and the criteria each must meet."""
 
@@ -554,9 +637,9 @@ class Trajectory(_Model):
     """The reference run's log."""
     metric: str
     """The value compared along the trajectory."""
-    rtol: Annotated[float, Field(ge=0)] | None = None
+    rtol: Tolerance | None = None
     """Relative tolerance."""
-    atol: Annotated[float, Field(ge=0)] | None = None
+    atol: Tolerance | None = None
     """Absolute tolerance."""
 
 
@@ -567,8 +650,8 @@ class Resume(_Model):
     """Keys the checkpoint must hold (e.g. optimizer, scheduler, RNG states)."""
     run: Annotated[list[str], Field(min_length=1)]
     """The command that resumes, as a list of arguments; `{out}` (a fresh output folder: write the log there) and `{python}` are replaced as in `[[check]]`, e.g. `["python", "train.py", "--resume", "checkpoints/step-200.pt", "--log", "{out}/resume.jsonl"]`."""
-    timeout: Annotated[float, Field(gt=0)] = 600
-    """Seconds before the command is stopped."""
+    timeout: Timeout = 600
+    """Seconds before the command is stopped (at most 30 days; not `inf`)."""
     trajectory: Trajectory | None = None
     """The resumed run's metrics against the reference run's."""
 
@@ -578,7 +661,7 @@ class Variant(_Model):
 
     name: Name
     """How the variant is called."""
-    id: Annotated[str, Field(min_length=1)]
+    id: Identity
     """Its identity (date-based, like the reference's)."""
     based_on: str | None = None
     """The reference id it differs from."""
@@ -696,8 +779,7 @@ def _dupes(names: list[str], where: str) -> list[Problem]:
     return out
 
 
-def cross_field_problems(m: Manifest) -> list[Problem]:
-    """Rules that need more than one field; each problem is (location, message)."""
+def _unique_names(m: Manifest) -> list[Problem]:
     out: list[Problem] = []
     out += _dupes([p.name for p in m.platform], "platform")
     out += _dupes([d.name for d in m.data], "data")
@@ -708,7 +790,30 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
         (("packages", "index", i, "name"), msg)
         for (_, i, _), msg in _dupes([ix.name for ix in m.packages.index], "index")
     ]
+    return out
 
+
+def _platform_case(m: Manifest) -> list[Problem]:
+    """Platform names name files (`requirements-rebuild-<name>.txt`): two that differ only in case
+    would be one file on macOS and Windows."""
+    seen: dict[str, int] = {}
+    out: list[Problem] = []
+    for i, p in enumerate(m.platform):
+        key = p.name.casefold()
+        first = seen.setdefault(key, i)
+        if first != i and m.platform[first].name != p.name:
+            out.append(
+                (
+                    ("platform", i, "name"),
+                    f"platform name {p.name!r} differs from {m.platform[first].name!r} (platform[{first}]) "
+                    "only in case: their lock files would be one file on macOS and Windows",
+                )
+            )
+    return out
+
+
+def _from_rules(m: Manifest) -> list[Problem]:
+    out: list[Problem] = []
     seen_from: dict[str, int] = {}
     for i, src in enumerate(m.packages.from_):
         if src in seen_from:
@@ -731,13 +836,15 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                 'categories); name one in `from`, e.g. from = ["pyproject.toml"]',
             )
         )
+    return out
 
+
+def _index_rules(m: Manifest) -> list[Problem]:
+    out: list[Problem] = []
     defaults = [i for i, ix in enumerate(m.packages.index) if ix.default]
     for i in defaults[1:]:
         out.append((("packages", "index", i, "default"), "only one index may be the default"))
-    names = {ix.name for ix in m.packages.index}
     platform_names = {p.name for p in m.platform}
-    owner: dict[str, str] = {}
     for i, ix in enumerate(m.packages.index):
         for j, pname in enumerate(ix.platforms):
             if pname not in platform_names:
@@ -761,6 +868,14 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                     f"index {ix.name!r} needs a url (only the default index may omit it)",
                 )
             )
+    return out
+
+
+def _index_packages(m: Manifest) -> list[Problem]:
+    """A project is pinned to one index (unless the two never serve the same platform)."""
+    out: list[Problem] = []
+    owner: dict[str, str] = {}
+    for i, ix in enumerate(m.packages.index):
         for j, pkg in enumerate(ix.packages):
             project = canonicalize_name(pkg)
             if project in owner and owner[project] != ix.name and not _disjoint(m, owner[project], ix.name):
@@ -771,9 +886,16 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                     )
                 )
             owner[project] = ix.name
+    return out
+
+
+def _index_references(m: Manifest) -> list[Problem]:
+    """`[packages] sources` and a platform's `indexes` name declared indexes."""
+    out: list[Problem] = []
+    names = {ix.name for ix in m.packages.index}
+    known = ", ".join(sorted(names)) or "none declared"
     for pkg, ixname in m.packages.sources.items():
         if ixname not in names:
-            known = ", ".join(sorted(names)) or "none declared"
             out.append(
                 (("packages", "sources", pkg), f"unknown index {ixname!r} (declared indexes: {known})")
             )
@@ -781,26 +903,38 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             _project_name(pkg)
         except ValueError as e:
             out.append((("packages", "sources", pkg), str(e)))
-
     for i, p in enumerate(m.platform):
         for j, ixname in enumerate(p.indexes):
             if ixname not in names:
-                known = ", ".join(sorted(names)) or "none declared"
                 out.append(
                     (("platform", i, "indexes", j), f"unknown index {ixname!r} (declared indexes: {known})")
                 )
+    return out
+
+
+def _platform_backends(m: Manifest) -> list[Problem]:
+    out: list[Problem] = []
+    for i, p in enumerate(m.platform):
         b = parse_backend(p.backend) if p.backend else None
-        if b is not None and b.kind == "mps" and p.os != "macos":
+        if b is None:
+            continue
+        if b.kind == "mps" and p.os != "macos":
             out.append((("platform", i, "backend"), "backend 'mps' exists only on os = 'macos'"))
-        if b is not None and b.kind in ("cuda", "rocm", "xpu") and p.os == "macos":
+        if b.kind in ("cuda", "rocm", "xpu") and p.os == "macos":
             out.append(
                 (
                     ("platform", i, "backend"),
                     f"backend {p.backend!r} does not exist on macOS; use 'mps' or none",
                 )
             )
-        if b is not None and b.kind == "rocm" and p.os != "linux":
+        if b.kind == "rocm" and p.os != "linux":
             out.append((("platform", i, "backend"), f"backend {p.backend!r} exists only on os = 'linux'"))
+    return out
+
+
+def _platform_versions(m: Manifest) -> list[Problem]:
+    out: list[Problem] = []
+    for i, p in enumerate(m.platform):
         if p.os != "linux" and (p.glibc or p.musl):
             out.append(
                 (("platform", i, "glibc" if p.glibc else "musl"), "glibc/musl apply only to os = 'linux'")
@@ -809,6 +943,12 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
             out.append((("platform", i, "musl"), "a platform has either glibc or musl, not both"))
         if p.os != "macos" and p.macos:
             out.append((("platform", i, "macos"), "macos applies only to os = 'macos'"))
+    return out
+
+
+def _platform_markers(m: Manifest) -> list[Problem]:
+    out: list[Problem] = []
+    for i, p in enumerate(m.platform):
         for key, value in p.markers.items():
             if key not in MARKER_VARIABLES:
                 out.append((("platform", i, "markers", key), f"unknown marker variable {key!r}"))
@@ -820,37 +960,44 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                         " (it is written into marker expressions)",
                     )
                 )
+    return out
 
+
+def _hub_weights(i: int, w: Weights) -> list[Problem]:
+    out: list[Problem] = []
+    if w.revision is None:
+        out.append(
+            (("weights", i, "revision"), f"hub weights {w.hub!r} need a pinned revision (40-hex commit)")
+        )
+    if not w.files:
+        out.append((("weights", i, "files"), "hub weights need `files = { name = sha256 }`"))
+    if w.package or w.path:
+        out.append((("weights", i, "hub"), "hub weights take `files`, not `path` or `package`"))
+    return out
+
+
+def _weights_rules(m: Manifest) -> list[Problem]:
+    out: list[Problem] = []
     for i, w in enumerate(m.weights):
         if w.hub:
-            if w.revision is None:
-                out.append(
-                    (
-                        ("weights", i, "revision"),
-                        f"hub weights {w.hub!r} need a pinned revision (40-hex commit)",
-                    )
+            out += _hub_weights(i, w)
+            continue
+        if w.path is None:
+            out.append(
+                (("weights", i, "path"), "weights need `path` (a file, or a file inside `package`) or `hub`")
+            )
+        if w.revision or w.files:
+            out.append(
+                (
+                    ("weights", i, "revision" if w.revision else "files"),
+                    "only hub weights take revision/files",
                 )
-            if not w.files:
-                out.append((("weights", i, "files"), "hub weights need `files = { name = sha256 }`"))
-            if w.package or w.path:
-                out.append((("weights", i, "hub"), "hub weights take `files`, not `path` or `package`"))
-        else:
-            if w.path is None:
-                out.append(
-                    (
-                        ("weights", i, "path"),
-                        "weights need `path` (a file, or a file inside `package`) or `hub`",
-                    )
-                )
-            if w.revision or w.files:
-                out.append(
-                    (
-                        ("weights", i, "revision" if w.revision else "files"),
-                        "only hub weights take revision/files",
-                    )
-                )
+            )
+    return out
 
-    out += _path_bounds(m)
+
+def _output_rules(m: Manifest) -> list[Problem]:
+    out: list[Problem] = []
     for i, c in enumerate(m.check):
         for j, o in enumerate(c.output):
             loc: tuple[str | int, ...] = ("check", i, "output", j)
@@ -863,7 +1010,7 @@ def cross_field_problems(m: Manifest) -> list[Problem]:
                 out.append(
                     (
                         (*loc, "ids-from"),
-                        f"ids-from {o.ids_from!r} must be 'file#field', e.g. 'data/samples.jsonl#id'",
+                        f"ids-from {_shown(o.ids_from)!r} must be 'file#field', e.g. 'data/samples.jsonl#id'",
                     )
                 )
             if o.min is not None and o.max is not None and o.min > o.max:
@@ -914,17 +1061,20 @@ _OUTSIDE = (
     "{what} {path!r} is outside the project; paths are relative to repro.toml's folder and stay inside it"
 )
 _EXTERNAL_HINT = " (a shared mount: add `external = true` to this entry)"
+_EXTERNAL_FROM_HINT = " (a shared mount: add `external = true` under [packages])"
 
 
-def _path_bounds(m: Manifest) -> list[Problem]:
-    """Every path the manifest reads stays inside the project unless its entry says `external`."""
-    found: list[tuple[tuple[str | int, ...], str, str, bool | None]] = []
-    if m.code is not None:
-        found += [
-            (("code", "config", i, "path"), "config", c.path, c.external) for i, c in enumerate(m.code.config)
-        ]
+def _bounded_paths(m: Manifest) -> list[tuple[tuple[str | int, ...], str, str, bool | None]]:
+    """(location, what, path, its entry's `external`, None where an entry has none) of every
+    path the manifest reads from the project."""
+    found: list[tuple[tuple[str | int, ...], str, str, bool | None]] = [
+        (("code", "config", i, "path"), "config", c.path, c.external)
+        for i, c in enumerate(m.code.config if m.code is not None else [])
+    ]
+    found += [
+        (("packages", "from", i), "source", f, m.packages.external) for i, f in enumerate(m.packages.from_)
+    ]
     found += [(("data", i, "path"), "data path", d.path, d.external) for i, d in enumerate(m.data)]
-    # [packages] from may name a parent folder's pyproject.toml (a project in a sub-folder): not bounded
     found += [
         (("weights", i, "path"), "weights path", w.path, w.external)
         for i, w in enumerate(m.weights)
@@ -940,19 +1090,53 @@ def _path_bounds(m: Manifest) -> list[Problem]:
                 (("resume", "trajectory", "reference"), "trajectory reference", r.trajectory.reference, None)
             )
     for i, c in enumerate(m.check):
-        for j, o in enumerate(c.output):
-            if o.reference is not None:
-                found.append((("check", i, "output", j, "reference"), "reference", o.reference, o.external))
-            if leaves_project(o.path):
-                found.append((("check", i, "output", j, "path"), "output", o.path, None))
+        found += [
+            (("check", i, "output", j, "reference"), "reference", o.reference, o.external)
+            for j, o in enumerate(c.output)
+            if o.reference is not None
+        ]
+    return found
+
+
+def _path_bounds(m: Manifest) -> list[Problem]:
+    """Every path the manifest reads stays inside the project unless its entry says `external`;
+    a check's outputs stay in its output folder."""
     out: list[Problem] = []
-    for loc, what, path, external in found:
+    for loc, what, path, external in _bounded_paths(m):
         if external or not leaves_project(path):
             continue
-        if loc[-1] == "path" and loc[0] == "check":
-            out.append((loc, f"output {path!r} leaves the check's output folder; write it relative to $OUT"))
-            continue
-        out.append(
-            (loc, _OUTSIDE.format(what=what, path=path) + (_EXTERNAL_HINT if external is not None else ""))
-        )
+        hint = _EXTERNAL_FROM_HINT if loc[0] == "packages" else _EXTERNAL_HINT if external is not None else ""
+        out.append((loc, _OUTSIDE.format(what=what, path=path) + hint))
+    for i, c in enumerate(m.check):
+        out += [
+            (
+                ("check", i, "output", j, "path"),
+                f"output {o.path!r} leaves the check's output folder; write it relative to $OUT",
+            )
+            for j, o in enumerate(c.output)
+            if leaves_project(o.path)
+        ]
     return out
+
+
+#: The rules that need more than one field, each a function of the whole manifest.
+CROSS_FIELD_RULES: tuple[Callable[[Manifest], list[Problem]], ...] = (
+    _unique_names,
+    _platform_case,
+    _from_rules,
+    _index_rules,
+    _index_packages,
+    _index_references,
+    _platform_backends,
+    _platform_versions,
+    _platform_markers,
+    _weights_rules,
+    _path_bounds,
+    _output_rules,
+)
+
+
+def cross_field_problems(m: Manifest) -> list[Problem]:
+    """Rules that need more than one field (CROSS_FIELD_RULES, in order); each problem is
+    (location, message)."""
+    return [problem for rule in CROSS_FIELD_RULES for problem in rule(m)]

@@ -67,6 +67,20 @@ def _from_line(manifest_file: Path, index: int) -> int | None:
     return _Locator(text).line_of(("packages", "from", index))
 
 
+def source_problem(root: Path, path: Path, *, external: bool) -> tuple[str, str | None] | None:
+    """(why, hint) when a `from` entry cannot be read: outside the project (after symlinks)
+    without `external`, missing, not a regular file (a named pipe would block), too large."""
+    from kernodeck.reqfile import Refused, bounded_in, check_regular
+
+    try:
+        if not external:
+            bounded_in(root, path)
+        check_regular(path)
+    except Refused as e:
+        return e.why, e.hint
+    return None
+
+
 def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
     """Read every `[packages] from` source; raises ManifestError (located) on a problem."""
     pk = manifest.packages
@@ -79,26 +93,17 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
     parsed: list[ParsedRequirements] = []
     for i, entry in enumerate(pk.from_):
         path = root / entry
-        problem = None
-        if not path.exists():
-            problem = f"source {entry!r} does not exist (looked for {entry} next to {mfile.name})"
-        elif not path.is_file():
-            problem = f"source {entry!r} is not a file"
-        else:
-            try:
-                with path.open("rb") as f:
-                    f.read(1)
-            except OSError as e:
-                problem = f"source {entry!r} cannot be read: {e.strerror or e}"
+        problem = source_problem(root, path, external=pk.external)
         if problem is not None:
+            why, hint = problem
             raise ManifestError(
                 [
                     Issue(
                         str(mfile),
                         f"packages.from[{i}]",
-                        problem,
+                        f"source {entry!r} {why}",
                         line=_from_line(mfile, i),
-                        hint="paths in `from` are relative to the manifest's folder",
+                        hint=hint or "paths in `from` are relative to the manifest's folder",
                     )
                 ]
             )
@@ -109,19 +114,20 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
             own = () if any(is_pyproject(f) for f in pk.from_) else pk.groups
             parsed.append(parse_pipfile(path, groups=own, display_root=root))
         else:
-            parsed.append(parse_requirements_file(path, project_root=root, display_root=root))
-    reqs: list[str] = []
-    cons: list[str] = []
+            parsed.append(
+                parse_requirements_file(path, project_root=root, display_root=root, external=pk.external)
+            )
+    # dicts as ordered sets: linear in the lines read (a list's `in` made it quadratic)
+    reqs: dict[str, None] = {}
+    cons: dict[str, None] = {}
     inputs: dict[str, str] = {}
-    via: dict[str, list[str]] = {}
+    via: dict[str, dict[str, None]] = {}
     for p in parsed:
-        reqs += [r.requirement for r in p.requirements if r.requirement not in reqs]
-        cons += [c.requirement for c in p.constraints if c.requirement not in cons]
+        reqs.update(dict.fromkeys(r.requirement for r in p.requirements))
+        cons.update(dict.fromkeys(c.requirement for c in p.constraints))
         inputs.update(p.files)
         for r in p.requirements:
-            labels = via.setdefault(r.name, [])
-            if p.via(r) not in labels:
-                labels.append(p.via(r))
+            via.setdefault(r.name, {})[p.via(r)] = None
     return SourceSet(
         requirements=tuple(reqs),
         constraints=tuple(cons),
@@ -147,8 +153,8 @@ def merge(manifest: Manifest, sources: SourceSet) -> Manifest:
     pk = manifest.packages
     if not pk.from_:
         return manifest
-    reqs = list(pk.requirements) + [r for r in sources.requirements if r not in pk.requirements]
-    cons = list(pk.constraints) + [c for c in sources.constraints if c not in pk.constraints]
+    reqs = list(dict.fromkeys([*pk.requirements, *sources.requirements]))
+    cons = list(dict.fromkeys([*pk.constraints, *sources.constraints]))
     indexes = list(pk.index)
     taken = {ix.name for ix in indexes}
     urls = {ix.url for ix in indexes}

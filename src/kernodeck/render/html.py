@@ -22,11 +22,13 @@ import json
 import math
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernodeck.errors import UsageError
 from kernodeck.render.terminal import counts_text, first_failure, layer_counts, layers_of, short_hashes
+from kernodeck.render.visible import one_line, visible
 from kernodeck.report import Report, Status, Step
 from kernodeck.support.fsio import atomic_write_text
 
@@ -133,7 +135,8 @@ _STATUS_ORDER = {Status.FAILED: 0, Status.WARNING: 1, Status.PASSED: 2, Status.S
 
 
 def _e(text: Any) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
+    """Text for the page: control characters visible, HTML's characters escaped."""
+    return html.escape(visible("" if text is None else str(text)), quote=True)
 
 
 def _value(value: Any) -> str:
@@ -206,137 +209,226 @@ def _rc() -> Any:
     )
 
 
-def trajectory_svg(step: Step) -> str | None:
-    """The resume trajectory against the reference, with the tolerance band and the first step
-    outside it marked; None when the step holds no series."""
+class Unusable(ValueError):
+    """A step's chart data that cannot be drawn (a hand-edited or foreign report): the chart is
+    left out with this reason."""
+
+
+def _plain(text: str) -> str:
+    """Text for a chart as plain text: one line, control characters visible, and `$` escaped so
+    matplotlib never reads it as math."""
+    return one_line(text).replace("$", r"\$")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _numbers(values: Any, where: str, length: int | None = None) -> list[float]:
+    """A list of numbers for a chart (None, NaN and infinities as gaps); Unusable otherwise."""
+    if not isinstance(values, list):
+        raise Unusable(f"{where} is not a list")
+    if length is not None and len(values) != length:
+        raise Unusable(f"{where} has {len(values)} values for {length} points")
+    out = []
+    for i, v in enumerate(values):
+        if v is not None and not _is_number(v):
+            raise Unusable(f"{where}[{i}] is not a number")
+        f = math.nan if v is None else float(v)
+        out.append(f if math.isfinite(f) else math.nan)
+    return out
+
+
+def _scalar(value: Any, where: str) -> float:
+    """A tolerance or threshold: a finite number (absent: 0); Unusable otherwise."""
+    if value is None:
+        return 0.0
+    if not _is_number(value) or not math.isfinite(float(value)):
+        raise Unusable(f"{where} is not a finite number")
+    return float(value)
+
+
+def _finite(values: Iterable[float]) -> list[float]:
+    return [v for v in values if math.isfinite(v)]
+
+
+@dataclass(frozen=True)
+class _Trajectory:
+    xs: list[Any]
+    pos: list[float]
+    numeric_x: bool
+    got: list[float]
+    ref: list[float]
+    atol: float
+    rtol: float
+
+
+def _trajectory(step: Step) -> _Trajectory | None:
     d = step.details
     series = d.get("series")
     if not isinstance(series, dict) or not series.get("step"):
         return None
-    xs = list(series["step"])
-    numeric_x = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
-    pos = xs if numeric_x else list(range(len(xs)))
-    got = [math.nan if v is None else float(v) for v in series.get("value", [])]
-    ref = [math.nan if v is None else float(v) for v in series.get("reference", [])]
-    atol, rtol = float(d.get("atol") or 0.0), float(d.get("rtol") or 0.0)
-    tol = [atol + rtol * abs(r) for r in ref]
-    metric = step.name.removeprefix("trajectory ").strip() or "metric"
+    xs = series["step"]
+    if not isinstance(xs, list) or not all(_is_number(x) or isinstance(x, str) for x in xs):
+        raise Unusable("series.step is not a list of numbers or labels")
+    numeric_x = all(_is_number(x) and math.isfinite(x) for x in xs)
+    pos = [float(x) for x in xs] if numeric_x else [float(i) for i in range(len(xs))]
+    got = _numbers(series.get("value"), "series.value", len(xs))
+    ref = _numbers(series.get("reference"), "series.reference", len(xs))
+    return _Trajectory(
+        xs, pos, numeric_x, got, ref, _scalar(d.get("atol"), "atol"), _scalar(d.get("rtol"), "rtol")
+    )
+
+
+def trajectory_svg(step: Step) -> str | None:
+    """The resume trajectory against the reference, with the tolerance band and the first step
+    outside it marked; None when the step holds no series, Unusable when it cannot be drawn."""
+    t = _trajectory(step)
+    if t is None:
+        return None
+    pos, got, ref = t.pos, t.got, t.ref
+    tol = [t.atol + t.rtol * abs(r) for r in ref]
+    metric = _plain(step.name.removeprefix("trajectory ").strip() or "metric")
     with _rc():
         fig = _figure(height=3.7)
         ax, low = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 1]})
-        err = [abs(g - r) for g, r in zip(got, ref, strict=False)]
-        low.fill_between(pos, 0, tol, color="#2da44e", alpha=0.25, linewidth=0, step="mid")
-        low.plot(pos, tol, color="#1a7f37", linewidth=1, drawstyle="steps-mid", label="tolerance")
-        low.plot(pos, err, color="#0969da", linewidth=1.2, marker="o", markersize=2, label="|run - ref|")
-        positive_tol = [t for t in tol if t > 0]
-        finite_err = [e for e in err if math.isfinite(e)]
-        if positive_tol and finite_err and max(finite_err) > 100 * min(positive_tol):
-            low.set_yscale("symlog", linthresh=min(positive_tol))  # a tiny band stays visible
-        low.set_ylabel("abs error")
-        low.set_xlabel("step")
-        if numeric_x:
-            from matplotlib.ticker import MaxNLocator
-
-            low.xaxis.set_major_locator(MaxNLocator(integer=True))
-        low.legend(loc="upper left", fontsize=8, framealpha=0.85)
+        err = [abs(g - r) for g, r in zip(got, ref, strict=True)]
+        _error_panel(low, pos, tol, err, t.numeric_x)
         ax.fill_between(
             pos,
-            [r - t for r, t in zip(ref, tol, strict=False)],
-            [r + t for r, t in zip(ref, tol, strict=False)],
+            [r - w for r, w in zip(ref, tol, strict=True)],
+            [r + w for r, w in zip(ref, tol, strict=True)],
             color="#2da44e",
             alpha=0.25,
             linewidth=0,
-            label=f"tolerance (atol {atol:g} + rtol {rtol:g}·|ref|)",
+            label=f"tolerance (atol {t.atol:g} + rtol {t.rtol:g}·|ref|)",
         )
         ax.plot(pos, ref, color="#1a7f37", linewidth=1.2, label="reference")
         ax.plot(pos, got, color="#0969da", linewidth=1.4, marker="o", markersize=2.5, label="this run")
-        first = d.get("first-outside")
-        if first is not None and first in xs:
-            i = xs.index(first)
-            ax.axvline(pos[i], color="#cf222e", linestyle="--", linewidth=1)
-            low.axvline(pos[i], color="#cf222e", linestyle="--", linewidth=1)
-            ax.plot([pos[i]], [got[i]], marker="x", color="#cf222e", markersize=9, mew=2)
-            ax.annotate(
-                f"first outside: step {first}",
-                (pos[i], got[i]),
-                xytext=(8, 10),
-                textcoords="offset points",
-                color="#cf222e",
-                fontsize=9,
-                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
-            )
+        first = step.details.get("first-outside")
+        if first is not None and first in t.xs:
+            _mark_first(ax, low, t.xs.index(first), pos, got, first)
         ax.set_ylabel(metric)
         ax.set_title(f"resume: {metric} vs reference", fontsize=10)
         ax.legend(loc="best", fontsize=8, framealpha=0.85)
         return _svg(fig)
 
 
+def _error_panel(low: Any, pos: list[float], tol: list[float], err: list[float], numeric_x: bool) -> None:
+    low.fill_between(pos, 0, tol, color="#2da44e", alpha=0.25, linewidth=0, step="mid")
+    low.plot(pos, tol, color="#1a7f37", linewidth=1, drawstyle="steps-mid", label="tolerance")
+    low.plot(pos, err, color="#0969da", linewidth=1.2, marker="o", markersize=2, label="|run - ref|")
+    positive_tol = [t for t in _finite(tol) if t > 0]
+    finite_err = _finite(err)
+    if positive_tol and finite_err and max(finite_err) > 100 * min(positive_tol):
+        low.set_yscale("symlog", linthresh=min(positive_tol))  # a tiny band stays visible
+    low.set_ylabel("abs error")
+    low.set_xlabel("step")
+    if numeric_x:
+        from matplotlib.ticker import MaxNLocator
+
+        low.xaxis.set_major_locator(MaxNLocator(integer=True))
+    low.legend(loc="upper left", fontsize=8, framealpha=0.85)
+
+
+def _mark_first(ax: Any, low: Any, i: int, pos: list[float], got: list[float], first: Any) -> None:
+    ax.axvline(pos[i], color="#cf222e", linestyle="--", linewidth=1)
+    low.axvline(pos[i], color="#cf222e", linestyle="--", linewidth=1)
+    ax.plot([pos[i]], [got[i]], marker="x", color="#cf222e", markersize=9, mew=2)
+    if math.isfinite(got[i]):
+        ax.annotate(
+            _plain(f"first outside: step {first}"),
+            (pos[i], got[i]),
+            xytext=(8, 10),
+            textcoords="offset points",
+            color="#cf222e",
+            fontsize=9,
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+        )
+
+
 def rows_svg(step: Step) -> str | None:
     """Per-row absolute error (with each row's tolerance) or cosine (with the declared minimum)
-    of an array output against its reference; None when the step holds no rows."""
+    of an array output against its reference; None when the step holds no rows, Unusable when
+    they cannot be drawn."""
     d = step.details
     rows = d.get("rows")
     if not isinstance(rows, dict) or not rows.get("row"):
         return None
-    x = list(rows["row"])
+    x = _numbers(rows["row"], "rows.row")
+    if "abs-error" not in rows and "cosine" not in rows:
+        return None
     with _rc():
         fig = _figure(height=2.6)
         ax = fig.subplots()
-        if "abs-error" in rows:
-            err = [float(v) for v in rows["abs-error"]]
-            lim = [float(v) for v in rows.get("limit", [])] or [float(d.get("atol") or 0.0)] * len(err)
-            bad = [e > m for e, m in zip(err, lim, strict=False)]
-            ax.step(x, lim, where="mid", color="#9a6700", linewidth=1.2, label="tolerance")
-            ax.scatter(
-                x,
-                err,
-                s=12,
-                c=["#cf222e" if b else "#0969da" for b in bad],
-                zorder=3,
-                label="max |out - ref| in row",
-            )
-            if (
-                any(e > 0 for e in err)
-                and max(err) / max(min([e for e in err if e > 0] or [1.0]), 1e-300) > 1e3
-            ):
-                ax.set_yscale("symlog", linthresh=max(min(lim) / 10, 1e-12))
-            ax.set_ylabel("abs error")
-            title = "absolute error per row"
-        elif "cosine" in rows:
-            cos = [float(v) for v in rows["cosine"]]
-            floor = float(d.get("cosine-min") or 0.0)
-            ax.axhline(floor, color="#9a6700", linewidth=1.2, label=f"cosine-min {floor:g}")
-            ax.scatter(
-                x,
-                cos,
-                s=12,
-                c=["#cf222e" if v < floor else "#0969da" for v in cos],
-                zorder=3,
-                label="cosine to reference",
-            )
-            ax.set_ylabel("cosine")
-            title = "cosine per row"
-        else:
-            return None
+        draw = _abs_error_rows if "abs-error" in rows else _cosine_rows
+        title = draw(ax, x, rows, d)
         ax.set_xlabel("row")
-        ax.set_title(f"{step.name.rsplit(':', 1)[0]}: {title}", fontsize=10)
+        ax.set_title(_plain(f"{step.name.rsplit(':', 1)[0]}: {title}"), fontsize=10)
         ax.legend(loc="best", fontsize=8, framealpha=0.85)
         return _svg(fig)
 
 
-def charts(report: Report) -> list[tuple[str, str, str]]:
-    """(id, caption, svg) of every chart the report's steps hold, the trajectories first."""
-    out: list[tuple[str, str, str]] = []
-    for s in report.steps:
-        svg = trajectory_svg(s)
-        if svg is not None:
-            cap = f"{s.layer}/{s.name}: {s.status.value}"
-            out.append((f"chart-trajectory-{len(out)}", cap, svg))
-    for s in report.steps:
-        svg = rows_svg(s)
-        if svg is not None:
-            cap = f"{s.layer}/{s.name}: {s.status.value}"
-            out.append((f"chart-rows-{len(out)}", cap, svg))
+def _abs_error_rows(ax: Any, x: list[float], rows: dict[str, Any], d: dict[str, Any]) -> str:
+    err = _numbers(rows["abs-error"], "rows.abs-error", len(x))
+    lim = _numbers(rows.get("limit", []), "rows.limit") or [_scalar(d.get("atol"), "atol")] * len(err)
+    if len(lim) != len(err):
+        raise Unusable(f"rows.limit has {len(lim)} values for {len(err)} rows")
+    bad = [e > m for e, m in zip(err, lim, strict=True)]
+    ax.step(x, lim, where="mid", color="#9a6700", linewidth=1.2, label="tolerance")
+    ax.scatter(
+        x, err, s=12, c=["#cf222e" if b else "#0969da" for b in bad], zorder=3, label="max |out - ref| in row"
+    )
+    positive = [e for e in _finite(err) if e > 0]
+    if positive and max(positive) / max(min(positive), 1e-300) > 1e3:
+        ax.set_yscale("symlog", linthresh=max(min(_finite(lim) or [0.0]) / 10, 1e-12))
+    ax.set_ylabel("abs error")
+    return "absolute error per row"
+
+
+def _cosine_rows(ax: Any, x: list[float], rows: dict[str, Any], d: dict[str, Any]) -> str:
+    cos = _numbers(rows["cosine"], "rows.cosine", len(x))
+    floor = _scalar(d.get("cosine-min"), "cosine-min")
+    ax.axhline(floor, color="#9a6700", linewidth=1.2, label=f"cosine-min {floor:g}")
+    ax.scatter(
+        x,
+        cos,
+        s=12,
+        c=["#cf222e" if v < floor else "#0969da" for v in cos],
+        zorder=3,
+        label="cosine to reference",
+    )
+    ax.set_ylabel("cosine")
+    return "cosine per row"
+
+
+@dataclass
+class Charts:
+    """The charts of a report as (id, caption, svg), the trajectories first, and a note for each
+    chart left out."""
+
+    figures: list[tuple[str, str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def charts(report: Report) -> Charts:
+    """Every chart the report's steps hold; one whose data cannot be drawn is left out with a note."""
+    out = Charts()
+    for kind, draw in (("trajectory", trajectory_svg), ("rows", rows_svg)):
+        for s in report.steps:
+            where = f"{s.layer}/{s.name}"
+            try:
+                svg = draw(s)
+            except Unusable as e:
+                out.notes.append(f"the chart of {where} was left out: {e}")
+                continue
+            except (ValueError, TypeError, OverflowError) as e:  # matplotlib refused the data
+                out.notes.append(
+                    f"the chart of {where} was left out: {type(e).__name__}: {one_line(str(e))[:200]}"
+                )
+                continue
+            if svg is not None:
+                out.figures.append((f"chart-{kind}-{len(out.figures)}", f"{where}: {s.status.value}", svg))
     return out
 
 
@@ -560,18 +652,20 @@ def html_report(report: Report, *, charts_optional: bool = False) -> str:
         isinstance(s.details.get("series"), dict) or isinstance(s.details.get("rows"), dict)
         for s in report.steps
     )
-    figures = charts(report) if _has_matplotlib() else []
+    drawn = charts(report) if _has_matplotlib() else Charts()
     chart_html = ""
-    if drawable and not figures and not _has_matplotlib():
+    if drawable and not _has_matplotlib():
         chart_html = f'<p class="muted" id="charts">The charts were left out: {_e(extra_hint())}.</p>'
-    if figures:
+    if drawn.figures or drawn.notes:
         chart_html = (
             '<section id="charts"><div class="charts">'
             + "".join(
                 f'<figure class="chart" id="{cid}">{svg}<figcaption>{_e(cap)}</figcaption></figure>'
-                for cid, cap, svg in figures
+                for cid, cap, svg in drawn.figures
             )
-            + "</div></section>"
+            + "</div>"
+            + "".join(f'<p class="muted chart-note">{_e(n)}.</p>' for n in drawn.notes)
+            + "</section>"
         )
     body = (
         f'<header class="verdict {cls}" id="verdict"><h1>{_e(title)}</h1>'
@@ -828,6 +922,8 @@ def diff_html(a: Report, b: Report, result: DiffResult) -> str:
 
 
 __all__ = [
+    "Charts",
+    "Unusable",
     "ab_charts",
     "charts",
     "diff_html",

@@ -27,19 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from kernodeck.render.terminal import layers_of
+from kernodeck.render.visible import visible
 from kernodeck.report import Report, Status, Step
 from kernodeck.support.fsio import atomic_write_text
 
-# characters XML 1.0 cannot carry (control characters from installer output, for one)
+# characters XML 1.0 cannot carry once control characters are visible (lone surrogates, U+FFFE)
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
 def _clean(text: str) -> str:
-    """Text XML can carry: terminal colour codes dropped, other control characters as '?'."""
-    return _NOT_XML.sub("?", _ANSI.sub("", text))
+    """Text XML can carry: colour codes dropped, control characters visible
+    (`kernodeck.render.visible`), anything else XML cannot hold as '?'."""
+    return _NOT_XML.sub("?", visible(text))
 
 
 #: A value longer than this (as JSON) is summarised, not dumped.

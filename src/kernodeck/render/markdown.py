@@ -1,23 +1,20 @@
-"""A Markdown summary of a report (`--markdown FILE`, GitHub's job summary) and GitHub Actions
-annotations.
+"""A Markdown summary of a report (`--markdown FILE`, GitHub's job summary).
 
 The summary: the verdict with the run's duration, the first failure with its hint, a table of
-the layers with their counts, and the failed steps with their first error. A hint several failed
-steps share is written once, under a "Hints" heading with the steps it is for. Hashes are shortened to 12 digits (the JSON
+the layers with their counts, and the failed steps with their first error; a hint several failed
+steps share is written once, under "Hints", with the steps it is for. Hashes are shortened to 12 digits (the JSON
 report keeps them whole).
 
-Under GitHub Actions (`GITHUB_ACTIONS=true`) every failed step is also printed as an
-`::error title=…::` workflow command (an optional one as `::warning`; a hint it shares with
-earlier annotations is given on the first of them only), and the summary is
-appended to the file `$GITHUB_STEP_SUMMARY` names.
+Text from a checked program (errors, hints, step names, paths) is inert in the summary: control
+characters are made visible, and the characters Markdown reads as raw HTML, an autolink, a link, an
+image or an entity (`<`, `>`, `&`, `[`, `]`) are escaped with a backslash, with `\\` and `|` (so a
+cell stays one cell). What GitHub Actions does with the summary is in `kernodeck.render.github`.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+import re
 from pathlib import Path
-from typing import IO
 
 from kernodeck.render.terminal import (
     counts_text,
@@ -27,29 +24,50 @@ from kernodeck.render.terminal import (
     shared_hints,
     short_hashes,
 )
+from kernodeck.render.visible import one_line
 from kernodeck.report import Report, Status
 from kernodeck.support.fsio import atomic_write_text
 
 MAX_FAILED_ROWS = 50
 
 
+#: What Markdown could read as markup in untrusted text: raw HTML and autolinks (`<`, `>`),
+#: entities (`&`), links and images (`[`, `]`), a table's cell boundary (`|`), and the escape itself.
+_MARKUP = re.compile(r"[\\|<>&\[\]]")
+
+
 def _cell(text: str | None) -> str:
-    """Text for one table cell: one line, pipes escaped."""
+    """Untrusted text for one line or table cell: one line, control characters visible, markup
+    escaped."""
     if not text:
         return ""
-    flat = " ".join(short_hashes(text).split())
-    return flat.replace("\\", "\\\\").replace("|", "\\|")
+    return _MARKUP.sub(lambda m: "\\" + m.group(0), one_line(short_hashes(text)))
 
 
 def _code(text: str) -> str:
-    return "`" + text.replace("`", "'") + "`"
+    """Untrusted text as a code span (nothing inside one is markup but a table's `|`)."""
+    return "`" + one_line(text).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def markdown_summary(report: Report) -> str:
     """The report as Markdown."""
     verdict = "OK" if report.ok else "FAILED"
     icon = "✅" if report.ok else "❌"
-    out = [f"## {icon} kernodeck {report.kind}: {verdict}", ""]
+    out = [f"## {icon} kernodeck {_cell(report.kind)}: {verdict}", ""]
+    out += _context(report)
+    out += [f"**{counts_text(report.counts())}**{report.duration_text()}", ""]
+    first = first_failure(report)
+    if first is not None:
+        out.append(f"**First failure:** {_code(f'{first.layer}/{first.name}')}: {_cell(first.error)}")
+        if first.hint:
+            out.append(f"<br>hint: {_cell(first.hint)}")
+        out.append("")
+    return "\n".join(out + _layer_table(report) + _failed_table(report)) + "\n"
+
+
+def _context(report: Report) -> list[str]:
+    """The manifest, reference and platform, the interpreter and the notices."""
+    out = []
     facts = [
         f"{label} {_code(value)}"
         for label, value in (
@@ -66,25 +84,25 @@ def markdown_summary(report: Report) -> str:
     if report.platform and report.platform_reason:
         out += [f"platform: {_code(report.platform)} ({_cell(report.platform_reason)})", ""]
     out += [f"> ⚠️ {_cell(n)}" for n in report.notices] + ([""] if report.notices else [])
-    out += [f"**{counts_text(report.counts())}**{report.duration_text()}", ""]
-    first = first_failure(report)
-    if first is not None:
-        out.append(f"**First failure:** {_code(f'{first.layer}/{first.name}')}: {_cell(first.error)}")
-        if first.hint:
-            out.append(f"<br>hint: {_cell(first.hint)}")
-        out.append("")
-    out += ["| layer | status | passed | failed | warnings | skipped |", "|---|---|--:|--:|--:|--:|"]
+    return out
+
+
+def _layer_status(c: dict[str, int]) -> str:
+    if c["failed"]:
+        return "❌ failed"
+    if c["warning"]:
+        return "⚠️ warning"
+    return "✅ passed" if c["passed"] else "⏭️ skipped"
+
+
+def _layer_table(report: Report) -> list[str]:
+    out = ["| layer | status | passed | failed | warnings | skipped |", "|---|---|--:|--:|--:|--:|"]
     for layer in layers_of(report):
-        steps = [s for s in report.steps if str(s.layer) == layer]
-        c = layer_counts(steps)
-        status = "❌ failed" if c["failed"] else ("⚠️ warning" if c["warning"] else "✅ passed")
-        if not c["failed"] and not c["warning"] and not c["passed"]:
-            status = "⏭️ skipped"
+        c = layer_counts(s for s in report.steps if str(s.layer) == layer)
         out.append(
-            f"| {layer} | {status} | {c['passed']} | {c['failed']} | {c['warning']} | {c['skipped']} |"
+            f"| {_cell(layer)} | {_layer_status(c)} | {c['passed']} | {c['failed']} | {c['warning']} | {c['skipped']} |"
         )
-    out.append("")
-    return "\n".join(out + _failed_table(report)) + "\n"
+    return [*out, ""]
 
 
 def _failed_table(report: Report) -> list[str]:
@@ -98,7 +116,7 @@ def _failed_table(report: Report) -> list[str]:
     for s in failed[:MAX_FAILED_ROWS]:
         name = s.name + ("" if s.required else " (optional)")
         hint = f"hint {numbers[s.hint]} below" if s.hint in numbers else _cell(s.hint)
-        out.append(f"| {s.layer} | {_cell(name)} | {_cell(s.error)} | {hint} |")
+        out.append(f"| {_cell(str(s.layer))} | {_cell(name)} | {_cell(s.error)} | {hint} |")
     if len(failed) > MAX_FAILED_ROWS:
         out.append(f"\n… and {len(failed) - MAX_FAILED_ROWS} more (see the JSON report)")
     out.append("")
@@ -115,59 +133,4 @@ def write_markdown(report: Report, path: str | Path) -> None:
     atomic_write_text(Path(path), markdown_summary(report))
 
 
-# --- GitHub Actions ---------------------------------------------------------------------------
-
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def github_annotations(report: Report) -> list[str]:
-    """`::error title=…::message` for every failed step (`::warning` for an optional one)."""
-    out = []
-    hinted: dict[str, str] = {}  # hint -> the step whose annotation gave it
-    for s in report.steps:
-        if s.status is not Status.FAILED:
-            continue
-        level = "error" if s.required else "warning"
-        title = f"kernodeck {report.kind}: {s.layer}/{s.name}"
-        message = short_hashes(s.error or "failed")
-        if s.hint in hinted:
-            message += f"\nhint: as for {hinted[s.hint]}"
-        elif s.hint:
-            message += f"\nhint: {short_hashes(s.hint)}"
-            hinted[s.hint] = f"{s.layer}/{s.name}"
-        out.append(f"::{level} title={_escape_property(title)}::{_escape_data(message)}")
-    return out
-
-
-def in_github_actions(env: Mapping[str, str] | None = None) -> bool:
-    return (env if env is not None else os.environ).get("GITHUB_ACTIONS") == "true"
-
-
-def github_outputs(report: Report, stream: IO[str], env: Mapping[str, str] | None = None) -> None:
-    """Under GitHub Actions: the annotations on `stream`, the summary appended to
-    $GITHUB_STEP_SUMMARY. Elsewhere nothing."""
-    environ = env if env is not None else os.environ
-    if not in_github_actions(environ):
-        return
-    lines = github_annotations(report)
-    if lines:
-        stream.write("\n".join(lines) + "\n")
-        stream.flush()
-    target = environ.get("GITHUB_STEP_SUMMARY")
-    if target:
-        path = Path(target)
-        try:
-            before = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            before = ""
-        sep = "\n" if before and not before.endswith("\n") else ""
-        atomic_write_text(path, before + sep + markdown_summary(report))
-
-
-__all__ = ["github_annotations", "github_outputs", "in_github_actions", "markdown_summary", "write_markdown"]
+__all__ = ["markdown_summary", "write_markdown"]

@@ -1,6 +1,7 @@
 """Every output a command was asked for, from one report: the human report on the terminal, and
 the files of `--junit`, `--markdown` and `--html`; under GitHub Actions also the annotations and
-the job's step summary. The options are declared once in `kernodeck.commands.options`."""
+the job's step summary (`kernodeck.render.github`), with the human report printed where the
+runner reads no workflow command. The options are declared once in `kernodeck.commands.options`."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ class OutputOptions:
 
 def emit(report: Report, options: OutputOptions | None = None, stream: IO[str] | None = None) -> None:
     """Print the human report to `stream` (stdout) and write the requested files."""
-    from kernodeck.render.markdown import github_outputs, write_markdown
+    from kernodeck.render.github import commands_stopped, github_outputs
+    from kernodeck.render.markdown import write_markdown
     from kernodeck.render.terminal import render_report
 
     opts = options or OutputOptions()
@@ -40,7 +42,8 @@ def emit(report: Report, options: OutputOptions | None = None, stream: IO[str] |
         write_markdown(report, opts.markdown)
     # annotations first: the human report's summary stays the last line
     github_outputs(report, out)
-    render_report(report, out, color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with commands_stopped(out):  # under GitHub Actions no line of the report is a command
+        render_report(report, out, color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     if opts.html is not None:
         from kernodeck.render.html import write_html
 

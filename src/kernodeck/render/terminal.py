@@ -25,6 +25,8 @@
   printed once, after them, under their names.
 - The last line is the summary (pytest style): the counts, the run's duration, the first
   required failure with its error.
+- Control characters in any text (ESC, NUL, BEL, a carriage return ...) are shown as their escape
+  (`\\x1b`), never written (`kernodeck.render.visible`); the colours are added after that.
 - Colours only when asked (`always`) or on a terminal (`auto`) without a non-empty `NO_COLOR`
   (https://no-color.org: a command-line `--color always` wins over it).
 """
@@ -40,6 +42,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from kernodeck.render.visible import visible
 from kernodeck.report import Report, Status, Step
 
 if TYPE_CHECKING:
@@ -233,7 +236,8 @@ class _Writer:
         self.lines: list[Line] = []
 
     def text(self, value: str) -> str:
-        return value if self.verbose else short_hashes(value)
+        """Text to show: control characters visible (never sent to the terminal), hashes short."""
+        return visible(value if self.verbose else short_hashes(value))
 
     def add(self, text: str, role: Role = "plain", *, indent: str = "", rest: str | None = None) -> None:
         for ln in wrap(self.text(text), self.width, indent, indent + "  " if rest is None else rest):

@@ -39,6 +39,23 @@ def _where(pf: ProjectFiles) -> str:
     return ", ".join(f"{s.name} ({strip_credentials(s.url)})" for s in srcs)
 
 
+def _asked(pf: ProjectFiles) -> list[str]:
+    """Each index asked for a project, and whether it answered."""
+    not_found = {nf.index: nf for nf in pf.not_found}
+    skipped = {s.name: why for s, why in pf.skipped}
+    out = []
+    for s in pf.asked:
+        where = f"{s.name} ({strip_credentials(s.url)})"
+        if s.name in skipped:
+            out.append(f"asked {where}: no answer ({skipped[s.name]}); optional, left out")
+        elif s.name in not_found:
+            nf = not_found[s.name]
+            out.append(
+                f"asked {where}: answered, no project {pf.name!r}" + (f" ({nf.reason})" if nf.reason else "")
+            )
+    return out
+
+
 def _file_tags(pf: ProjectFiles, rejected: Sequence[Rejected] | None = None) -> tuple[list[str], list[str]]:
     """(distinct wheel tags, sdist filenames) among the files the platform rejected."""
     tags: set[str] = set()
@@ -76,33 +93,24 @@ def why_no_candidates(
     target = factory.target
     platform = f"platform {target.name} ({target.summary()})"
     if pf.source is None:
-        reasons = [f"{nf.index}: {nf.reason}" if nf.reason else str(nf.index) for nf in pf.not_found]
-        return (
-            f"{name} is not on any index asked for it: {_where(pf)}",
-            [f"not found on {r}" for r in reasons],
-            "check the name, or route it to the index that has it with [[packages.index]] packages = [...]",
+        route = (
+            "check the name, or route it to the index that has it with [[packages.index]] packages = [...]"
         )
+        if pf.skipped:
+            route = "an index was not reached: retry when it answers, or " + route
+        return (f"{name} is not on any index asked for it: {_where(pf)}", _asked(pf), route)
     if not pf.versions(True):
-        tags, sdists = _file_tags(pf)
-        context: list[str] = []
-        if tags:
-            context.append(f"its wheels are tagged: {_short_list(tags)}")
-        if sdists:
-            context.append(f"its source distributions: {_short_list(sdists, 4)}")
-        other = sorted({r.reason for r in pf.rejected if not _is_tag_reason(r.reason)})
-        context.extend(f"rejected: {r}" for r in other[:5])
-        hint = None
-        if sdists and name not in factory.settings.allow_sdist:
-            hint = f"add {name!r} to [packages] allow-sdist to build it from source, or pick a version with a wheel"
+        context, hint = _files_said(factory, pf)
         if not pf.rejected:
             return (f"{name} has no files on {_where(pf)}", context, None)
         return (f"no file of {name} can be installed on {platform}", context, hint)
-    versions = pf.versions(True)
-    shown = [str(v) for v in versions]
-    usable_line = f"versions of {name} usable on {target.name} ({_where(pf)}): {_short_list(shown)}"
+    # Pre-releases are listed only where they could be chosen (`prereleases`, a requirement or
+    # constraint naming one, or a project with nothing else): a list of candidates tells the truth.
+    allow_pre = factory.prereleases_allowed(name, requirements)
+    shown = [str(v) for v in pf.versions(True) if allow_pre or not v.is_prerelease]
+    usable_line = f"versions of {name} usable on {target.name} ({_where(pf)}): {_short_list(shown) or 'none'}"
     # The versions asked for exist, but none has a file for this platform: say which tags they have.
     constraints = factory.constraints.get(name, [])
-    allow_pre = factory.prereleases_allowed(name, requirements)
     wanted = [
         v
         for v in pf.all_versions
@@ -112,24 +120,33 @@ def why_no_candidates(
     ]
     if requirements and wanted and not any(pf.usable(v, True) for v in wanted):
         blocked = wanted[:3]
-        rejected = [r for v in blocked for r in pf.verdicts(v).rejected]
-        tags, sdists = _file_tags(pf, rejected)
-        context = []
-        if tags:
-            context.append(f"its wheels are tagged: {_short_list(tags)}")
-        if sdists:
-            context.append(f"its source distributions: {_short_list(sdists, 4)}")
-        other = sorted({r.reason for r in rejected if not _is_tag_reason(r.reason)})
-        context.extend(f"rejected: {r}" for r in other[:5])
+        context, hint = _files_said(factory, pf, [r for v in blocked for r in pf.verdicts(v).rejected])
         context.append(usable_line)
-        hint = None
-        if sdists and name not in factory.settings.allow_sdist:
-            hint = f"add {name!r} to [packages] allow-sdist to build it from source, or pick a version with a wheel"
         what = ", ".join(str(v) for v in blocked) + (
             f" (and {len(wanted) - 3} more)" if len(wanted) > 3 else ""
         )
         return (f"no file of {name} {what} can be installed on {platform}", context, hint)
     return (None, [usable_line], None)
+
+
+def _files_said(
+    factory: Factory, pf: ProjectFiles, rejected: Sequence[Rejected] | None = None
+) -> tuple[list[str], str | None]:
+    """(context lines, hint) about the files a platform rejected (all of the project's, or
+    `rejected`): the tags of its wheels, its sdists, the other reasons, and allow-sdist."""
+    rejected = pf.rejected if rejected is None else rejected
+    tags, sdists = _file_tags(pf, rejected)
+    context: list[str] = []
+    if tags:
+        context.append(f"its wheels are tagged: {_short_list(tags)}")
+    if sdists:
+        context.append(f"its source distributions: {_short_list(sdists, 4)}")
+    other = sorted({r.reason for r in rejected if not _is_tag_reason(r.reason)})
+    context.extend(f"rejected: {r}" for r in other[:5])
+    hint = None
+    if sdists and pf.name not in factory.settings.allow_sdist:
+        hint = f"add {pf.name!r} to [packages] allow-sdist to build it from source, or pick a version with a wheel"
+    return context, hint
 
 
 def _is_tag_reason(reason: str) -> bool:

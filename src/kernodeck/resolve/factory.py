@@ -40,11 +40,19 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import PYTORCH_INDEX_BASE, routes_to_backend
-from kernodeck.errors import ResolutionError
+from kernodeck.errors import IndexError_, ResolutionError
 from kernodeck.index.buildenv import BuildSources
 from kernodeck.index.evaluate import Accepted, Rejected, evaluate
-from kernodeck.index.models import CoreMetadata, IndexFile, IndexSource, NotFound, ProjectPage
+from kernodeck.index.models import (
+    CoreMetadata,
+    IndexFile,
+    IndexSource,
+    IndexUnreachable,
+    NotFound,
+    ProjectPage,
+)
 from kernodeck.index.sources import default_index_url
+from kernodeck.lockfile.write import strip_credentials
 from kernodeck.resolve.candidates import (
     PYTHON_IDENTIFIER,
     BaseCandidate,
@@ -112,7 +120,9 @@ class Routing:
         primary: IndexSource | None = None
         extra: list[IndexSource] = []
         for ix in packages.index:
-            src = IndexSource(name=ix.name, url=ix.url or default_url(), format=ix.format)
+            src = IndexSource(
+                name=ix.name, url=ix.url or default_url(), format=ix.format, optional=ix.optional
+            )
             by_name[ix.name] = src
             for p in ix.packages:
                 pinned[canonicalize_name(p)] = src
@@ -260,6 +270,12 @@ class Session:
         self.lookahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kernodeck-ahead")
         self.metadata_reads = 0
         self._hits = self._misses = 0  # reads the cache answered in the asking thread, and not
+        self.skipped: dict[IndexSource, str] = {}  # optional indexes that could not be reached
+
+    def skip(self, source: IndexSource, error: IndexUnreachable) -> None:
+        """An optional index that could not be reached: the lock goes on without it."""
+        with self._lock:
+            self.skipped.setdefault(source, _first_line(error))
 
     def routing_for(self, target: Target) -> Routing:
         """The routing of one platform (per-platform indexes), else the shared one."""
@@ -383,8 +399,10 @@ class ProjectFiles:
         page: ProjectPage | None = None,
         judge: Callable[[IndexFile, bool], Accepted | Rejected] | None = None,
         exclude_newer: datetime | None = None,
+        skipped: tuple[tuple[IndexSource, str], ...] = (),  # optional indexes not reached, why
     ) -> None:
         self.name = name
+        self.skipped = skipped
         self._exclude_newer = exclude_newer
         self.source = source
         self.asked = asked
@@ -483,6 +501,41 @@ def _names_prerelease(spec: SpecifierSet) -> bool:
     return False
 
 
+def _first_line(error: IndexError_) -> str:
+    """An unreachable index's cause in one line: the error's first context line (e.g.
+    `ConnectError: [Errno 111] Connection refused`), else its message."""
+    return error.context[0] if error.context else error.message
+
+
+def _unreachable_error(
+    name: NormalizedName,
+    failed: tuple[IndexSource, IndexUnreachable],
+    answers: Sequence[tuple[IndexSource, ProjectPage | NotFound | IndexUnreachable]],
+    declared: bool,
+) -> IndexUnreachable:
+    """A required index that cannot be reached: its error (which names it), with every index
+    asked for `name` and whether it answered when there were several, and how to let a lock go
+    on without it when the manifest (or a requirement file) declares it."""
+    src, error = failed
+    asked = []
+    for s, a in answers if len(answers) > 1 else ():
+        where = f"{s.name} ({strip_credentials(s.url)})"
+        if isinstance(a, IndexUnreachable):
+            asked.append(f"asked {where}: no answer ({_first_line(a)})")
+        elif isinstance(a, NotFound):
+            asked.append(f"asked {where}: answered, no project {name!r}")
+        else:
+            asked.append(f"asked {where}: answered, has {name}")
+    hint = error.hint
+    if declared:
+        optional = (
+            f"if the lock may go on without index {src.name!r}, mark it `optional = true` in its "
+            "[[packages.index]] (an index a requirement file names: declare it there with the same url)"
+        )
+        hint = f"{hint}; {optional}" if hint else optional
+    return IndexUnreachable(error.message, context=[*error.context, *asked], hint=hint)
+
+
 class Factory:
     """Candidates and dependencies for one target; what the provider calls."""
 
@@ -564,23 +617,38 @@ class Factory:
         sources: tuple[IndexSource, ...],
         futures: list[Future[ProjectPage | NotFound]],
     ) -> ProjectFiles:
-        """The project from the first index (in order) that has it."""
-        not_found: list[NotFound] = []
+        """The project from the first index (in order) that has it. Every index asked must
+        answer: one that cannot be reached fails the lock (naming every index asked and what it
+        answered) unless it is `optional`; then it is left out and said (`Session.skipped`)."""
+        answers: list[tuple[IndexSource, ProjectPage | NotFound | IndexUnreachable]] = []
         for src, fut in zip(sources, futures, strict=True):
-            page = fut.result()
-            if isinstance(page, NotFound):
-                not_found.append(page)
-                continue
-            return ProjectFiles(
-                name,
-                src,
-                sources,
-                tuple(not_found),
-                page,
-                self._judge_for(name),
-                exclude_newer=self.settings.exclude_newer,
-            )
-        return ProjectFiles(name, None, sources, tuple(not_found))
+            try:
+                answers.append((src, fut.result()))
+            except IndexUnreachable as e:
+                answers.append((src, e))
+        unreachable = tuple((s, a) for s, a in answers if isinstance(a, IndexUnreachable))
+        required = [(s, a) for s, a in unreachable if not s.optional]
+        if required:
+            routing = self.session.routing_for(self.target)
+            declared = required[0][0] in (*routing.defaults, *routing.pinned.values())
+            raise _unreachable_error(name, required[0], answers, declared)
+        for s, a in unreachable:
+            self.session.skip(s, a)
+        not_found = tuple(a for _, a in answers if isinstance(a, NotFound))
+        skipped = tuple((s, _first_line(a)) for s, a in unreachable)
+        for src, page in answers:
+            if isinstance(page, ProjectPage):
+                return ProjectFiles(
+                    name,
+                    src,
+                    sources,
+                    not_found,
+                    page,
+                    self._judge_for(name),
+                    exclude_newer=self.settings.exclude_newer,
+                    skipped=skipped,
+                )
+        return ProjectFiles(name, None, sources, not_found, skipped=skipped)
 
     def _judge_for(self, name: NormalizedName) -> Callable[[IndexFile, bool], Accepted | Rejected]:
         allow_sdist = name in self.settings.allow_sdist
@@ -682,6 +750,40 @@ class Factory:
             or any(_names_prerelease(c.specifier) for c in self.constraints.get(name, []))
             or self.project(name).only_prereleases
         )
+
+    def first_choice(self, name: NormalizedName, preferred: Version | None) -> Version | None:
+        """The version a resolution of this target alone would try first for a requirement of
+        `name` without a specifier: `preferred` when it is usable, else the newest usable one
+        (pre-releases only where allowed, the manifest's constraints applied)."""
+        pf = self.project(name)
+        allow_pre = self.prereleases_allowed(name, [])
+        cons = [c.specifier for c in self.constraints.get(name, [])]
+        order = list(pf.all_versions)
+        if preferred is not None and pf.known(preferred):
+            order.remove(preferred)
+            order.insert(0, preferred)
+        for v in order:
+            if v != preferred and not allow_pre and v.is_prerelease:
+                continue
+            if all(c.contains(v, prereleases=True) for c in cons) and pf.usable(v, False):
+                return v
+        return None
+
+    def installable(self, name: NormalizedName) -> list[Version]:
+        """The public versions of `name` this target has files for, newest first, as a
+        requirement without a specifier would see them (pre-releases only where allowed, the
+        manifest's constraints applied)."""
+        pf = self.project(name)
+        allow_pre = self.prereleases_allowed(name, [])
+        cons = [c.specifier for c in self.constraints.get(name, [])]
+        out: dict[Version, None] = {}
+        for v in pf.all_versions:
+            allowed = (allow_pre or not v.is_prerelease) and all(
+                c.contains(v, prereleases=True) for c in cons
+            )
+            if allowed and pf.usable(v, False):
+                out.setdefault(Version(v.public), None)
+        return list(out)
 
     def find_matches(
         self,

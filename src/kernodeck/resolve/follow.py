@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
 
 from kernodeck.resolve.candidates import BaseCandidate, base_of
 from kernodeck.resolve.factory import Factory, Session
@@ -30,7 +31,6 @@ from kernodeck.resolve.requirements import BaseRequirement
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
-    from packaging.version import Version
 
     from kernodeck.resolve import Resolution
     from kernodeck.targets import Target
@@ -133,3 +133,16 @@ def _choose(
         if cand.version < want:
             return None  # candidates come newest first (after the preferred one): none left
     return None
+
+
+def newer_alone(follower: Follower, followed: Resolution) -> bool:
+    """Whether this platform, resolved on its own, would try a newer public version of one of
+    the projects it took at the leader's version (its own existing pin first, else the newest it
+    has files for). Then it is resolved on its own, so that what joint resolution holds it back
+    from is known and said (`kernodeck.resolve.joint.Held`) rather than hidden by the walk."""
+    factory = follower.factory
+    for pin in followed.pins:
+        first = factory.first_choice(pin.name, follower.own.get(pin.name))
+        if first is not None and Version(first.public) > Version(pin.version.public):
+            return True
+    return False

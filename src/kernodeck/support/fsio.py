@@ -160,6 +160,24 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = 
     atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
 
 
+def append_text(path: str | os.PathLike[str], text: str, *, after: str = "") -> None:
+    """Append UTF-8 `text` to `path` in one `O_APPEND` write (the file made if missing).
+
+    For a file other processes append to at the same time (GitHub's step summary): the system
+    places each append at the end, so no writer's text is lost, and a symbolic link is written
+    through, never replaced. `after` goes first when the file is not empty (a separator). Not for
+    files that must never be seen half-written."""
+    target = Path(path)
+    with _writing_in(target.parent):
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+        try:
+            view = memoryview(((after if os.fstat(fd).st_size else "") + text).encode("utf-8"))
+            while view:  # one write for a regular file; a short write (a full disk) goes on
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
+
 # --- sets of files --------------------------------------------------------------------------------
 
 #: The journal of a set being written, in the set's folder.
@@ -292,6 +310,16 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"
+
+
+def not_regular(path: str | os.PathLike[str]) -> str | None:
+    """Why `path`, which exists, is not read as a file ("a socket, not a regular file"); None for
+    a regular file or a directory (capture and verify read both)."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = _kind(mode)
+    return f"{kind}, not a regular file" if kind.startswith("a ") else kind
 
 
 def open_regular(path: str | os.PathLike[str]) -> io.FileIO:
