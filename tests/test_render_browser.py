@@ -21,7 +21,7 @@ from kernodeck.cli import main
 from kernodeck.diff import diff_reports
 from kernodeck.render.html import diff_html
 from kernodeck.report import Report, Step
-from tests.fixtures.render_projects import check_project, long_report, resume_project
+from tests.fixtures.render_projects import ab_reports, check_project, long_report, resume_project
 
 PY = sys.executable
 WIDTH, HEIGHT = 1280, 800
@@ -97,12 +97,14 @@ def chromium() -> str:
     return path
 
 
-def load(chromium: str, page: Path, tmp_path: Path) -> tuple[dict[str, Any], str]:
+def load(
+    chromium: str, page: Path, tmp_path: Path, probe: str = PROBE, height: int = HEIGHT
+) -> tuple[dict[str, Any], str]:
     """Open `page` (a probed copy of it) in headless Chromium, network off; the probe's findings
     and Chromium's log."""
     probed = tmp_path / f"probed-{page.name}"
     text = page.read_text(encoding="utf-8")
-    probed.write_text(text.replace("<head>", "<head>\n" + PROBE, 1), encoding="utf-8")
+    probed.write_text(text.replace("<head>", "<head>\n" + probe, 1), encoding="utf-8")
     profile = tmp_path / f"profile-{page.stem}"
     cmd = [
         chromium,
@@ -119,7 +121,7 @@ def load(chromium: str, page: Path, tmp_path: Path) -> tuple[dict[str, Any], str
         f"--user-data-dir={profile}",
         "--host-resolver-rules=MAP * ~NOTFOUND",
         "--proxy-server=127.0.0.1:9",
-        f"--window-size={WIDTH},{HEIGHT}",
+        f"--window-size={WIDTH},{height}",
         "--hide-scrollbars",
         "--enable-logging=stderr",
         "--v=0",
@@ -212,3 +214,82 @@ def test_diff_page_shows_the_changed_layer(chromium: str, tmp_path: Path) -> Non
     assert_clean(probe, log)
     assert probe["changedLayer"] == "device"
     assert probe["changed"] is not None and 0 <= probe["changed"]["top"] < HEIGHT
+
+
+# The A/B page's layout, measured: the page's width against the viewport, every table cell's
+# content against its box, every pair of charts and of sections, and every word outside a hash
+# (a text run between spaces, hyphens and <wbr> wrap points) on one line.
+AB_PROBE = """<script>
+window.addEventListener("load", function () {
+  function box(el) { var r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }
+  function overlap(p, q) { return p[0] < q[2] - 0.5 && q[0] < p[2] - 0.5 && p[1] < q[3] - 0.5 && q[1] < p[3] - 0.5; }
+  function pairs(sel) {
+    var els = Array.prototype.slice.call(document.querySelectorAll(sel)), out = [];
+    for (var i = 0; i < els.length; i++) for (var j = i + 1; j < els.length; j++)
+      if (overlap(box(els[i]), box(els[j]))) out.push((els[i].id || sel) + " / " + (els[j].id || sel));
+    return out;
+  }
+  var spill = [], broken = [], words = 0;
+  document.querySelectorAll(".ab td").forEach(function (td) {
+    if (td.scrollWidth > td.clientWidth + 1) spill.push(td.textContent);
+    var walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    for (var n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.parentElement.closest(".hash")) continue;
+      var re = /[^\\s-]+/g, m;  // a hyphen is a wrap point, as in prose
+      while ((m = re.exec(n.data))) {
+        var range = document.createRange();
+        range.setStart(n, m.index); range.setEnd(n, m.index + m[0].length);
+        var lines = {};
+        Array.prototype.forEach.call(range.getClientRects(), function (r) { if (r.width > 0) lines[Math.round(r.top)] = 1; });
+        words += 1;
+        if (Object.keys(lines).length > 1) broken.push(m[0]);
+      }
+    }
+  });
+  var details = document.querySelector("details.folded");
+  var out = {
+    viewport: {w: window.innerWidth, h: window.innerHeight},
+    scrollWidth: document.documentElement.scrollWidth,
+    spill: spill, broken: broken, words: words,
+    chartOverlaps: pairs("figure.chart"),
+    sectionOverlaps: pairs("main section"),
+    charts: Array.prototype.map.call(document.querySelectorAll("figure.chart"), function (f) { return f.id; }),
+    folded: details ? {open: details.open, summary: details.querySelector("summary").textContent,
+                       sectionVisible: details.querySelector("section").checkVisibility()} : null,
+    firstSection: (document.querySelector("main section.layer") || {id: null}).id
+  };
+  document.documentElement.setAttribute("data-probe", JSON.stringify(out));
+});
+</script>"""
+
+
+def test_ab_page_at_1280_px_fixed_columns_no_broken_word_no_overlap(chromium: str, tmp_path: Path) -> None:
+    a, b = ab_reports()
+    page = tmp_path / "ab.html"
+    page.write_text(diff_html(a, b, diff_reports(a, b, a_name="a.json", b_name="b.json")))
+    probe, _ = load(chromium, page, tmp_path, probe=AB_PROBE, height=2000)
+    assert probe["viewport"]["w"] == WIDTH
+    assert probe["scrollWidth"] <= WIDTH, probe  # no horizontal scroll
+    assert probe["spill"] == [], probe
+    assert probe["words"] > 50 and probe["broken"] == [], probe
+    assert probe["chartOverlaps"] == [] and probe["sectionOverlaps"] == [], probe
+    assert probe["charts"] == ["chart-trajectory-0", "chart-rows-1"]
+    assert probe["firstSection"] == "layer-packages"  # the failure first
+    folded = probe["folded"]
+    assert folded["open"] is False and folded["sectionVisible"] is False
+    assert folded["summary"].startswith("2 layers passed in A and B and the same")
+
+
+def test_the_ab_probe_sees_broken_words_and_spilled_cells(chromium: str, tmp_path: Path) -> None:
+    # the layout the issue saw (names wrapping inside words), forced: the probe must catch it
+    a, b = ab_reports()
+    text = diff_html(a, b, diff_reports(a, b))
+    squeeze = "<style>.ab td { overflow-wrap: anywhere !important; } .ab table.ab-steps col.step { width: 40px; }</style>"
+    page = tmp_path / "squeezed.html"
+    page.write_text(text.replace("</head>", squeeze + "</head>", 1))
+    probe, _ = load(chromium, page, tmp_path, probe=AB_PROBE, height=2000)
+    assert "pin:" in " ".join(probe["broken"]), probe
+    spilled = tmp_path / "spilled.html"
+    spilled.write_text(text.replace("</head>", squeeze.replace("anywhere", "normal") + "</head>", 1))
+    probe, _ = load(chromium, spilled, tmp_path, probe=AB_PROBE, height=2000)
+    assert probe["spill"] != [], probe

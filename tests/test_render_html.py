@@ -129,15 +129,21 @@ def test_report_command_single_and_diff(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["report", str(a), str(b), str(a)]) == 2
 
 
-def test_diff_page_puts_changed_layers_first() -> None:
+def test_diff_page_puts_failures_first_then_changes_and_folds_the_passed_layers() -> None:
     from kernodeck.diff import diff_reports
 
     a, b = long_report(), long_report()
     b.steps[4] = Step.passed("device", "accelerator", observed="1 GPU")
     text = diff_html(a, b, diff_reports(a, b))
-    sections = re.findall(r'<section class="layer (\w+)" id="layer-([a-z]+)"', text)
-    assert sections[0] == ("changed", "device")
-    assert {name for cls, name in sections if cls == "same"} == {"interpreter", "packages"}
+    sections = re.findall(r'<section class="layer ([\w ]+)" id="layer-([a-z]+)"', text)
+    # packages failed in both (the same), device failed in A and differs, interpreter passed in both
+    assert sections == [("same failed", "packages"), ("changed failed", "device"), ("same", "interpreter")]
+    folded = text[text.index('<details class="folded"') :]
+    assert folded.startswith(
+        '<details class="folded" id="same-layers"><summary>1 layer passed in A and B and the same: interpreter'
+    )
+    assert 'id="layer-interpreter"' in folded and 'id="layer-device"' not in folded
+    assert "<details open" not in text  # folded by default
 
 
 def test_missing_matplotlib_is_a_usage_error_naming_the_extra(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import xmlschema
 
@@ -26,6 +27,7 @@ def assert_matches(report: Report, path: Path) -> ET.Element:
     c = report.counts()
     assert int(root.get("tests", "-1")) == len(report.steps)
     assert int(root.get("failures", "-1")) == c["failed"]
+    assert int(root.get("skipped", "-1")) == c["skipped"]
     suites = root.findall("testsuite")
     layers = list(dict.fromkeys(str(s.layer) for s in report.steps))
     assert [s.get("name") for s in suites] == layers
@@ -113,3 +115,40 @@ def test_rebuild_writes_junit_and_markdown_for_a_refused_interpreter(tmp_path: P
     root = assert_matches(report, junit)
     assert root.find("testsuite[@name='rebuild']/testcase[@name='interpreter']/failure") is not None
     assert "does not satisfy" in md.read_text() and "| rebuild | ❌ failed |" in md.read_text()
+
+
+def test_a_long_series_is_summarised_and_read_back_by_a_junit_reader(tmp_path: Path) -> None:
+    steps_ = list(range(0, 3000, 10))
+    loss = [round(2.0 / (1 + i / 100), 6) for i in steps_]
+    report = Report(
+        kind="check",
+        seconds=3.41,
+        steps=[
+            Step.passed("application", "scores", seconds=0.25),
+            Step.failed(
+                "resume",
+                "resume",
+                "loss leaves the reference's tolerance at step 1200",
+                seconds=1.5,
+                details={
+                    "series": {"step": steps_, "value": loss, "reference": [v * 0.99 for v in loss]},
+                    "atol": 0.01,
+                    "first-outside": 1200,
+                },
+            ),
+            Step.skipped("application", "tokens", "an earlier layer failed", seconds=0.0),
+        ],
+    )
+    path = tmp_path / "junit.xml"
+    write_junit(report, path)
+    assert_matches(report, path)
+    doc: Any = SCHEMA.to_dict(str(path))  # read back through the schema, as a JUnit consumer does
+    assert (doc["@tests"], doc["@failures"], doc["@skipped"]) == ("3", "1", "1")
+    cases = {c["@name"]: c for suite in doc["testsuite"] for c in suite["testcase"]}
+    assert {n: float(c["@time"]) for n, c in cases.items()} == {"scores": 0.25, "resume": 1.5, "tokens": 0.0}
+    (failure,) = cases["resume"]["failure"]
+    text = failure["$"]
+    assert len(text) < 1000, len(text)  # the 300-point trajectory is described, not dumped
+    assert "step: 300 values, first 0, last 2990, min 0, max 2990" in text
+    assert "first-outside: 1200" in text and "atol: 0.01" in text
+    assert str(loss[150]) not in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from kernodeck.render.github import github_annotations, github_outputs
 from kernodeck.render.markdown import markdown_summary
 from kernodeck.report import Report, Step
 from tests.fixtures.render_projects import SHA_A, check_project, long_report
+from tests.fixtures.verify_project import WRONG_PINS, five_wrong_pins
 
 PY = sys.executable
 
@@ -81,6 +83,7 @@ def test_check_cli_under_github_actions(
     stop = next(ln for ln in out if ln.startswith("::stop-commands::"))
     assert out[-1] == f"::{stop.removeprefix('::stop-commands::')}::"
     assert out[-2].startswith("first failure: application/scores/scores.npy: vs reference")
+    assert re.fullmatch(r"FAILED: 2 failed, 4 passed in \d+\.\d\ds", out[-3]), out[-3]  # the run's duration
     assert summary.read_text() == md.read_text()
     assert "| application | ❌ failed | 4 | 2 | 0 | 0 |" in md.read_text()
 
@@ -89,3 +92,19 @@ def test_markdown_names_the_platform_and_why() -> None:
     report = Report(platform="linux-x86_64-cpu", platform_reason="named with --platform")
     assert "platform: `linux-x86_64-cpu` (named with --platform)" in markdown_summary(report)
     assert "(named" not in markdown_summary(report.model_copy(update={"platform_reason": None}))
+
+
+def test_a_shared_hint_is_written_once_in_markdown_and_annotations(tmp_path: Path) -> None:
+    report = five_wrong_pins(tmp_path)
+    report.seconds = 1.5
+    md = markdown_summary(report)
+    assert "**5 failed, 2 passed** in 1.50s" in md.splitlines()
+    hint = "--require-hashes -r requirements-rebuild-linux-x86_64-cpu.txt"
+    table = md[md.index("### Failed steps") : md.index("### Hints")]
+    assert table.count("hint 1 below") == 5 and hint not in table
+    hints = md[md.index("### Hints") :].splitlines()
+    (item,) = [ln for ln in hints if ln.startswith("1. ")]
+    assert hint in item and all(f"`packages/pin:{n}`" in item for n in WRONG_PINS)
+    notes = github_annotations(report)
+    assert len(notes) == 5 and sum(hint in n for n in notes) == 1
+    assert all(n.endswith("%0Ahint: as for packages/pin:filelock") for n in notes[1:])

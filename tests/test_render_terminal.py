@@ -13,9 +13,10 @@ from click.testing import CliRunner
 
 from kernodeck.cli import cli
 from kernodeck.diff import diff_reports
-from kernodeck.render.terminal import diff_lines, render_report, report_lines, short_hashes
-from kernodeck.report import Report, Step
+from kernodeck.render.terminal import diff_lines, render_report, report_lines, short_hashes, summary_lines
+from kernodeck.report import Report, Status, Step
 from tests.fixtures.render_projects import ANSI, SHA_A, SHA_B, WHEEL, long_report
+from tests.fixtures.verify_project import WRONG_PINS, five_wrong_pins
 
 
 def render_text(report: Report, **kw: Any) -> str:
@@ -45,11 +46,10 @@ def test_80_columns_no_line_too_long_no_hash_cut_summary_last(monkeypatch: pytes
     assert "packages: 1 failed, 1 warning, 1 passed" in lines
     assert "device: 1 failed, 1 skipped" in lines
     assert f"  ✓ torch: sha256  {SHA_A[:12]}" in lines
-    # the summary is last, with the first failure
-    assert lines[-2:] == [
-        "FAILED: 2 failed, 1 warning, 2 passed, 1 skipped",
-        "first failure: packages/numpy 1.26.4: installed files",
-    ]
+    # the summary is last, with the first failure and the start of its error, cut between words
+    assert lines[-2] == "FAILED: 2 failed, 1 warning, 2 passed, 1 skipped"
+    assert lines[-1].startswith("first failure: packages/numpy 1.26.4: installed files: ")
+    assert lines[-1].endswith(" …") and lines[-1][:-2] in flat
     assert "\x1b[" not in text
 
 
@@ -175,3 +175,37 @@ def test_the_platform_and_its_reason_follow_the_interpreter_line() -> None:
     # without a reason (a report written before it, or no platform chosen) there is no such line
     plain = render_text(report.model_copy(update={"platform_reason": None}), color=False)
     assert "platform: " not in plain and "on platform linux-x86_64-cpu" in plain
+
+
+def test_a_hint_five_failed_pins_share_is_printed_once_under_their_names(tmp_path: Path) -> None:
+    report = five_wrong_pins(tmp_path)
+    hint = next(s.hint for s in report.steps if s.name == "pin:filelock")
+    assert hint and all(s.hint == hint for s in report.steps if s.status is Status.FAILED)
+    text = "\n".join(ln.text for ln in report_lines(report, width=200))
+    assert text.count("--require-hashes") == 1
+    grouped = "the same hint for " + ", ".join(f"pin:{n}" for n in WRONG_PINS) + ":"
+    assert grouped in text and text.index(grouped) > text.index("pin:sympy\n")
+    # a hint only one step gives stays under that step
+    single = Report(steps=[Step.failed("device", "accelerator", "no GPU", hint="unset CUDA_VISIBLE_DEVICES")])
+    lines = [ln.text for ln in report_lines(single)]
+    assert any(ln.strip() == "hint:     unset CUDA_VISIBLE_DEVICES" for ln in lines)
+    assert not any("the same hint" in ln for ln in lines)
+
+
+def test_summary_names_the_first_error_and_the_duration_pytest_style(tmp_path: Path) -> None:
+    report = five_wrong_pins(tmp_path)
+    report.seconds = 3.414
+    error = "filelock 3.16.1 is installed where the lock pins 0.0.1"
+    assert report.summary() == (
+        f"FAILED: 2 passed, 5 failed, 0 warnings, 0 skipped in 3.41s; first failure: packages/pin:filelock: {error}"
+    )
+    assert summary_lines(report, 200) == [
+        f"FAILED: 5 failed, 2 passed in 3.41s; first failure: packages/pin:filelock: {error}"
+    ]
+    # too long for 80 columns: the error keeps its place, on a line of its own
+    assert summary_lines(report, 100) == [
+        "FAILED: 5 failed, 2 passed in 3.41s",
+        f"first failure: packages/pin:filelock: {error}",
+    ]
+    report.seconds = None  # a report from before durations were measured
+    assert summary_lines(report, 200)[0].startswith("FAILED: 5 failed, 2 passed; first failure")

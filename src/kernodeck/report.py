@@ -128,6 +128,8 @@ class Report(Model):
     refused: str | None = None
     """Why the run was refused as bad input before it changed anything (exit 2), e.g. an
     interpreter that does not satisfy [python]; null for a run that went ahead."""
+    #: How long the run took, a measurement: shown in the summary, never compared by `diff`.
+    seconds: float | None = None
 
     def add(self, *steps: Step) -> None:
         self.steps.extend(steps)
@@ -157,28 +159,36 @@ class Report(Model):
     def first_failure(self) -> Step | None:
         return next((s for s in self.steps if s.status is Status.FAILED and s.required), None)
 
+    def duration_text(self) -> str:
+        """' in 3.41s' when the run was timed, else ''."""
+        return "" if self.seconds is None else f" in {self.seconds:.2f}s"
+
     def summary(self, width: int | None = None) -> str:
         """The summary every front end words the same way (the CLI's last line, require()'s
-        CheckFailed, a bundle's result): verdict, counts and the first failure, with its error
-        when the line fits in `width`."""
+        CheckFailed, a bundle's result), pytest style: verdict, counts, the run's duration and the
+        first failure, with its error when the line fits in `width`."""
         return " ".join(self.summary_lines(width))
 
     def summary_lines(self, width: int | None = None) -> list[str]:
-        """The summary as one line when it fits in `width`, else the verdict with the counts, then
-        the first failure (with its error when that fits)."""
+        """The summary as one line when it fits in `width`, else the verdict with the counts and the
+        duration, then the first failure with its (one-line) error, cut between words to the width
+        (the report above has it in full), as pytest gives it."""
         verdict = "OK" if self.ok else "FAILED"
-        counts = f"{verdict}: {counts_text(self.counts())}"
+        counts = f"{verdict}: {counts_text(self.counts())}{self.duration_text()}"
         first = self.first_failure()
         if first is None:
             return [counts]
         where = f"first failure: {first.layer}/{first.name}"
         error = short_hashes(first.error or "").strip()
-        one_line = bool(error) and "\n" not in error
-        for line in ([f"{counts}; {where}: {error}"] if one_line else []) + [f"{counts}; {where}"]:
-            if width is None or len(line) <= width:
-                return [line]
-        if one_line and len(f"{where}: {error}") <= (width or 0):
-            return [counts, f"{where}: {error}"]
+        if error and "\n" not in error:
+            where = f"{where}: {error}"
+        line = f"{counts}; {where}"
+        if width is None or len(line) <= width:
+            return [line]
+        if len(where) > width:
+            import textwrap
+
+            where = textwrap.shorten(where, width, placeholder=" …")
         return [counts, where]
 
     def to_json(self) -> str:

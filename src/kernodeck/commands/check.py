@@ -6,6 +6,7 @@ Exit 0 when every required step passed, 1 when one failed, 2 for bad input or us
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -169,6 +170,7 @@ def check(
     check_names = [n for n in names if not (n == RESUME and all(c.name != RESUME for c in manifest.check))]
     with_resume = (not names and manifest.resume is not None) or len(check_names) < len(names)
 
+    started = time.perf_counter()
     report = Report(
         kind="record" if record else "check",
         manifest=str(manifest_path),
@@ -190,6 +192,7 @@ def check(
             report.add(*checks.steps(manifest, root, target, names=check_names or None, out_dir=out_dir))
         if with_resume:
             report.add(*checks.resume_steps(manifest, root, target, out_dir=out_dir))
+    report.seconds = round(time.perf_counter() - started, 3)  # a measurement, shown in the summary
     det = next((s.details["determinism"] for s in report.steps if "determinism" in s.details), None)
     if det is not None:
         report.settings["determinism"] = det

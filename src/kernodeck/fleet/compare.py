@@ -1,15 +1,25 @@
 """The fleet comparison rank 0 builds from the digests and the facts of the differing layers, and
-the one report it prints: the ranks by node and host, per layer whether every rank passed and
-whether they agree, and for every fact that differs a table by node, host and rank."""
+the one report it prints: the ranks by node and host, per layer (in verify's layer order)
+whether every rank passed and whether they agree, and for every layer the ranks disagree on a
+table with one row per differing fact and one column per group of ranks that agree, so that it
+fits 80 columns however many facts (distributions) differ. FLEET OK names the ranks' warnings.
+"""
 
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import IO, Any
 
 from kernodeck.fleet.facts import Identity
+from kernodeck.layers import VERIFY_LAYERS
 from kernodeck.render.visible import visible
+
+#: The width the fleet report fits.
+WIDTH = 80
+#: Below this many characters a column of values is unreadable: each fact is a list instead.
+MIN_COLUMN = 12
 
 FLEET_SCHEMA = "kernodeck-fleet/1"
 
@@ -50,7 +60,7 @@ def compare(
         for r, m in sorted(digests.items())
     ]
     layers = []
-    for layer, groups in plan["groups"].items():
+    for layer, groups in sorted(plan["groups"].items(), key=lambda kv: _layer_rank(kv[0])):
         status: dict[str, list[int]] = {}
         for r, m in sorted(digests.items()):
             status.setdefault(m["status"].get(layer, "not run"), []).append(r)
@@ -62,32 +72,7 @@ def compare(
             "differences": [],
         }
         if len(groups) > 1:
-            facts_of: list[dict[str, Any] | None] = []
-            for g in groups:
-                src = next((r for r in g["ranks"] if r in fulls and layer in fulls[r].get("facts", {})), None)
-                facts_of.append(fulls[src]["facts"][layer] if src is not None else None)
-            keys = sorted({k for f in facts_of if f for k in f})
-            differing = [
-                k for k in keys if len({repr(f.get(k)) if f is not None else "?" for f in facts_of}) > 1
-            ]
-            rows = []
-            for g, f in zip(groups, facts_of, strict=True):
-                by_place: dict[tuple[int, str], list[int]] = {}
-                for r in g["ranks"]:
-                    by_place.setdefault((ids[r]["node"], ids[r]["host"]), []).append(r)
-                for (node, host), rs in sorted(by_place.items()):
-                    rows.append(
-                        {
-                            "node": node,
-                            "host": host,
-                            "ranks": rs,
-                            "majority": g["majority"],
-                            "values": {k: (f.get(k) if f is not None else None) for k in differing},
-                            "layer_not_run": g["digest"] == "-",
-                        }
-                    )
-            entry["differences"] = [{"fact": k} for k in differing]
-            entry["rows"] = rows
+            entry.update(_disagreement(layer, groups, fulls, ids))
         layers.append(entry)
     nodes: dict[int, dict[str, Any]] = {}
     for r, i in sorted(ids.items()):
@@ -103,16 +88,73 @@ def compare(
         "ranks": ranks,
         "missing": sorted(missing, key=lambda m: m["rank"]),
         "layers": layers,
+        "warnings": _warnings(digests),
     }
     if plan.get("reports"):
         out["reports"] = {str(r): f.get("report") for r, f in sorted(fulls.items())}
     return out
 
 
+def _disagreement(
+    layer: str, groups: list[dict[str, Any]], fulls: dict[int, dict[str, Any]], ids: dict[int, Any]
+) -> dict[str, Any]:
+    """The facts of a layer the groups of ranks differ on, and one row per group and place."""
+    facts_of: list[dict[str, Any] | None] = []
+    for g in groups:
+        src = next((r for r in g["ranks"] if r in fulls and layer in fulls[r].get("facts", {})), None)
+        facts_of.append(fulls[src]["facts"][layer] if src is not None else None)
+    keys = sorted({k for f in facts_of if f for k in f})
+    differing = [k for k in keys if len({repr(f.get(k)) if f is not None else "?" for f in facts_of}) > 1]
+    rows = []
+    for gi, (g, f) in enumerate(zip(groups, facts_of, strict=True)):
+        by_place: dict[tuple[int, str], list[int]] = {}
+        for r in g["ranks"]:
+            by_place.setdefault((ids[r]["node"], ids[r]["host"]), []).append(r)
+        for (node, host), rs in sorted(by_place.items()):
+            rows.append(
+                {
+                    "group": gi,
+                    "node": node,
+                    "host": host,
+                    "ranks": rs,
+                    "majority": g["majority"],
+                    "values": {k: (f.get(k) if f is not None else None) for k in differing},
+                    "layer_not_run": g["digest"] == "-",
+                }
+            )
+    return {"differences": [{"fact": k} for k in differing], "rows": rows}
+
+
+def _layer_rank(layer: str) -> int:
+    names = [la.value for la in VERIFY_LAYERS]
+    return names.index(layer) if layer in names else len(names)
+
+
+def _warnings(digests: dict[int, dict[str, Any]]) -> dict[str, list[int]]:
+    """Layer -> the ranks whose steps in it warned, in layer order."""
+    out: dict[str, list[int]] = {}
+    for r, m in sorted(digests.items()):
+        for layer, state in m.get("status", {}).items():
+            if state == "warning":
+                out.setdefault(layer, []).append(r)
+    return dict(sorted(out.items(), key=lambda kv: _layer_rank(kv[0])))
+
+
+def warnings_text(warnings: dict[str, list[int]]) -> str:
+    """'warnings: packages on ranks 0-2, code on rank 3' ('' for none)."""
+    if not warnings:
+        return ""
+    parts = [
+        f"{layer} on rank{'s' if len(rs) > 1 else ''} {ranks_text(rs)}" for layer, rs in warnings.items()
+    ]
+    return "warnings: " + ", ".join(parts)
+
+
 def summary_line(cmp: dict[str, Any]) -> str:
     n = cmp["world_size"]
     if cmp["ok"]:
-        return f"FLEET OK: {n} ranks passed and agree on every layer"
+        warned = warnings_text(cmp.get("warnings") or {})
+        return f"FLEET OK: {n} ranks passed and agree on every layer" + (f"; {warned}" if warned else "")
     parts = []
     if cmp["missing"]:
         parts.append("missing ranks " + ranks_text([m["rank"] for m in cmp["missing"]]))
@@ -139,6 +181,46 @@ def _table(w: Any, table: list[list[str]], indent: str = "") -> None:
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     for r in table:
         w(indent + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() + "\n")
+
+
+def _groups(la: dict[str, Any]) -> list[dict[str, Any]]:
+    """The layer's rows merged per group of agreeing ranks: its ranks, places and values."""
+    merged: dict[int, dict[str, Any]] = {}
+    for row in la["rows"]:
+        g = merged.setdefault(row.get("group", len(merged)), {**row, "ranks": [], "places": []})
+        g["ranks"] += row["ranks"]
+        g["places"].append(f"node {row['node']} ({row['host']})")
+    return [merged[k] for k in sorted(merged)]
+
+
+def _cell(g: dict[str, Any], fact: str) -> str:
+    return "(not run)" if g["layer_not_run"] else _value(g["values"].get(fact), limit=10_000)
+
+
+def _differences(w: Any, la: dict[str, Any]) -> None:
+    """One row per differing fact, one column per group of ranks ('*': not the majority); when the
+    groups are too many for 80 columns, each fact as a list of its values by group."""
+    facts = [d["fact"] for d in la["differences"]]
+    groups = _groups(la)
+    w(f"\n{la['layer']}: {len(facts)} fact(s) differ between {len(groups)} groups of ranks\n")
+    names = [("ranks " if len(g["ranks"]) > 1 else "rank ") + ranks_text(g["ranks"]) for g in groups]
+    names = [n + ("" if g["majority"] else " *") for n, g in zip(names, groups, strict=True)]
+    for name, g in zip(names, groups, strict=True):
+        places = f"{name}: {', '.join(dict.fromkeys(g['places']))}"
+        for line in textwrap.wrap(places, WIDTH - 2, subsequent_indent="    ", break_long_words=False):
+            w(f"  {line}\n")
+    fact_width = min(max([len("fact"), *(len(f) for f in facts)]), 28)
+    column = (WIDTH - 2 - fact_width - 2 * len(groups)) // len(groups)
+    if column < MIN_COLUMN:
+        for f in facts:
+            w(f"  {_value(f, WIDTH - 2)}\n")
+            for name, g in zip(names, groups, strict=True):
+                w(f"    {name}: {_value(_cell(g, f), WIDTH - 6 - len(name))}\n")
+        return
+    table = [["fact", *(_value(n, column) for n in names)]]
+    for f in facts:
+        table.append([_value(f, fact_width), *(_value(_cell(g, f), column) for g in groups)])
+    _table(w, table, indent="  ")
 
 
 def _visible_writer(out: IO[str]) -> Callable[[str], None]:
@@ -168,7 +250,6 @@ def _exchange_lines(w: Callable[[str], None], cmp: dict[str, Any]) -> None:
 def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
     """The fleet report as plain text (one screen for a healthy fleet)."""
     w = _visible_writer(file if file is not None else sys.stdout)
-
     w(f"kernodeck fleet verify: {cmp['world_size']} ranks\n")
     for node in cmp["nodes"]:
         w(f"  node {node['node']} ({', '.join(node['hosts'])}): ranks {ranks_text(node['ranks'])}\n")
@@ -184,23 +265,8 @@ def render(cmp: dict[str, Any], file: IO[str] | None = None) -> None:
     w("\n")
     _table(w, rows)
     for la in cmp["layers"]:
-        if la["agree"]:
-            continue
-        facts = [d["fact"] for d in la["differences"]]
-        w(f"\n{la['layer']}: {len(facts)} fact(s) differ\n")
-        header = ["node", "host", "ranks", *facts]
-        table = [header]
-        for row in la["rows"]:
-            mark = "" if row["majority"] else " *"
-            table.append(
-                [
-                    str(row["node"]),
-                    row["host"],
-                    ranks_text(row["ranks"]) + mark,
-                    *(("(not run)" if row["layer_not_run"] else _value(row["values"].get(f))) for f in facts),
-                ]
-            )
-        _table(w, table, indent="  ")
+        if not la["agree"]:
+            _differences(w, la)
     errs = [r for r in cmp["ranks"] if r["first_error"]]
     if errs:
         w("\nfirst error by rank\n")

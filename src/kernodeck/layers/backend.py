@@ -17,10 +17,13 @@ LAYER = "backend"
 
 def torch_relevant(manifest: Manifest, facts: Facts, ctx: Context) -> bool:
     """Whether this manifest is about torch at all."""
+    return facts.torch_files.installed or torch_declared(manifest, ctx)
+
+
+def torch_declared(manifest: Manifest, ctx: Context) -> bool:
+    """Whether the manifest, its platform or its lock names torch or an accelerator."""
     s = manifest.system
     if ctx.backend is not None or s.cuda or s.rocm or s.require_accelerator or s.gpu is not None:
-        return True
-    if facts.torch_files.installed:
         return True
     for req in manifest.packages.requirements:
         if canonicalize_name(Requirement(req).name) == "torch":

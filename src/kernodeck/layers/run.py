@@ -11,6 +11,7 @@ not the project's environment, and the layers after packages are not run.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,7 @@ def run_verify(
     """The verify report. `checked`: the interpreter choice behind `probe.python` (named on the report's
     first line; None for recorded facts). `checks`: which application and resume checks run
     (`select_checks`). `application`: this process is the application's (require())."""
+    run_started = time.perf_counter()
     layers = selected(only, skip)
     manifest, left_out = select_checks(manifest, checks)
     ctx = Context(
@@ -161,109 +163,170 @@ def run_verify(
     )
     if checked is not None:
         report.interpreter = CheckedInterpreter(**checked.as_dict())
-    facts, probe_error = _gather(manifest, probe, layers, compute, platform, ctx, report)
-    _run_layers(manifest, layers, facts, probe_error, ctx, report, checked)
-    ctx.cache.save()
-    return report
 
-
-def _gather(
-    manifest: Manifest,
-    probe: Probe,
-    layers: list[Layer],
-    compute: bool,
-    platform: str | None,
-    ctx: Context,
-    report: Report,
-) -> tuple[Facts | None, str | None]:
-    """(the probe's facts, the probe's error): the environment, the platform chosen from it, then
-    torch's facts where a layer needs them; the inventory written into the report."""
-    needs_facts = bool(set(layers) & FACT_LAYERS) or any(
-        w.package for w in manifest.weights if Layer.DATA in layers
-    )
+    probe_seconds: dict[Layer, float] = {}
     facts: Facts | None = None
     probe_error: str | None = None
-    if needs_facts:
+    if _needs_facts(manifest, layers):
         base = _probe_request(manifest, layers, compute, "auto")
+        started = time.perf_counter()
         try:
             facts = probe.collect(dataclasses.replace(base, torch=False))
         except KernodeckError as e:
             if isinstance(e, UsageError):
                 raise
             probe_error = e.message
+        probe_seconds[Layer.INTERPRETER] = time.perf_counter() - started
     chosen = (
         choose_platform(manifest, facts, platform) if (facts is not None or platform is not None) else None
     )
     ctx.platform = chosen.platform if chosen is not None else None
     report.platform = chosen.platform.name if chosen is not None else None
     report.platform_reason = chosen.reason if chosen is not None else None
+
     if facts is not None:
         request = _probe_request(
             manifest, layers, compute, device.torch_device_kind(device.needed_kind(manifest, facts, ctx))
         )
         # in the wrong environment the layers that need torch are not run: no `import torch` there
         if request.torch and not (Layer.PACKAGES in layers and packages.wrong_environment(facts, ctx)):
+            started = time.perf_counter()
             facts.torch = probe.collect_torch(request)
+            # the compute stage's own time goes to device/compute (`stage_seconds`), the rest to backend
+            compute_seconds = facts.torch.compute.seconds or 0.0
+            probe_seconds[Layer.BACKEND] = max(time.perf_counter() - started - compute_seconds, 0.0)
         report.inventory = inventory(facts)
-    return facts, probe_error
+    _run_layers(report, layers, manifest, ctx, facts, probe_error, checked, probe_seconds)
+    ctx.cache.save()
+    report.seconds = round(time.perf_counter() - run_started, 3)
+    return report
+
+
+def _needs_facts(manifest: Manifest, layers: list[Layer]) -> bool:
+    return bool(set(layers) & FACT_LAYERS) or any(w.package for w in manifest.weights if Layer.DATA in layers)
+
+
+def stage_seconds(facts: Facts | None) -> dict[tuple[str, str], float]:
+    """The torch probe's stages timed by the probe itself, by the step that reports each."""
+    if facts is None:
+        return {}
+    t = facts.torch
+    stages = {("backend", "torch-import"): t.import_seconds, ("device", "compute"): t.compute.seconds}
+    return {k: round(v, 6) for k, v in stages.items() if v is not None}
+
+
+def timed(steps: list[Step], seconds: float) -> list[Step]:
+    """`steps`, each without a time of its own given an equal share of `seconds` (what the layer
+    took, its probe stage included): a JUnit dashboard sees every step with a time."""
+    untimed = [s for s in steps if s.seconds is None]
+    if untimed:
+        own = sum(s.seconds or 0.0 for s in steps)
+        share = round(max(seconds - own, 0.0) / len(untimed), 6)
+        for s in untimed:
+            s.seconds = share
+    return steps
 
 
 def _run_layers(
-    manifest: Manifest,
+    report: Report,
     layers: list[Layer],
+    manifest: Manifest,
+    ctx: Context,
     facts: Facts | None,
     probe_error: str | None,
-    ctx: Context,
-    report: Report,
     checked: Interpreter | None,
+    probe_seconds: dict[Layer, float],
 ) -> None:
-    """Each selected layer in order, a failure skipping what depends on it."""
-
-    def add(steps: list[Step]) -> None:
+    """Every selected layer in order, each step timed (see `timed`)."""
+    wrong_env: list[str] = []
+    own = stage_seconds(facts)
+    for layer in layers:
+        started = time.perf_counter()
+        steps = _layer_steps(layer, manifest, ctx, facts, probe_error, bool(wrong_env))
+        for s in steps:
+            if s.seconds is None and s.status is not Status.SKIPPED:
+                s.seconds = own.get((layer.value, s.name))
+        steps = timed(steps, time.perf_counter() - started + probe_seconds.get(layer, 0.0))
         ctx.steps.extend(steps)
         report.add(*steps)
-
-    wrong_env: list[str] = []
-    for layer in layers:
-        if wrong_env:
-            add(_wrong_environment_skip(layer, manifest))
-        elif layer == Layer.CODE:
-            add(code.check(manifest, facts, ctx))
-        elif layer == Layer.DATA:
-            add(data.check(manifest, facts, ctx))
-        elif layer not in _FACT_LAYERS:
-            add(_application(layer, manifest, ctx))
-        elif facts is None:
-            add([_no_facts_step(layer, probe_error, ctx)])
-        else:
-            for check in _FACT_LAYERS[layer]:
-                add(check(manifest, facts, ctx))
-            if layer == Layer.PACKAGES:
-                wrong_env = _wrong_environment_notice(ctx, checked)
-                report.notices += wrong_env
+        if layer == Layer.PACKAGES and facts is not None and not wrong_env:
+            wrong_env = _wrong_environment_notice(ctx, checked)
+            report.notices += wrong_env
 
 
-def _wrong_environment_skip(layer: Layer, manifest: Manifest) -> list[Step]:
-    """The layers after packages describe what is installed: in the wrong environment they would
-    only repeat that it is the wrong one."""
-    if layer in _FACT_LAYERS or _check_names(layer, manifest):
+def _layer_steps(
+    layer: Layer,
+    manifest: Manifest,
+    ctx: Context,
+    facts: Facts | None,
+    probe_error: str | None,
+    wrong_env: bool,
+) -> list[Step]:
+    """The steps of one layer."""
+    if wrong_env:
+        # The layers after packages describe what is installed: in the wrong environment they
+        # would only repeat that it is the wrong one.
         why = "not run: the packages layer found another environment (see the note at the top)"
-        return [Step.skipped(layer, layer, why, details={"cause": SKIPPED_WRONG_ENVIRONMENT})]
-    return []
-
-
-def _no_facts_step(layer: Layer, probe_error: str | None, ctx: Context) -> Step:
-    """The probe failed: the interpreter layer fails with its error, the others are skipped."""
-    if layer == Layer.INTERPRETER:
-        return Step.failed(
+        return _all_skipped(layer, manifest, ctx, why, SKIPPED_WRONG_ENVIRONMENT)
+    if layer == "code":
+        return code.check(manifest, facts, ctx)
+    if layer == "data":
+        return data.check(manifest, facts, ctx)
+    if layer not in _FACT_LAYERS:
+        return _application(layer, manifest, ctx)
+    if facts is not None:
+        return [step for check in _FACT_LAYERS[layer] for step in check(manifest, facts, ctx)]
+    why = f"the environment probe failed: {probe_error}" if probe_error else "no facts"
+    skipped = _all_skipped(layer, manifest, ctx, why, "probe-failed")
+    if layer == "interpreter":
+        failed = Step.failed(
             layer,
             "probe",
             probe_error or "no facts",
             hint=f"check that {ctx.python} starts, or pass --python PATH",
             details={"cause": "probe-failed"},
         )
-    why = f"the environment probe failed: {probe_error}" if probe_error else "no facts"
-    return Step.skipped(layer, layer, why, details={"cause": "probe-failed"})
+        return [failed, *(s for s in skipped if s.name != "probe")]
+    return skipped
+
+
+def planned_names(layer: Layer, manifest: Manifest, ctx: Context) -> list[str]:
+    """The steps a layer reports when it runs and passes, as far as the manifest, its platform and
+    its lock say before any probe: a layer skipped as a whole lists these, each skipped, so that a
+    JUnit dashboard counts the same test cases whatever the outcome. Steps that need the probe's
+    facts to be named (one `arch:N` per visible device) are not among them."""
+    if layer in (Layer.APPLICATION, Layer.RESUME):
+        return _check_names(layer, manifest)
+    cuda = system.needs_cuda(manifest, ctx)
+    torch = backend.torch_declared(manifest, ctx)
+    gpu = manifest.system.gpu
+    declared_gpu = [
+        name
+        for name, spec in (
+            ("gpu-count", gpu.count if gpu else None),
+            ("compute-capability", gpu.compute_capability if gpu else None),
+            ("gpu-memory", gpu.memory_gib if gpu else None),
+        )
+        if spec
+    ]
+    planned: dict[Layer, list[str]] = {
+        Layer.INTERPRETER: ["probe", "implementation", "version", "platform-tags"],
+        Layer.PACKAGES: ["lockfile", "pins", "records"],
+        Layer.CONTRACT: ["requirements"],
+        Layer.SYSTEM: ["os", "arch", "libc"] + (["nvidia-driver", "driver-for-cuda"] if cuda else []),
+        Layer.BACKEND: (["torch-import", "build-kind"] + (["cuda-version"] if cuda else [])) if torch else [],
+        Layer.DEVICE: ["accelerator", *declared_gpu, "compute"] if torch else [],
+    }
+    return planned.get(layer, [])
+
+
+def _all_skipped(layer: Layer, manifest: Manifest, ctx: Context, why: str, cause: str) -> list[Step]:
+    """Every planned step of a layer that is not run, skipped with the reason (one step named
+    after the layer when none is planned: the skip is still said)."""
+    names = planned_names(layer, manifest, ctx)
+    if not names and layer not in _FACT_LAYERS:
+        return []
+    return [Step.skipped(layer, n, why, details={"cause": cause}) for n in names or [layer.value]]
 
 
 def _wrong_environment_notice(ctx: Context, checked: Interpreter | None) -> list[str]:

@@ -7,7 +7,8 @@ the older `##[name props]data` anywhere in it. Text from a checked program (its 
 error, a step name from a manifest, a path) could therefore mask the log (`::add-mask::`), forge
 annotations or end a group. So under GitHub Actions (`GITHUB_ACTIONS=true`):
 
-- every failed step becomes one `::error title=…::message` (an optional one `::warning`), its
+- every failed step becomes one `::error title=…::message` (an optional one `::warning`; a hint
+  it shares with an earlier one is given there only: `hint: as for packages/pin:torch`), its
   title escaped as a property and its message as data, the way the runner's toolkit escapes them
   (`%`, `\\r`, `\\n`; in properties also `:` and `,`), after control characters were made visible;
 - the human report that follows is printed between `::stop-commands::TOKEN` and `::TOKEN::`, with
@@ -47,14 +48,18 @@ def escape_property(text: str) -> str:
 def github_annotations(report: Report) -> list[str]:
     """`::error title=…::message` for every failed step (`::warning` for an optional one)."""
     out = []
+    hinted: dict[str, str] = {}  # hint -> the step whose annotation gave it
     for s in report.steps:
         if s.status is not Status.FAILED:
             continue
         level = "error" if s.required else "warning"
         title = f"kernodeck {report.kind}: {s.layer}/{s.name}"
         message = short_hashes(s.error or "failed")
-        if s.hint:
+        if s.hint in hinted:  # one hint per cause: given on the first annotation that shares it
+            message += f"\nhint: as for {hinted[s.hint]}"
+        elif s.hint:
             message += f"\nhint: {short_hashes(s.hint)}"
+            hinted[s.hint] = f"{s.layer}/{s.name}"
         out.append(f"::{level} title={escape_property(title)}::{escape_data(message)}")
     return out
 

@@ -93,6 +93,16 @@ input[type=search] { width: 320px; max-width: 100%; padding: 5px 8px; margin: 4p
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
 section.layer.changed > h2 { color: var(--bad); }
 .muted { color: #57606a; }
+/* the A/B page (diff_html): fixed columns, wrapping between words and at separators only */
+.ab td, .ab th { overflow-wrap: normal; word-break: normal; hyphens: none; }
+.ab .hash { overflow-wrap: anywhere; }
+.ab table.differences, .ab table.ab-steps { table-layout: fixed; width: 100%; }
+.ab table.differences col.item { width: 30%; } .ab table.differences col.what { width: 12%; }
+.ab table.differences col.a, .ab table.differences col.b { width: 29%; }
+.ab table.ab-steps col.status { width: 92px; } .ab table.ab-steps col.step { width: 42%; }
+.ab .side > div { min-width: 0; }
+.ab figure.chart svg { width: 560px; }
+.ab details.folded > summary { font-size: 15px; margin: 18px 0 6px; }
 """
 
 _SEARCH_JS = """
@@ -673,22 +683,206 @@ def write_html(report: Report, path: str | Path) -> None:
 
 # --- two reports side by side -----------------------------------------------------------------
 
+#: Where a name or a value may wrap besides spaces and hyphens: after these separators (a path's
+#: slash, a step's colon), never inside a word or a version.
+_BREAK_AFTER = re.compile(r"([/:=,|])")
+#: A hex digest (or its 12-digit prefix): the only text that may wrap anywhere.
+_HASH = re.compile(r"\b[0-9a-f]{12,}\b")
+_A_COLOR, _B_COLOR = "#0969da", "#bf3989"
+
+
+def _breakable(text: str) -> str:
+    """`text` escaped, with wrap points after separators (`<wbr>`) and hashes in `span.hash`: the
+    A/B tables wrap between words and at separators, only a hash anywhere."""
+    out = []
+    pos = 0
+    for m in _HASH.finditer(text):
+        out.append(_BREAK_AFTER.sub(r"\1<wbr>", _e(text[pos : m.start()])))
+        out.append(f'<span class="hash">{_e(m.group(0))}</span>')
+        pos = m.end()
+    out.append(_BREAK_AFTER.sub(r"\1<wbr>", _e(text[pos:])))
+    return "".join(out)
+
 
 def _mini_steps(report: Report, layer: str) -> str:
-    steps = [s for s in report.steps if str(s.layer) == layer]
+    steps = sorted((s for s in report.steps if str(s.layer) == layer), key=lambda s: _STATUS_ORDER[s.status])
     if not steps:
         return '<p class="muted">no steps in this layer</p>'
     rows = "".join(
-        f'<tr class="{s.status.value}"><td class="status">{_STATUS_WORD[s.status]}</td><td>{_e(s.name)}</td>'
-        f'<td class="mono">{_e(_short(s.observed))}</td></tr>'
+        f'<tr class="{s.status.value}"><td class="status">{_STATUS_WORD[s.status]}</td>'
+        f"<td>{_breakable(s.name)}</td><td class='mono'>{_breakable(_short(s.observed))}</td></tr>"
         for s in steps
     )
-    return f"<table><tbody>{rows}</tbody></table>"
+    cols = '<colgroup><col class="status"><col class="step"><col class="value"></colgroup>'
+    return f'<table class="ab-steps">{cols}<tbody>{rows}</tbody></table>'
+
+
+def _series(step: Step | None, key: str) -> list[float]:
+    series = step.details.get("series") if step is not None else None
+    values = series.get(key, []) if isinstance(series, dict) else []
+    return [math.nan if v is None else float(v) for v in values]
+
+
+def _positions(step: Step) -> list[Any]:
+    xs = list(step.details["series"]["step"])
+    numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
+    return xs if numeric else list(range(len(xs)))
+
+
+def ab_trajectory_svg(a: Step | None, b: Step | None) -> str | None:
+    """One resume trajectory of two reports on one chart: A's and B's runs over the reference
+    with its tolerance band (the reference and tolerance of A, else B's); None without series."""
+    ref_step = a if a is not None and trajectory_svg_data(a) else b
+    if ref_step is None or not trajectory_svg_data(ref_step):
+        return None
+    d = ref_step.details
+    atol, rtol = float(d.get("atol") or 0.0), float(d.get("rtol") or 0.0)
+    pos, ref = _positions(ref_step), _series(ref_step, "reference")
+    tol = [atol + rtol * abs(r) for r in ref]
+    metric = ref_step.name.removeprefix("trajectory ").strip() or "metric"
+    with _rc():
+        fig = _figure(width=5.8, height=3.0)
+        ax = fig.subplots()
+        ax.fill_between(
+            pos,
+            [r - t for r, t in zip(ref, tol, strict=False)],
+            [r + t for r, t in zip(ref, tol, strict=False)],
+            color="#2da44e",
+            alpha=0.25,
+            linewidth=0,
+            label=f"tolerance (atol {atol:g} + rtol {rtol:g}·|ref|)",
+        )
+        ax.plot(pos, ref, color="#1a7f37", linewidth=1.2, label="reference")
+        for name, step, color in (("A", a, _A_COLOR), ("B", b, _B_COLOR)):
+            if step is not None and trajectory_svg_data(step):
+                ax.plot(_positions(step), _series(step, "value"), color=color, linewidth=1.3, label=name)
+        ax.set_xlabel("step")
+        ax.set_ylabel(metric)
+        ax.set_title(f"resume: {metric}, A and B vs reference", fontsize=10)
+        ax.legend(loc="best", fontsize=8, framealpha=0.85)
+        return _svg(fig)
+
+
+def trajectory_svg_data(step: Step) -> bool:
+    series = step.details.get("series")
+    return isinstance(series, dict) and bool(series.get("step"))
+
+
+def _rows_of(step: Step | None) -> dict[str, Any] | None:
+    rows = step.details.get("rows") if step is not None else None
+    return rows if isinstance(rows, dict) and rows.get("row") else None
+
+
+def ab_rows_svg(a: Step | None, b: Step | None) -> str | None:
+    """An array output's per-row error (or cosine) of two reports on one chart, with the
+    tolerance (or the declared minimum) of A, else B; None without rows."""
+    base = a if _rows_of(a) is not None else b
+    rows = _rows_of(base)
+    if base is None or rows is None:
+        return None
+    kind = "abs-error" if "abs-error" in rows else ("cosine" if "cosine" in rows else None)
+    if kind is None:
+        return None
+    with _rc():
+        fig = _figure(width=5.8, height=2.6)
+        ax = fig.subplots()
+        if kind == "abs-error":
+            lim = [float(v) for v in rows.get("limit", [])] or [float(base.details.get("atol") or 0.0)] * len(
+                rows["row"]
+            )
+            ax.step(list(rows["row"]), lim, where="mid", color="#9a6700", linewidth=1.2, label="tolerance")
+        else:
+            floor = float(base.details.get("cosine-min") or 0.0)
+            ax.axhline(floor, color="#9a6700", linewidth=1.2, label=f"cosine-min {floor:g}")
+        for name, step, color, marker in (("A", a, _A_COLOR, "o"), ("B", b, _B_COLOR, "s")):
+            got = _rows_of(step)
+            if got is not None and kind in got:
+                ys = [float(v) for v in got[kind]]
+                ax.scatter(list(got["row"]), ys, s=12, color=color, marker=marker, zorder=3, label=name)
+        ax.set_xlabel("row")
+        ax.set_ylabel("abs error" if kind == "abs-error" else "cosine")
+        ax.set_title(f"{base.name.rsplit(':', 1)[0]}: {kind} per row, A and B", fontsize=10)
+        ax.legend(loc="best", fontsize=8, framealpha=0.85)
+        return _svg(fig)
+
+
+def ab_charts(a: Report, b: Report) -> list[tuple[str, str, str]]:
+    """(id, caption, svg) of every chart either report holds, A and B overlaid, trajectories first."""
+    keys = list(dict.fromkeys((str(s.layer), s.name) for s in [*a.steps, *b.steps]))
+    steps_a = {(str(s.layer), s.name): s for s in a.steps}
+    steps_b = {(str(s.layer), s.name): s for s in b.steps}
+    out: list[tuple[str, str, str]] = []
+    for kind, draw in (("trajectory", ab_trajectory_svg), ("rows", ab_rows_svg)):
+        for key in keys:
+            sa, sb = steps_a.get(key), steps_b.get(key)
+            svg = draw(sa, sb)
+            if svg is not None:
+                states = ", ".join(
+                    f"{n} {s.status.value if s is not None else 'absent'}" for n, s in (("A", sa), ("B", sb))
+                )
+                out.append((f"chart-{kind}-{len(out)}", f"{key[0]}/{key[1]}: {states}", svg))
+    return out
+
+
+def _differences_table(diffs: list[Any]) -> str:
+    if not diffs:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_breakable(d.item)}</td><td>{_e(d.what)}</td><td class='mono'>{_breakable(_short(d.a))}</td>"
+        f"<td class='mono'>{_breakable(_short(d.b))}</td></tr>"
+        for d in diffs
+    )
+    cols = '<colgroup><col class="item"><col class="what"><col class="a"><col class="b"></colgroup>'
+    return (
+        f"<table class='differences'>{cols}<thead><tr><th>item</th><th>what</th><th>A</th><th>B</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _ab_section(a: Report, b: Report, layer: str, diffs: list[Any], failed: bool) -> str:
+    from kernodeck.layers import layer_info
+
+    cause = diffs[0].cause if diffs else layer_info(layer)[1]
+    head = (
+        f"<h2>{_e(layer)} <span class='muted'>({_e(cause)}; "
+        f"{len(diffs)} difference{'s' if len(diffs) != 1 else ''})</span></h2>"
+    )
+    side = (
+        f"<div class='side'><div><h3>A</h3>{_mini_steps(a, layer)}</div>"
+        f"<div><h3>B</h3>{_mini_steps(b, layer)}</div></div>"
+    )
+    classes = " ".join(["layer", "changed" if diffs else "same", *(["failed"] if failed else [])])
+    return (
+        f'<section class="{classes}" id="layer-{_slug(layer)}" data-layer="{_e(layer)}">'
+        f"{head}{_differences_table(diffs)}{side}</section>"
+    )
+
+
+def _ab_order(
+    layers: list[str], failed: set[str], by_layer: dict[str, list[Any]]
+) -> tuple[list[str], list[str]]:
+    """(layers shown open: failed in A or B first, then those that differ; layers collapsed:
+    passed in both and the same)."""
+    shown = [x for x in layers if x in failed] + [x for x in layers if x not in failed and x in by_layer]
+    return shown, [x for x in layers if x not in shown]
+
+
+def _charts_html(a: Report, b: Report) -> str:
+    figures = "".join(
+        f'<figure class="chart" id="{cid}"><figcaption>{_e(cap)}</figcaption>{svg}</figure>'
+        for cid, cap, svg in ab_charts(a, b)
+    )
+    return (
+        f'<section id="charts"><h2>Charts: A and B</h2><div class="charts">{figures}</div></section>'
+        if figures
+        else ""
+    )
 
 
 def diff_html(a: Report, b: Report, result: DiffResult) -> str:
-    """Two reports side by side by layer, the layers that differ first and marked."""
-    from kernodeck.layers import LAYER_ORDER, layer_info
+    """Two reports side by side by layer: the layers that failed in either first, then those that
+    differ, then the rest collapsed with a count; the charts of both overlaid above them."""
+    from kernodeck.layers import LAYER_ORDER
 
     by_layer: dict[str, list[Any]] = {}
     for group in result.groups.values():
@@ -696,39 +890,20 @@ def diff_html(a: Report, b: Report, result: DiffResult) -> str:
             by_layer.setdefault(d.layer, []).append(d)
     layers = list(dict.fromkeys([*layers_of(a), *layers_of(b), *by_layer]))
     layers.sort(key=lambda x: LAYER_ORDER.index(x) if x in LAYER_ORDER else len(LAYER_ORDER))
-    changed = [x for x in layers if x in by_layer]
-    same = [x for x in layers if x not in by_layer]
+    failed = {str(s.layer) for r in (a, b) for s in r.steps if s.status is Status.FAILED}
+    shown, folded = _ab_order(layers, failed, by_layer)
     badges = "".join(
         f'<li><a class="badge {"changed" if x in by_layer else "same"}" href="#layer-{_slug(x)}">'
         f"{_e(x)}: {'differs' if x in by_layer else 'same'}</a></li>"
         for x in layers
     )
-    sections = []
-    for layer in [*changed, *same]:
-        diffs = by_layer.get(layer, [])
-        table = ""
-        if diffs:
-            rows = "".join(
-                f"<tr><td>{_e(d.item)}</td><td>{_e(d.what)}</td><td class='mono'>{_e(_short(d.a))}</td>"
-                f"<td class='mono'>{_e(_short(d.b))}</td></tr>"
-                for d in diffs
-            )
-            table = (
-                "<table class='differences'><thead><tr><th>item</th><th>what</th><th>A</th><th>B</th></tr></thead>"
-                f"<tbody>{rows}</tbody></table>"
-            )
-        cause = diffs[0].cause if diffs else layer_info(layer)[1]
-        head = (
-            f"<h2>{_e(layer)} <span class='muted'>({_e(cause)}; "
-            f"{len(diffs)} difference{'s' if len(diffs) != 1 else ''})</span></h2>"
-        )
-        side = f"<div class='side'><div><h3>A</h3>{_mini_steps(a, layer)}</div><div><h3>B</h3>{_mini_steps(b, layer)}</div></div>"
-        inner = (
-            f"{head}{table}{side}" if diffs else f"{head}<details><summary>steps</summary>{side}</details>"
-        )
+    sections = [_ab_section(a, b, x, by_layer.get(x, []), x in failed) for x in shown]
+    if folded:
+        inner = "".join(_ab_section(a, b, x, [], False) for x in folded)
         sections.append(
-            f'<section class="layer {"changed" if diffs else "same"}" id="layer-{_slug(layer)}" '
-            f'data-layer="{_e(layer)}">{inner}</section>'
+            f'<details class="folded" id="same-layers"><summary>{len(folded)} layer'
+            f"{'s' if len(folded) != 1 else ''} passed in A and B and the same: {_e(', '.join(folded))}"
+            f"</summary>{inner}</details>"
         )
     notes = "".join(f"<p class='muted'>note: {_e(n)}</p>" for n in result.notes)
     if result.not_compared:
@@ -749,11 +924,13 @@ def diff_html(a: Report, b: Report, result: DiffResult) -> str:
     cls = "ok" if result.identical else "failed"
     title = "kernodeck diff: identical" if result.identical else "kernodeck diff: differs"
     body = (
-        f'<header class="verdict {cls}" id="verdict"><h1>{_e(title)}</h1>'
+        f'<div class="ab"><header class="verdict {cls}" id="verdict"><h1>{_e(title)}</h1>'
         f'<span class="meta">{_e(result.summary)}</span></header>'
         f"<p>A: <code>{_e(result.a)}</code> ({_e(a.kind)}, {_e(counts_text(a.counts()))})<br>"
         f"B: <code>{_e(result.b)}</code> ({_e(b.kind)}, {_e(counts_text(b.counts()))})</p>"
-        f'<ul class="badges" id="layers">{badges}</ul>{notes}' + "".join(sections)
+        f'<ul class="badges" id="layers">{badges}</ul>{notes}{_charts_html(a, b)}'
+        + "".join(sections)
+        + "</div>"
     )
     return _page(title, body)
 
@@ -761,6 +938,7 @@ def diff_html(a: Report, b: Report, result: DiffResult) -> str:
 __all__ = [
     "Charts",
     "Unusable",
+    "ab_charts",
     "charts",
     "diff_html",
     "extra_hint",

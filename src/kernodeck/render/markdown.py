@@ -1,7 +1,8 @@
 """A Markdown summary of a report (`--markdown FILE`, GitHub's job summary).
 
-The summary: the verdict, the first failure with its hint, a table of the layers with their
-counts, and the failed steps with their first error. Hashes are shortened to 12 digits (the JSON
+The summary: the verdict with the run's duration, the first failure with its hint, a table of
+the layers with their counts, and the failed steps with their first error; a hint several failed
+steps share is written once, under "Hints", with the steps it is for. Hashes are shortened to 12 digits (the JSON
 report keeps them whole).
 
 Text from a checked program (errors, hints, step names, paths) is inert in the summary: control
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kernodeck.render.terminal import first_failure, layer_counts, layers_of
+from kernodeck.render.terminal import first_failure, layer_counts, layers_of, shared_hints
 from kernodeck.render.visible import one_line
 from kernodeck.report import Report, Status, counts_text, short_hashes
 from kernodeck.support.fsio import atomic_write_text
@@ -47,7 +48,7 @@ def markdown_summary(report: Report) -> str:
     icon = "✅" if report.ok else "❌"
     out = [f"## {icon} kernodeck {_cell(report.kind)}: {verdict}", ""]
     out += _context(report)
-    out += [f"**{counts_text(report.counts())}**", ""]
+    out += [f"**{counts_text(report.counts())}**{report.duration_text()}", ""]
     first = first_failure(report)
     if first is not None:
         out.append(f"**First failure:** {_code(f'{first.layer}/{first.name}')}: {_cell(first.error)}")
@@ -98,16 +99,27 @@ def _layer_table(report: Report) -> list[str]:
 
 
 def _failed_table(report: Report) -> list[str]:
+    """The failed steps with their first error; a hint they share once, under "Hints"."""
     failed = [s for s in report.steps if s.status is Status.FAILED]
     if not failed:
         return []
+    shared = shared_hints(failed)
+    numbers = {hint: i for i, hint in enumerate(shared, 1)}
     out = ["### Failed steps", "", "| layer | step | first error | hint |", "|---|---|---|---|"]
     for s in failed[:MAX_FAILED_ROWS]:
         name = s.name + ("" if s.required else " (optional)")
-        out.append(f"| {_cell(str(s.layer))} | {_cell(name)} | {_cell(s.error)} | {_cell(s.hint)} |")
+        hint = f"hint {numbers[s.hint]} below" if s.hint in numbers else _cell(s.hint)
+        out.append(f"| {_cell(str(s.layer))} | {_cell(name)} | {_cell(s.error)} | {hint} |")
     if len(failed) > MAX_FAILED_ROWS:
         out.append(f"\n… and {len(failed) - MAX_FAILED_ROWS} more (see the JSON report)")
-    return [*out, ""]
+    out.append("")
+    if shared:
+        out += ["### Hints", ""]
+        for hint, group in shared.items():
+            steps = ", ".join(_code(f"{s.layer}/{s.name}") for s in group)
+            out.append(f"{numbers[hint]}. {_cell(hint)}<br>for {steps}")
+        out.append("")
+    return out
 
 
 def write_markdown(report: Report, path: str | Path) -> None:

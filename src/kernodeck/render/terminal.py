@@ -21,7 +21,10 @@
   a word is never cut, and hex digests are shown as their first 12 digits (the JSON report keeps
   them whole; `verbose` shows them whole too). Long values are capped at a few lines unless
   `verbose`.
-- The last line is the summary, with the first required failure.
+- A hint that several failed steps of a layer share (five pins with one reinstall command) is
+  printed once, after them, under their names.
+- The last line is the summary (pytest style): the counts, the run's duration, the first
+  required failure with its error.
 - Control characters in any text (ESC, NUL, BEL, a carriage return ...) are shown as their escape
   (`\\x1b`), never written (`kernodeck.render.visible`); the colours are added after that.
 - Colours only when asked (`always`) or on a terminal (`auto`) without a non-empty `NO_COLOR`
@@ -265,6 +268,16 @@ def layer_counts(steps: Iterable[Step]) -> dict[str, int]:
     return out
 
 
+def shared_hints(steps: Iterable[Step]) -> dict[str, list[Step]]:
+    """Hint -> the failed or warning steps that give it, for every hint two or more of them share
+    (five pins failing for one cause share one reinstall hint): printed once, under their names."""
+    by_hint: dict[str, list[Step]] = {}
+    for s in steps:
+        if s.hint and s.status in (Status.FAILED, Status.WARNING):
+            by_hint.setdefault(s.hint, []).append(s)
+    return {h: group for h, group in by_hint.items() if len(group) > 1}
+
+
 def first_failure(report: Report) -> Step | None:
     return report.first_failure()
 
@@ -275,8 +288,7 @@ def layers_of(report: Report) -> list[str]:
 
 
 def summary_text(report: Report, width: int | None = None) -> str:
-    """The summary: verdict, counts and the first failure (with its error when the whole line
-    fits in `width`)."""
+    """The summary: verdict, counts, duration and the first failure with its error."""
     return " ".join(summary_lines(report, width))
 
 
@@ -315,16 +327,24 @@ def report_lines(
             w.add(f"{layer}: {w.symbols[Status.SKIPPED]} skipped{many}: {steps[0].error}", "skipped")
             continue
         w.add(f"{layer}: {counts_text(layer_counts(steps))}", "heading")
+        shared = shared_hints(steps)
         for s in steps:
             if quiet and s.status is Status.PASSED and not verbose:
                 continue
-            _step(w, s)
+            _step(w, s, show_hint=s.hint not in shared)
+        for hint, group in shared.items():
+            w.add(
+                f"{STEP_INDENT}the same hint for {', '.join(g.name for g in group)}:",
+                "hint",
+                rest=FIELD_INDENT,
+            )
+            w.field("hint", hint, role="hint", limit=FIELD_LINES["hint"])
     for line in summary_lines(report, width):
         w.add(line, "ok" if report.ok else "bad")
     return w.lines
 
 
-def _step(w: _Writer, s: Step) -> None:
+def _step(w: _Writer, s: Step, *, show_hint: bool = True) -> None:
     sym = w.symbols[s.status]
     role: Role = _STATUS_ROLE[s.status]
     indent = STEP_INDENT + " " * (len(sym) + 1)
@@ -356,7 +376,8 @@ def _step(w: _Writer, s: Step) -> None:
     w.field("expected", s.expected, limit=FIELD_LINES["expected"])
     w.field("observed", s.observed, limit=FIELD_LINES["observed"])
     w.field("error", s.error, limit=FIELD_LINES["error"])
-    w.field("hint", s.hint, role="hint", limit=FIELD_LINES["hint"])
+    # a hint other steps share is said once, under them all
+    w.field("hint", s.hint if show_hint else None, role="hint", limit=FIELD_LINES["hint"])
     if w.verbose:
         _more(w, s)
 
@@ -506,6 +527,7 @@ __all__ = [
     "render_diff",
     "render_report",
     "report_lines",
+    "shared_hints",
     "short_hashes",
     "summary_text",
     "use_color",
