@@ -98,7 +98,7 @@ def test_a_shared_hint_is_written_once_in_markdown_and_annotations(tmp_path: Pat
     report = five_wrong_pins(tmp_path)
     report.seconds = 1.5
     md = markdown_summary(report)
-    assert "**5 failed, 2 passed** in 1.50s" in md.splitlines()
+    assert "**5 failed, 3 passed** in 1.50s" in md.splitlines()
     hint = "--require-hashes -r requirements-rebuild-linux-x86_64-cpu.txt"
     table = md[md.index("### Failed steps") : md.index("### Hints")]
     assert table.count("hint 1 below") == 5 and hint not in table

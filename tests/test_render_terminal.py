@@ -197,15 +197,15 @@ def test_summary_names_the_first_error_and_the_duration_pytest_style(tmp_path: P
     report.seconds = 3.414
     error = "filelock 3.16.1 is installed where the lock pins 0.0.1"
     assert report.summary() == (
-        f"FAILED: 2 passed, 5 failed, 0 warnings, 0 skipped in 3.41s; first failure: packages/pin:filelock: {error}"
+        f"FAILED: 5 failed, 3 passed in 3.41s; first failure: packages/pin:filelock: {error}"
     )
     assert summary_lines(report, 200) == [
-        f"FAILED: 5 failed, 2 passed in 3.41s; first failure: packages/pin:filelock: {error}"
+        f"FAILED: 5 failed, 3 passed in 3.41s; first failure: packages/pin:filelock: {error}"
     ]
     # too long for 80 columns: the error keeps its place, on a line of its own
     assert summary_lines(report, 100) == [
-        "FAILED: 5 failed, 2 passed in 3.41s",
+        "FAILED: 5 failed, 3 passed in 3.41s",
         f"first failure: packages/pin:filelock: {error}",
     ]
     report.seconds = None  # a report from before durations were measured
-    assert summary_lines(report, 200)[0].startswith("FAILED: 5 failed, 2 passed; first failure")
+    assert summary_lines(report, 200)[0].startswith("FAILED: 5 failed, 3 passed; first failure")

@@ -82,7 +82,7 @@ def test_every_step_of_a_verify_run_has_a_time_and_the_run_its_duration(tmp_path
     report = run(tmp_path, facts)
     assert all(s.seconds is not None and s.seconds >= 0 for s in report.steps)
     assert report.seconds is not None and report.seconds >= 0
-    assert report.summary().startswith(f"OK: {len(report.steps)} passed, 0 failed, 0 warnings, 0 skipped in ")
+    assert report.summary().startswith(f"OK: {len(report.steps)} passed in ")
     # a measurement: two runs of the same environment compare equal
     again = run(tmp_path, facts)
     again.seconds = (report.seconds or 0) + 5

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from kernodeck.determinism import declared_settings
 from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.interpreters import Interpreter
@@ -309,12 +310,22 @@ def planned_names(layer: Layer, manifest: Manifest, ctx: Context) -> list[str]:
         )
         if spec
     ]
+    pk = manifest.packages
+    declares = bool(pk.requirements or pk.from_)
+    det = manifest.determinism
+    env_steps = [f"determinism:env:{name}" for name in sorted(det.env)] if det is not None else []
+    torch_steps = [f"determinism:{key}" for key in declared_settings(det)]
     planned: dict[Layer, list[str]] = {
         Layer.INTERPRETER: ["probe", "implementation", "version", "platform-tags"],
-        Layer.PACKAGES: ["lockfile", "pins", "records"],
+        Layer.PACKAGES: ["lockfile", *(["requirements"] if declares else []), "pins", "records"],
         Layer.CONTRACT: ["requirements"],
-        Layer.SYSTEM: ["os", "arch", "libc"] + (["nvidia-driver", "driver-for-cuda"] if cuda else []),
-        Layer.BACKEND: (["torch-import", "build-kind"] + (["cuda-version"] if cuda else [])) if torch else [],
+        Layer.SYSTEM: ["os", "arch", "libc"]
+        + (["nvidia-driver", "driver-for-cuda"] if cuda else [])
+        + env_steps,
+        Layer.BACKEND: (
+            (["torch-import", "build-kind"] + (["cuda-version"] if cuda else []) if torch else [])
+            + torch_steps
+        ),
         Layer.DEVICE: ["accelerator", *declared_gpu, "compute"] if torch else [],
     }
     return planned.get(layer, [])
