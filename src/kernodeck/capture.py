@@ -30,6 +30,7 @@ from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import fingerprint, sha256_file
 from kernodeck.gitstate import git_state
 from kernodeck.interpreters import choose
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.manifest.edit import dumps_document, get_value, load_document, set_value
 from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.schema import Manifest
@@ -342,9 +343,7 @@ def capture(
     A data or weights fingerprint that was not recorded yet (left out, or "") is filled in
     without a new reference id: the reference did not change, its fingerprint was written down.
     `only` names one [[data]] or [[weights]] entry: just its fingerprint (and size) is refreshed."""
-    path = Path(manifest_path)
-    if path.is_dir():
-        path = path / "repro.toml"
+    path = manifest_file(manifest_path)
     doc = load_document(path)
     original = dumps_document(doc)
     manifest = loads_manifest(original, str(path))

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from kernodeck.errors import EXIT_USAGE, KernodeckError
+from kernodeck.support.envvars import DEBUG
 
 
 class _Group(click.Group):
@@ -64,7 +65,7 @@ class _Group(click.Group):
                 )
                 click.echo(refused.render(), err=True)
                 ctx.exit(refused.exit_code)
-            if os.environ.get("KERNODECK_DEBUG"):
+            if DEBUG.raw():
                 raise
             click.echo(f"internal error: {type(e).__name__}: {e}", err=True)
             click.echo(

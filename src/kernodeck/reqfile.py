@@ -45,6 +45,7 @@ from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
+from kernodeck.fingerprint import sha256_file
 from kernodeck.support.conflicts import conflict_issue
 from kernodeck.support.tomltext import parse_toml
 from kernodeck.support.urls import is_placeholder_userinfo, strip_userinfo
@@ -158,10 +159,6 @@ class ParsedRequirements:
         return f"{self.project} ({line.origin.file})" if self.project else f"-r {line.origin.file}"
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def parse_requirements_file(
     path: Path,
     *,
@@ -206,7 +203,7 @@ def parse_pyproject(
         reader.requirement(req, origin, constraint=False)
     for req in dependency_groups(pyproject, list(groups), display=shown):
         reader.requirement(req, origin, constraint=False)
-    reader.files[shown] = file_sha256(pyproject)
+    reader.files[shown] = sha256_file(pyproject)
     data = read_pyproject(pyproject, shown)
     project = data.get("project")
     name = project.get("name") if isinstance(project, dict) else None
@@ -264,7 +261,7 @@ def parse_pipfile(
     origin = Origin(shown, 0)
     for req in requirements:
         reader.requirement(req, origin, constraint=False)
-    reader.files[shown] = file_sha256(pipfile)
+    reader.files[shown] = sha256_file(pipfile)
     return ParsedRequirements(
         requirements=tuple(reader.requirements), backends=tuple(reader.backends), files=reader.files
     )
@@ -537,7 +534,7 @@ class _Reader:
             raise self._unreadable_project(what, origin, pyproject, e) from None
         for req in reqs:
             self.requirement(req, origin, constraint=False)
-        self.files[self.show(pyproject)] = file_sha256(pyproject)
+        self.files[self.show(pyproject)] = sha256_file(pyproject)
 
     def _unreadable_project(
         self, what: str, origin: Origin, pyproject: Path, e: ManifestError

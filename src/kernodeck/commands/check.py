@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import default_manifest, deprecated, manifest_file, report_options
+from kernodeck.commands.options import default_manifest, deprecated, report_options
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.render.output import OutputOptions
 
 RESUME = "resume"

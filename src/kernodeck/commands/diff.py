@@ -9,6 +9,7 @@ import click
 
 from kernodeck.commands.options import json_option, report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK, UsageError
+from kernodeck.lockfile.names import MANIFEST_NAME
 from kernodeck.render.output import OutputOptions
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def diff(
 
 def is_manifest_path(arg: str) -> bool:
     p = Path(arg)
-    return p.suffix == ".toml" or (p.is_dir() and (p / "repro.toml").is_file())
+    return p.suffix == ".toml" or (p.is_dir() and (p / MANIFEST_NAME).is_file())
 
 
 def live_report(
@@ -90,7 +91,7 @@ def resolve_side(
     from kernodeck.diff import load_report
 
     if arg == "live":
-        manifest = Path("repro.toml")
+        manifest = Path(MANIFEST_NAME)
         if other is not None and other.manifest and Path(other.manifest).is_file():
             manifest = Path(other.manifest)
         if not manifest.is_file():

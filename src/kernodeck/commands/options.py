@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+from kernodeck.lockfile.names import MANIFEST_NAME
 
-DEFAULT_MANIFEST = "repro.toml"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def default_manifest(cwd: Path | None = None) -> Path:
@@ -28,12 +28,12 @@ def default_manifest(cwd: Path | None = None) -> Path:
     their project from a subfolder); else ./repro.toml, whose absence the command reports."""
     here = Path.cwd() if cwd is None else cwd
     for folder in (here, *here.parents):
-        found = folder / DEFAULT_MANIFEST
+        found = folder / MANIFEST_NAME
         if found.is_file():
-            return Path(DEFAULT_MANIFEST) if folder == here else Path(os.path.relpath(found, here))
+            return Path(MANIFEST_NAME) if folder == here else Path(os.path.relpath(found, here))
         if (folder / ".git").exists():
             break
-    return Path(DEFAULT_MANIFEST)
+    return Path(MANIFEST_NAME)
 
 
 def deprecated(old: str, new: str) -> None:
@@ -63,11 +63,6 @@ def manifest_argument(dest: str = "manifest", *, what: str = "MANIFEST") -> Call
         return wrapped  # type: ignore[return-value]
 
     return decorate
-
-
-def manifest_file(path: Path) -> Path:
-    """A manifest path as given: a folder means the repro.toml inside it."""
-    return path / DEFAULT_MANIFEST if path.is_dir() else path
 
 
 def json_option(help_text: str = "Also write the report as JSON to FILE ('-': stdout).") -> Callable[[F], F]:

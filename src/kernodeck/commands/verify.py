@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kernodeck.commands.options import default_manifest, isolate_torch_option, manifest_file, report_options
+from kernodeck.commands.options import default_manifest, isolate_torch_option, report_options
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.render.output import OutputOptions
 
 if TYPE_CHECKING:

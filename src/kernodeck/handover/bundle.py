@@ -47,10 +47,11 @@ from kernodeck.handover.rebuild import (
 )
 from kernodeck.handover.scrub import Scrubber
 from kernodeck.index.sources import locker_pip_settings
-from kernodeck.lockfile.names import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.lockfile.names import PYLOCK_PREFIX, REQUIREMENTS_PREFIX, manifest_file, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
 from kernodeck.report import Report, Status
+from kernodeck.support import envvars
 from kernodeck.support.fsio import atomic_write_bytes
 
 BUNDLE_SUMS = bundlesums.NAME
@@ -140,7 +141,7 @@ MIRROR_VARIABLES = (
     "UV_INDEX",
     "UV_EXTRA_INDEX_URL",
     "UV_FIND_LINKS",
-    "KERNODECK_MIRRORS",
+    envvars.MIRRORS.name,
 )
 
 
@@ -728,9 +729,7 @@ def write_bundle(
 
     A git checkout with uncommitted code changes is refused unless `allow_dirty` (the bundle then
     records it, and REBUILD.md and verify's code step say so)."""
-    manifest_path = Path(manifest)
-    if manifest_path.is_dir():
-        manifest_path = manifest_path / "repro.toml"
+    manifest_path = manifest_file(manifest)
     m = load_manifest(manifest_path)
     folder = manifest_path.parent
     out_path = Path(out)

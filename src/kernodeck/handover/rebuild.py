@@ -49,7 +49,7 @@ from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.handover import sums as bundlesums
 from kernodeck.handover.installer_env import Installer, InstallerEnvironment, installer_environment
 from kernodeck.handover.installer_errors import InstallerCause, backend_error, first_error, installer_cause
-from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, manifest_file, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.platforms import (
@@ -333,9 +333,7 @@ class RebuildPlan:
 
 
 def locate_manifest(source: str | Path) -> Path:
-    p = Path(source)
-    if p.is_dir():
-        p = p / "repro.toml"
+    p = manifest_file(source)
     if not p.is_file():
         raise UsageError(
             f"no manifest at {p}",

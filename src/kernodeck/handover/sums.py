@@ -12,10 +12,10 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from kernodeck.fingerprint import sha256_file
+
 #: The checksum file's name, at the top of every bundle.
 NAME = "BUNDLE.sha256"
-
-_BUF = 1 << 20
 
 
 def render(files: Mapping[str, bytes]) -> str:
@@ -40,15 +40,6 @@ def read(folder: Path) -> dict[str, str]:
     return parse((folder / NAME).read_text(encoding="utf-8"))
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of one file, read in blocks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(_BUF):
-            h.update(block)
-    return h.hexdigest()
-
-
 def check(folder: Path) -> tuple[int, list[str]]:
     """(number of files listed, problems) for the bundle `folder`: every listed file must be
     there, be a regular file inside the folder and have the listed sha256."""
@@ -63,7 +54,7 @@ def check(folder: Path) -> tuple[int, list[str]]:
         if root not in p.resolve().parents:
             bad.append(f"{name} is outside the bundle")
             continue
-        if file_sha256(p) != digest:
+        if sha256_file(p) != digest:
             bad.append(f"{name} changed")
     return len(sums), bad
 

@@ -4,6 +4,7 @@ of `repro.toml`, `requirements-rebuild-<platform>.txt`, `pylock.<platform>.toml`
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePosixPath
 
 MANIFEST_NAME = "repro.toml"
@@ -13,6 +14,12 @@ PYLOCK_PREFIX = "pylock."
 PYLOCK_SUFFIX = ".toml"
 #: `pip freeze --all` of a rebuilt environment, written by `kernodeck rebuild`: an observation.
 INVENTORY_NAME = "installed-after.txt"
+
+
+def manifest_file(path: str | os.PathLike[str]) -> Path:
+    """A manifest path as given on a command line or to the API: a folder means the repro.toml inside it."""
+    p = Path(path)
+    return p / MANIFEST_NAME if p.is_dir() else p
 
 
 def requirements_filename(platform: str) -> str:

@@ -31,6 +31,7 @@ from packaging.utils import canonicalize_name
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.manifest.schema import Index, Manifest, is_pipfile, is_pyproject, unfingerprinted
 
 if TYPE_CHECKING:  # the readers load with the first `from` source: a manifest without any needs none
@@ -53,10 +54,6 @@ class SourceSet:
     project_included: bool = False  # a requirements file installs the project itself (`-e .`)
 
 
-def _manifest_file(manifest_path: Path) -> Path:
-    return manifest_path / "repro.toml" if manifest_path.is_dir() else manifest_path
-
-
 def _from_line(manifest_file: Path, index: int) -> int | None:
     from kernodeck.manifest.load import _Locator
 
@@ -74,7 +71,7 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
         return SourceSet()
     from kernodeck.reqfile import parse_pipfile, parse_pyproject, parse_requirements_file
 
-    mfile = _manifest_file(Path(manifest_path))
+    mfile = manifest_file(Path(manifest_path))
     root = mfile.parent.resolve()
     parsed: list[ParsedRequirements] = []
     for i, entry in enumerate(pk.from_):
