@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 import click
 
+from kernodeck.commands.options import quiet_option
 from kernodeck.errors import EXIT_USAGE, KernodeckError
 from kernodeck.support.envvars import DEBUG
 
@@ -82,7 +83,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("path", required=False, default=None, type=click.Path(path_type=Path), metavar="[PATH]")
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@quiet_option()
 def validate(path: Path | None, quiet: bool) -> None:
     """Load and check a manifest (default: ./repro.toml, or the nearest one above)."""
     from kernodeck.commands.options import default_manifest

@@ -8,14 +8,13 @@ inventory, so that two reports can be compared (`kernodeck diff`).
 from __future__ import annotations
 
 import json
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 from kernodeck.layers import Layer
 from kernodeck.manifest.model import Field, Model
-from kernodeck.support.fsio import atomic_write_text
+from kernodeck.support.fsio import atomic_write_text, write_text_or_stdout
 
 REPORT_SCHEMA = "kernodeck-report/1"
 
@@ -136,8 +135,4 @@ class Report(Model):
 
 def write_json_report(report: Report, target: str) -> None:
     """`--json -` prints the JSON report on stdout; any other value is a file written atomically."""
-    if target == "-":
-        sys.stdout.write(report.to_json())
-        sys.stdout.flush()
-    else:
-        report.write_json(target)
+    write_text_or_stdout(target, report.to_json())

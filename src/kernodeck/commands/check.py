@@ -5,14 +5,14 @@ Exit 0 when every required step passed, 1 when one failed, 2 for bad input or us
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from kernodeck.commands.options import default_manifest, deprecated, report_options
+from kernodeck.commands.options import default_manifest, deprecated, human_stream, json_option, report_options
 from kernodeck.lockfile.names import manifest_file
 from kernodeck.render.output import OutputOptions
+from kernodeck.support.fsio import write_text_or_stdout
 
 RESUME = "resume"
 
@@ -45,9 +45,7 @@ def split_manifest(args: tuple[str, ...], old_manifest: str | None) -> tuple[Pat
     is_flag=True,
     help="Make this run the reference: write outputs under reference/ and fingerprints into repro.toml.",
 )
-@click.option(
-    "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
-)
+@json_option()
 @click.option(
     "--out",
     "out_dir",
@@ -112,7 +110,7 @@ def check(
     to_stdout = json_out == "-"
     # The shared report renderer (kernodeck.render); with `--json -` stdout carries the JSON, so
     # the human report goes to stderr.
-    emit(report, output, sys.stderr if to_stdout else sys.stdout)
+    emit(report, output, human_stream(json_out))
     if record and report.ok:
         click.echo(
             f"recorded {len(written)} file(s): {', '.join(written) or 'none'}; "
@@ -120,8 +118,5 @@ def check(
             err=to_stdout,
         )
     if json_out is not None:
-        if to_stdout:
-            click.echo(report.to_json(), nl=False)
-        else:
-            report.write_json(json_out)
+        write_text_or_stdout(json_out, report.to_json())
     click.get_current_context().exit(report.exit_code)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kernodeck.commands.options import json_option, report_options
+from kernodeck.commands.options import human_stream, json_option, report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK, UsageError
 from kernodeck.lockfile.names import MANIFEST_NAME
 from kernodeck.render.output import OutputOptions
@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("a")
 @click.argument("b")
-@json_option("Also write the differences as JSON to FILE ('-' or a bare --json: stdout).")
+@json_option(
+    "Also write the differences as JSON to FILE ('-' or a bare --json: stdout, the differences then on stderr)."
+)
 @click.option(
     "--python", "python", default=None, help="Interpreter to verify for `live` (default: as for verify)."
 )
@@ -43,17 +45,16 @@ def diff(
     """
     from kernodeck.diff import diff_reports
     from kernodeck.render.terminal import render_diff
-    from kernodeck.support.fsio import atomic_write_text
+    from kernodeck.support.fsio import write_text_or_stdout
 
     report_a, name_a = resolve_side(a, python=python, compute=not no_compute)
     report_b, name_b = resolve_side(b, other=report_a, python=python, compute=not no_compute)
     result = diff_reports(report_a, report_b, a_name=name_a, b_name=name_b)
-    if json_out == "-":
-        click.echo(result.to_json(), nl=False)
-    else:
-        if json_out is not None:
-            atomic_write_text(json_out, result.to_json())
-        render_diff(result, color=output.color, quiet=output.quiet, verbose=output.verbose)
+    if json_out is not None:
+        write_text_or_stdout(json_out, result.to_json())
+    render_diff(
+        result, human_stream(json_out), color=output.color, quiet=output.quiet, verbose=output.verbose
+    )
     ctx.exit(EXIT_OK if result.identical else EXIT_FAILED)
 
 

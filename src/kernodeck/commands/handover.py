@@ -8,7 +8,14 @@ from typing import Any
 
 import click
 
-from kernodeck.commands.options import default_manifest, deprecated, manifest_argument, report_options
+from kernodeck.commands.options import (
+    default_manifest,
+    deprecated,
+    human_stream,
+    json_option,
+    manifest_argument,
+    report_options,
+)
 from kernodeck.errors import EXIT_OK
 from kernodeck.render.output import OutputOptions
 
@@ -33,9 +40,7 @@ from kernodeck.render.output import OutputOptions
 )
 @click.option("--installer", type=click.Choice(["pip", "uv"]), default="pip", show_default=True)
 @click.option("--force", is_flag=True, help="Delete and recreate a non-empty --dest.")
-@click.option(
-    "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
-)
+@json_option()
 @click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
 @report_options()
 def rebuild(
@@ -87,7 +92,7 @@ def rebuild(
         click.echo(f"pip --version: {result.pip_version}", err=to_stdout)
     if json_out is not None:
         write_json_report(report, json_out)
-    emit(report, output, sys.stderr if to_stdout else sys.stdout)
+    emit(report, output, human_stream(json_out))
     click.get_current_context().exit(result.exit_code)
 
 

@@ -4,16 +4,21 @@
   one, default `repro.toml` here or in the nearest folder above (`default_manifest`); a folder
   means the `repro.toml` inside it. The old `--manifest PATH`
   spelling still works for one release and prints a deprecation note.
-- `--json FILE|-` everywhere: a file, or `-` for stdout (the human report then goes to stderr).
+- `--json FILE|-` everywhere (`json_option`), one behaviour: `--json FILE` writes FILE atomically and
+  the human report stays on stdout; `--json -` or a bare `--json` prints the JSON on stdout and the
+  human report on stderr (`human_stream`). The writer is `support.fsio.write_text_or_stdout`.
+- `-q/--quiet` everywhere (`QUIET_HELP`): only what needs attention is printed (failures, warnings,
+  a report's verdict); progress, passed steps and success summaries are left out.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 
@@ -65,8 +70,23 @@ def manifest_argument(dest: str = "manifest", *, what: str = "MANIFEST") -> Call
     return decorate
 
 
-def json_option(help_text: str = "Also write the report as JSON to FILE ('-': stdout).") -> Callable[[F], F]:
-    """`--json FILE|-`; a bare `--json` at the end of the line means stdout."""
+QUIET_HELP = "Print only what needs attention: no progress, no passed steps, no success summary."
+
+JSON_HELP = "Also write the report as JSON to FILE ('-' or a bare --json: stdout, the report then on stderr)."
+
+
+def quiet_option() -> Callable[[F], F]:
+    """`-q/--quiet` with its one meaning (QUIET_HELP); the command receives `quiet`."""
+    return click.option("--quiet", "-q", "quiet", is_flag=True, help=QUIET_HELP)
+
+
+def human_stream(json_out: str | None) -> TextIO:
+    """Where the human report goes: stderr when the JSON goes to stdout (`--json -`), else stdout."""
+    return sys.stderr if json_out == "-" else sys.stdout
+
+
+def json_option(help_text: str = JSON_HELP) -> Callable[[F], F]:
+    """`--json FILE|-`; a bare `--json` (at the end of the line, or before another option) means stdout."""
     return click.option(
         "--json",
         "json_out",
@@ -158,9 +178,7 @@ def report_options(*, files: bool = True) -> Callable[[F], F]:
             is_flag=True,
             help="Show every step's expected, observed and details.",
         )(wrapped)
-        wrapped = click.option(
-            "--quiet", "-q", "_quiet", is_flag=True, help="Count passed steps in their layer's heading only."
-        )(wrapped)
+        wrapped = click.option("--quiet", "-q", "_quiet", is_flag=True, help=QUIET_HELP)(wrapped)
         wrapped = click.option(
             "--color",
             "_color",

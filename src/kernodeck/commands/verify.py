@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kernodeck.commands.options import default_manifest, isolate_torch_option, report_options
+from kernodeck.commands.options import (
+    default_manifest,
+    human_stream,
+    isolate_torch_option,
+    json_option,
+    report_options,
+)
 from kernodeck.lockfile.names import manifest_file
 from kernodeck.render.output import OutputOptions
 
@@ -43,13 +49,7 @@ def _target(python: str | None, project: Path, *, own_tool: bool = False) -> str
     metavar="NAME",
     help="Platform to check against (default: matched from the environment).",
 )
-@click.option(
-    "--json",
-    "json_out",
-    default=None,
-    metavar="FILE|-",
-    help="Write the JSON report to FILE, or to stdout with '-'.",
-)
+@json_option()
 @click.option(
     "--only",
     multiple=True,
@@ -151,7 +151,7 @@ def verify(
     )
     if json_out is not None:
         write_json_report(report, json_out)
-    emit(report, output, sys.stderr if json_out == "-" else sys.stdout)
+    emit(report, output, human_stream(json_out))
     sys.exit(report.exit_code)
 
 
@@ -163,13 +163,7 @@ def verify(
     metavar="PATH",
     help="Interpreter of the environment to describe (default: as for verify).",
 )
-@click.option(
-    "--json",
-    "json_out",
-    default=None,
-    metavar="FILE|-",
-    help="Write the JSON report to FILE, or to stdout with '-'.",
-)
+@json_option()
 @click.option("--no-compute", is_flag=True, help="Do not run the control computation.")
 @report_options(files=False)
 def doctor(python: str | None, json_out: str | None, no_compute: bool, output: OutputOptions) -> None:
@@ -181,4 +175,4 @@ def doctor(python: str | None, json_out: str | None, no_compute: bool, output: O
     report = run(python=_target(python, Path.cwd(), own_tool=True), compute=not no_compute)
     if json_out is not None:
         write_json_report(report, json_out)
-    emit(report, output, sys.stderr if json_out == "-" else sys.stdout)
+    emit(report, output, human_stream(json_out))

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -158,6 +159,16 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> None:
     """Write UTF-8 `text` to `path` atomically."""
     atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+def write_text_or_stdout(target: str | os.PathLike[str], text: str) -> None:
+    """The writer of every `--json FILE|-`: `-` prints `text` on stdout (flushed), anything else is a
+    file written atomically. (Where the human report goes meanwhile: `commands.options.human_stream`.)"""
+    if str(target) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write_text(target, text)
 
 
 # --- sets of files --------------------------------------------------------------------------------
