@@ -38,8 +38,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from kernodeck import formats
 from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
+from kernodeck.formats import Unreadable, parse_text
 from kernodeck.lockfile.names import is_kernodeck_file
 from kernodeck.lockfile.read import read_pins
 from kernodeck.manifest.condaenv import find_conda_env, read_conda_env
@@ -54,7 +56,6 @@ from kernodeck.reqfile import (
     read_pyproject,
 )
 from kernodeck.support.conflicts import blank_conflicts, conflict_regions, regions_text
-from kernodeck.support.tomltext import tomllib
 
 #: Folders proposed as data (first) or weights (second).
 DATA_FOLDERS = ("data", "datasets")
@@ -484,7 +485,7 @@ def propose_data(root: Path) -> list[DataProposal]:
 
 
 #: Lock files of other tools whose pins a first `kernodeck lock` prefers, in this order.
-PROJECT_LOCKS = ("uv.lock", "pylock.toml", "poetry.lock", "Pipfile.lock")
+PROJECT_LOCKS = tuple(fmt.NAME for fmt in formats.locks())
 
 
 @dataclass(frozen=True)
@@ -505,7 +506,8 @@ def project_lock(folder: Path) -> ProjectLock | None:
     with a note. An unreadable lock is no preference (never an error); when no lock could be
     read, the first unreadable one comes back without pins, with a note saying why."""
     unread: ProjectLock | None = None
-    for name in PROJECT_LOCKS:
+    for fmt in formats.locks():
+        name = fmt.NAME
         path = folder / name
         if not path.is_file():
             continue
@@ -516,32 +518,23 @@ def project_lock(folder: Path) -> ProjectLock | None:
         regions = conflict_regions(lines)
         lines = blank_conflicts(lines, regions)
         merged = f"{name} has git merge conflict markers ({regions_text(regions)})" if regions else None
-        try:
-            data = (
-                _pipfile_lock("\n".join(lines)) if name == "Pipfile.lock" else tomllib.loads("\n".join(lines))
-            )
-        except (tomllib.TOMLDecodeError, ValueError) as e:
+        data = parse_text("\n".join(lines), name, fmt.SYNTAX)
+        if isinstance(data, Unreadable):
             if unread is None:
+                syntax = fmt.SYNTAX.upper()
                 why = (
-                    f"{merged} and is not valid TOML without them"
+                    f"{merged} and is not valid {syntax} without them"
                     if merged
-                    else f"{name} is not valid {'JSON' if name == 'Pipfile.lock' else 'TOML'} ({e})"
+                    else f"{name} is not valid {syntax} ({data.reason})"
                 )
                 unread = ProjectLock(name, {}, f"{why}: a first lock does not prefer its pins")
             continue
-        entries = data.get("packages" if name == "pylock.toml" else "package")
-        if not isinstance(entries, list):
+        found = fmt.pins(data)
+        if found is None:
             continue
         seen: dict[str, set[str]] = {}
-        for entry in entries:
-            if not isinstance(entry, dict):
-                continue
-            pkg, version = entry.get("name"), entry.get("version")
-            source = entry.get("source")
-            if isinstance(source, dict) and ("editable" in source or "virtual" in source):
-                continue  # the project itself (uv), never locked from an index
-            if isinstance(pkg, str) and isinstance(version, str):
-                seen.setdefault(canonicalize_name(pkg), set()).add(version)
+        for pkg, version in found:
+            seen.setdefault(canonicalize_name(pkg), set()).add(version)
         pins: dict[str, Version] = {}
         for pkg, versions in seen.items():
             if len(versions) != 1:
@@ -564,23 +557,6 @@ def project_lock(folder: Path) -> ProjectLock | None:
         agreed = {k: next(iter(v)) for k, v in sorted(pinned.items()) if len(v) == 1}
         return ProjectLock(files, agreed, unread.note if unread is not None else None)
     return unread
-
-
-def _pipfile_lock(text: str) -> dict[str, object]:
-    """Pipfile.lock (JSON: `default` and `develop` map names to `{"version": "==1.2.3", ...}`) in
-    the shape of poetry.lock: `package` entries with a name and a version. Entries without an
-    exact version (git, path) are left out."""
-    import json
-
-    data = json.loads(text)
-    entries = []
-    for section in ("default", "develop"):
-        table = data.get(section) if isinstance(data, dict) else None
-        for pkg, entry in (table if isinstance(table, dict) else {}).items():
-            version = entry.get("version") if isinstance(entry, dict) else None
-            if isinstance(version, str) and version.startswith("==") and "*" not in version:
-                entries.append({"name": pkg, "version": version[2:].strip()})
-    return {"package": entries}
 
 
 def first_lock_source(folder: Path) -> tuple[str, dict[str, Version], str | None] | None:
