@@ -43,8 +43,8 @@ FAST_TESTS ?= tests/test_envvars.py tests/test_manifest_load.py tests/test_manif
 	tests/test_manifest_poetrydeps.py tests/test_manifest_condaenv.py tests/test_manifest_setuppy.py \
 	tests/test_formats.py tests/test_verify_scenarios.py
 
-test-pythons:
-	FAST_TESTS="$(FAST_TESTS)" JOBS=$(JOBS) bash scripts/test_pythons.sh $(PYTHONS)
+test-pythons: $(STAMP)
+	FAST_TESTS="$(FAST_TESTS)" JOBS=$(JOBS) UV=$(VENV)/bin/uv bash scripts/test_pythons.sh $(PYTHONS)
 
 test-live: $(STAMP)
 	$(PY) -m pytest -m live -q -p no:cacheprovider
