@@ -497,6 +497,19 @@ class ProjectLock:
     note: str | None = None
 
 
+def _single_pins(found: list[tuple[str, str]]) -> dict[str, Version]:
+    """Canonical name -> version, sorted, for the packages pinned at exactly one valid version."""
+    seen: dict[str, set[str]] = {}
+    for pkg, version in found:
+        seen.setdefault(canonicalize_name(pkg), set()).add(version)
+    pins: dict[str, Version] = {}
+    for pkg, versions in sorted(seen.items()):
+        if len(versions) == 1:
+            with contextlib.suppress(InvalidVersion):
+                pins[pkg] = Version(next(iter(versions)))
+    return pins
+
+
 def project_lock(folder: Path) -> ProjectLock | None:
     """The pins of the project's existing lock (uv.lock, pylock.toml, poetry.lock, Pipfile.lock), if any.
 
@@ -532,21 +545,12 @@ def project_lock(folder: Path) -> ProjectLock | None:
         found = fmt.pins(data)
         if found is None:
             continue
-        seen: dict[str, set[str]] = {}
-        for pkg, version in found:
-            seen.setdefault(canonicalize_name(pkg), set()).add(version)
-        pins: dict[str, Version] = {}
-        for pkg, versions in seen.items():
-            if len(versions) != 1:
-                continue
-            with contextlib.suppress(InvalidVersion):
-                pins[pkg] = Version(next(iter(versions)))
         note = (
             f"{merged}: a first lock prefers the pins outside them and resolves those between them afresh"
             if merged
             else None
         )
-        return ProjectLock(name, dict(sorted(pins.items())), note)
+        return ProjectLock(name, _single_pins(found), note)
     compiled = sorted(_compiled_pairs(folder)[0])
     if compiled:  # a pip-tools layout: the compiled files are its lock
         pinned: dict[str, set[Version]] = {}
