@@ -479,6 +479,13 @@ def _dump(value: Any, mode: str, by_alias: bool, exclude_defaults: bool, untyped
         return value
     if isinstance(value, Enum):
         return _dump(value.value, mode, by_alias, exclude_defaults, untyped)
+    if isinstance(value, (set, frozenset)):
+        return [_dump(v, mode, by_alias, exclude_defaults, untyped) for v in value]
+    return _json_scalar(value, untyped)
+
+
+def _json_scalar(value: Any, untyped: bool) -> Any:
+    """A value that holds no other values, as pydantic writes it in JSON."""
     if value is None or type(value) in (str, int, bool):
         return value
     if isinstance(value, datetime):
@@ -489,8 +496,6 @@ def _dump(value: Any, mode: str, by_alias: bool, exclude_defaults: bool, untyped
         return None if untyped and not math.isfinite(value) else value
     if isinstance(value, PurePath):
         return str(value)
-    if isinstance(value, (set, frozenset)):
-        return [_dump(v, mode, by_alias, exclude_defaults, untyped) for v in value]
     from pydantic_core import to_jsonable_python  # anything else as pydantic writes it
 
     return to_jsonable_python(value)
