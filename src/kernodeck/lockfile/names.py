@@ -48,6 +48,23 @@ def platform_of(name: str) -> str | None:
     return None
 
 
+def locked_platforms(folder: Path) -> dict[str, list[Path]]:
+    """The platforms that have a lock file in `folder`, each with its files (the requirements file
+    first, then the pylock file), sorted by platform; {} when the folder cannot be listed."""
+    found: dict[str, list[Path]] = {}
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return {}
+    for path in entries:
+        platform = platform_of(path.name)
+        if platform is not None:
+            found.setdefault(platform, []).append(path)
+    for paths in found.values():
+        paths.sort(key=lambda f: not f.name.startswith(REQUIREMENTS_PREFIX))
+    return dict(sorted(found.items()))
+
+
 def is_lock_file(name: str) -> bool:
     """Whether a file name (or path) is a requirements or pylock file written by `kernodeck lock`."""
     base = PurePosixPath(name.replace("\\", "/")).name

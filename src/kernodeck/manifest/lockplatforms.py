@@ -31,7 +31,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from kernodeck import formats
 from kernodeck.formats import Evidence, Syntax, Unreadable, parse_text
-from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, REQUIREMENTS_SUFFIX
+from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, locked_platforms
 from kernodeck.manifest.schema import Platform, Python
 from kernodeck.targets import Target
 
@@ -119,8 +119,10 @@ def _covered(evidence: Evidence, python: Python) -> list[Platform]:
 
 
 def _own_locks(folder: Path) -> Iterator[Covered]:
-    for path in sorted(folder.glob(f"{REQUIREMENTS_PREFIX}*{REQUIREMENTS_SUFFIX}")):
-        name = path.name[len(REQUIREMENTS_PREFIX) : -len(REQUIREMENTS_SUFFIX)]
+    for name, paths in locked_platforms(folder).items():
+        path = paths[0]
+        if not path.name.startswith(REQUIREMENTS_PREFIX):
+            continue  # a pylock file alone
         parts = name.split("-", 2)
         if len(parts) < 2:
             continue
