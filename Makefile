@@ -38,7 +38,7 @@ PYTHONS    ?= 3.10 3.13
 FAST_TESTS ?= tests/test_envvars.py tests/test_formats.py tests/test_shared_options.py tests/test_manifest_load.py \
 	tests/test_lockfile_read.py tests/test_lockfile_write.py tests/test_lockfile_header.py tests/test_lock_cli.py \
 	tests/test_resolve.py tests/test_targets.py tests/test_index_evaluate.py tests/test_diff.py tests/test_report.py \
-	tests/test_cli_exit.py tests/test_firsterror.py tests/test_manifest_pipfile.py tests/test_manifest_poetrydeps.py \
+	tests/test_cli_exit.py tests/test_firsterror.py tests/test_fsio_writes.py tests/test_manifest_pipfile.py tests/test_manifest_poetrydeps.py \
 	tests/test_manifest_condaenv.py tests/test_manifest_setuppy.py tests/test_verify_scenarios.py
 
 test-pythons: $(STAMP)
