@@ -51,7 +51,7 @@ from kernodeck.support.tomltext import parse_toml
 from kernodeck.support.urls import is_placeholder_userinfo, strip_userinfo
 
 if TYPE_CHECKING:
-    from kernodeck.manifest.poetrydeps import PoetryDeps
+    from kernodeck.formats.poetrydeps import PoetryDeps
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -208,7 +208,7 @@ def parse_pyproject(
     project = data.get("project")
     name = project.get("name") if isinstance(project, dict) else None
     if not isinstance(project, dict):  # a Poetry project: its [tool.poetry] name
-        from kernodeck.manifest.poetrydeps import poetry_project
+        from kernodeck.formats.poetrydeps import poetry_project
 
         name = poetry_project(data)
     return ParsedRequirements(
@@ -223,10 +223,10 @@ def parse_pipfile(
     pipfile: Path, *, groups: list[str] | tuple[str, ...] = (), display_root: Path | None = None
 ) -> ParsedRequirements:
     """A Pipenv Pipfile's [packages] and the package categories named in `groups` ([dev-packages],
-    ...; names compared normalised) as requirements (see `kernodeck.manifest.pipfile`); an entry a
+    ...; names compared normalised) as requirements (see `kernodeck.formats.pipfile`); an entry a
     requirement cannot say (git, path) is a located error, as a direct URL in pyproject.toml is,
     and so is a category the Pipfile does not have."""
-    from kernodeck.manifest.pipfile import read_pipfile
+    from kernodeck.formats.pipfile import read_pipfile
 
     root = (display_root or pipfile.parent).resolve()
     reader = _Reader(pipfile.parent.resolve(), root)
@@ -688,7 +688,7 @@ def project_dependencies(pyproject: Path, extras: list[str], *, display: str | N
 def _poetry(data: dict[str, object]) -> PoetryDeps | None:
     """Poetry's `[tool.poetry.dependencies]` (a pyproject.toml without [project]), read as
     requirements; None without one."""
-    from kernodeck.manifest.poetrydeps import read_poetry
+    from kernodeck.formats.poetrydeps import read_poetry
 
     return read_poetry(data)
 

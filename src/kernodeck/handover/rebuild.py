@@ -708,7 +708,7 @@ def project_to_install(plan: RebuildPlan) -> tuple[str, Path] | None:
         data = read_pyproject(folder / "pyproject.toml", "pyproject.toml")
     except KernodeckError:
         return None
-    from kernodeck.manifest.poetrydeps import poetry_project
+    from kernodeck.formats.poetrydeps import poetry_project
 
     project = data.get("project")
     if not isinstance(

@@ -42,12 +42,12 @@ from kernodeck import formats
 from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
 from kernodeck.formats import Unreadable, parse_text
+from kernodeck.formats.condaenv import find_conda_env, read_conda_env
+from kernodeck.formats.pipfile import category_note, find_pipfile, read_pipfile
+from kernodeck.formats.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
+from kernodeck.formats.setuppy import SetupDeps, read_setup
 from kernodeck.lockfile.names import is_kernodeck_file
 from kernodeck.lockfile.read import read_pins
-from kernodeck.manifest.condaenv import find_conda_env, read_conda_env
-from kernodeck.manifest.pipfile import category_note, find_pipfile, read_pipfile
-from kernodeck.manifest.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
-from kernodeck.manifest.setuppy import SetupDeps, read_setup
 from kernodeck.reqfile import (
     BackendHint,
     ParsedRequirements,
@@ -266,7 +266,7 @@ def discover(directory: Path) -> Discovery:
 
 def _copy_setup(out: Discovery, deps: SetupDeps) -> None:
     """setup.py's (read, not run) or setup.cfg's install_requires, the project's only list: copied
-    (`from` cannot read them), with what was left out and why (see manifest.setuppy)."""
+    (`from` cannot read them), with what was left out and why (see formats.setuppy)."""
     out.requirements = deps.requirements
     if deps.requirements:
         out.comments.append(
@@ -309,7 +309,7 @@ def _poetry_python(out: Discovery, deps: PoetryDeps) -> None:
 
 def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
     """Poetry's own dependency table, the project's only list: its requirements copied (`from`
-    cannot read it), with what was left out and why (see manifest.poetrydeps)."""
+    cannot read it), with what was left out and why (see formats.poetrydeps)."""
     out.requirements = deps.requirements
     if deps.requirements:
         out.comments.append(
@@ -323,7 +323,7 @@ def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
 def _read_pipfile(out: Discovery, path: Path) -> None:
     """A Pipenv Pipfile: named as not used when the project has another dependency list; else
     `from` reads its [packages] at lock time (copied instead when an entry cannot be a
-    requirement), and its [requires] Python gives [python] (see manifest.pipfile)."""
+    requirement), and its [requires] Python gives [python] (see formats.pipfile)."""
     if out.sources or out.requirements:
         out.comments.append("also found Pipfile (Pipenv's, which `from` cannot read): not used")
         return
@@ -359,7 +359,7 @@ def _read_pipfile(out: Discovery, path: Path) -> None:
 def _read_conda(out: Discovery, path: Path, root: Path) -> None:
     """A conda environment file: named when the project has another dependency list; else its
     PyPI requirements are copied (`from` cannot read it), its pip: list's files go to `from`
-    and its Python gives [python] (see manifest.condaenv)."""
+    and its Python gives [python] (see formats.condaenv)."""
     name = path.name
     if out.sources or out.requirements:
         out.comments.append(f"also found {name} (a conda environment, which `from` cannot read): not used")

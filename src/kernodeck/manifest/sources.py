@@ -9,8 +9,8 @@
 Entries are relative to the manifest's folder. A `*.toml` entry is a pyproject.toml: its
 `[project] dependencies`, the `extras` named in `[packages]` and the PEP 735 dependency `groups`
 (for a Poetry project without `[project]`: `[tool.poetry.dependencies]` as PEP 508, Poetry's extras
-and groups; see `kernodeck.manifest.poetrydeps`). A `Pipfile` entry is Pipenv's: its [packages]
-(`kernodeck.manifest.pipfile`).
+and groups; see `kernodeck.formats.poetrydeps`). A `Pipfile` entry is Pipenv's: its [packages]
+(`kernodeck.formats.pipfile`).
 Anything else is a requirements file, read by `kernodeck.reqfile` the way pip reads it (and every
 file it includes is an input too). `inputs` maps every file read to the sha256 of its bytes: a
 lock records them, so editing pyproject.toml makes `kernodeck lock --check` fail naming it.

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernodeck.manifest.poetrydeps import requirement_of, source_note
+from kernodeck.formats.poetrydeps import requirement_of, source_note
 from kernodeck.manifest.schema import MARKER_VARIABLES
 from kernodeck.support.tomltext import parse_toml
 
