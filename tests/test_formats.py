@@ -93,3 +93,25 @@ def test_platform_evidence_of_each_format() -> None:
         ["b-1.tar.gz"]
     ]
     assert pipfilelock.evidence({}).packages == []
+
+
+def test_init_on_a_setup_py_too_deep_for_the_parser_is_a_located_error(tmp_path: Path) -> None:
+    terms = "+".join(["1"] * 200_000)  # deeper than Python's own parser goes (3.10's crashes)
+    (tmp_path / "setup.py").write_text(
+        f"from setuptools import setup\nx = {terms}\nsetup(install_requires=['a'])\n"
+    )
+    res = CliRunner().invoke(cli, ["init", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert "setup.py:2: an expression nested too deep for Python's parser" in res.stderr
+    assert "internal error" not in res.output and not (tmp_path / "repro.toml").exists()
+
+
+def test_a_setup_py_with_a_long_list_is_read(tmp_path: Path) -> None:
+    from kernodeck.formats.setuppy import read_setup
+
+    names = ", ".join(f"'p{i}'" for i in range(20_000))
+    (tmp_path / "setup.py").write_text(
+        f"from setuptools import setup\nsetup(install_requires=['a'], x=[{names}])\n"
+    )
+    found = read_setup(tmp_path)
+    assert found is not None and found.requirements == ["a"]

@@ -39,13 +39,18 @@ class Evidence:
     packages: list[list[str]] = field(default_factory=list)
 
 
+def nested_too_deep(filename: str, line: int | None = None, what: str = "arrays or tables") -> ManifestError:
+    """The error for a foreign file nested deeper than its reader follows (exit 2, located)."""
+    return ManifestError(
+        [Issue(filename, "", f"nested more than {MAX_DEPTH} levels deep ({what})", line=line)]
+    )
+
+
 def check_depth(text: str, filename: str) -> None:
     """Raise a located ManifestError when `text` nests deeper than MAX_DEPTH (no parser recursion)."""
     line = too_deep(text)
     if line is not None:
-        raise ManifestError(
-            [Issue(filename, "", f"nested more than {MAX_DEPTH} levels deep (arrays or tables)", line=line)],
-        )
+        raise nested_too_deep(filename, line)
 
 
 def parse_text(text: str, filename: str, syntax: Syntax) -> Any:
@@ -56,9 +61,7 @@ def parse_text(text: str, filename: str, syntax: Syntax) -> Any:
     except (tomllib.TOMLDecodeError, ValueError) as e:
         return Unreadable(str(e))
     except RecursionError:  # nesting the depth count did not see (it is conservative): same error
-        raise ManifestError(
-            [Issue(filename, "", f"nested more than {MAX_DEPTH} levels deep (arrays or tables)")]
-        ) from None
+        raise nested_too_deep(filename) from None
 
 
 def strings(value: Any) -> list[str]:
