@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all install demo test test-live bench lint schema clean
+.PHONY: all install demo test test-pythons test-live bench lint schema clean
 
 all: test
 
@@ -32,6 +32,18 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q
 
+# Python 3.10 (the oldest requires-python allows) and the newest on the machine: a venv .venv-<version>
+# each (Kernodeck with pytest, no torch, uv or real wheels), the CLI smoke and these fast tests.
+PYTHONS    ?= 3.10 3.13
+FAST_TESTS ?= tests/test_envvars.py tests/test_formats.py tests/test_shared_options.py tests/test_manifest_load.py \
+	tests/test_lockfile_read.py tests/test_lockfile_write.py tests/test_lockfile_header.py tests/test_lock_cli.py \
+	tests/test_resolve.py tests/test_targets.py tests/test_index_evaluate.py tests/test_diff.py tests/test_report.py \
+	tests/test_cli_exit.py tests/test_firsterror.py tests/test_fsio_writes.py tests/test_manifest_pipfile.py tests/test_manifest_poetrydeps.py \
+	tests/test_manifest_condaenv.py tests/test_manifest_setuppy.py tests/test_verify_scenarios.py
+
+test-pythons: $(STAMP)
+	FAST_TESTS="$(FAST_TESTS)" JOBS=$(JOBS) UV=$(VENV)/bin/uv bash scripts/test_pythons.sh $(PYTHONS)
+
 test-live: $(STAMP)
 	$(PY) -m pytest -m live -q -p no:cacheprovider
 
@@ -55,4 +67,4 @@ schema: $(STAMP)
 	$(PY) -c 'from kernodeck.manifest.jsonschema import report_schema_text as t; print(t(), end="")' > schema/report.schema.json
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) .venv-3.* build dist src/*.egg-info

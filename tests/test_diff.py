@@ -134,7 +134,7 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     assert "identical" in ok.output
     res = runner.invoke(cli, ["diff", str(a), str(b), "--json"])
     assert res.exit_code == 1
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)
     assert data["causes"] == ["software"] and data["first_layer"] == "packages"
     text = runner.invoke(cli, ["diff", str(a), str(b)])
     assert "packages:" in text.output and "numpy" in text.output and "software" in text.output
@@ -169,7 +169,7 @@ def test_live_side_verifies_the_manifest_the_report_names(
     res = CliRunner().invoke(cli, ["diff", str(a), "live", "--json"])
     assert res.exit_code == 1, res.output
     assert seen == [manifest]
-    assert json.loads(res.output)["causes"] == ["execution conditions"]
+    assert json.loads(res.stdout)["causes"] == ["execution conditions"]
 
 
 # --- facts apart from measurements (issue #41.1) -------------------------------------------------

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernodeck.fingerprint import CACHE_FILE, FingerprintCache, cache_dir, fingerprint, sha256_file
+from kernodeck.fingerprint import CACHE_FILE, FingerprintCache, fingerprint, sha256_file
+from kernodeck.support.envvars import cache_dir
 
 
 def test_file_digest_matches_hashlib(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,16 @@ def test_a_path_the_system_refuses_elsewhere_is_reported_as_such(
     assert f"error: Permission denied: {tmp_path / 'repro.toml'}" in err and "bug" not in err
 
 
+def _patch_mkdir(monkeypatch: pytest.MonkeyPatch, replacement: Any) -> None:
+    """os.mkdir replaced, for Path.mkdir too: Python 3.10's pathlib calls the os.mkdir its accessor
+    class bound when pathlib was imported."""
+    monkeypatch.setattr(os, "mkdir", replacement)
+    if sys.version_info < (3, 11):
+        import pathlib
+
+        monkeypatch.setattr(pathlib._NormalAccessor, "mkdir", staticmethod(replacement))  # type: ignore[attr-defined]
+
+
 def test_a_cache_the_user_may_not_write_is_skipped_with_a_notice(
     index_factory: IndexFactory, served_index: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -183,7 +194,7 @@ def test_a_cache_the_user_may_not_write_is_skipped_with_a_notice(
         real_mkdir(path, *a, **kw)
 
     monkeypatch.setattr(os, "open", refusing_open)
-    monkeypatch.setattr(os, "mkdir", refusing_mkdir)
+    _patch_mkdir(monkeypatch, refusing_mkdir)
     for _ in range(2):
         served_index.reset()
         result = lock_manifest(manifest, cache_dir=cache)
@@ -212,7 +223,7 @@ def test_a_folder_it_may_not_make_names_the_folder_to_fix(
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         real_mkdir(path, *a, **kw)
 
-    monkeypatch.setattr(os, "mkdir", refusing)
+    _patch_mkdir(monkeypatch, refusing)
     with pytest.raises(NotWritable) as e:
         atomic_write_text(tmp_path / "bundle" / "deep" / "REBUILD.md", "x\n")
     assert e.value.message.startswith(f"cannot write in {tmp_path}: permission denied")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernodeck.cli import main
+from kernodeck.formats.condaenv import read_conda_env
 from kernodeck.manifest import load_manifest
-from kernodeck.manifest.condaenv import read_conda_env
 
 # As in CompVis/stable-diffusion: conda packages, a pip: list with VCS and editable lines.
 _STABLE_DIFFUSION = """\

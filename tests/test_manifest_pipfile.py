@@ -1,5 +1,5 @@
 """`kernodeck init` in a Pipenv project: Pipfile's [packages] copied as requirements, its Python
-taken for [python], Pipfile.lock's pins preferred by a first lock (manifest.pipfile, adopt)."""
+taken for [python], Pipfile.lock's pins preferred by a first lock (formats.pipfile, adopt)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from packaging.version import Version
 
 from kernodeck.cli import main
+from kernodeck.formats.pipfile import read_pipfile
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.adopt import project_lock
-from kernodeck.manifest.pipfile import read_pipfile
 
 _PIPFILE = """\
 [[source]]

@@ -1,5 +1,5 @@
 """`kernodeck init` in a Poetry project: `[tool.poetry.dependencies]` copied as PEP 508 requirements,
-what cannot be copied named (manifest.poetrydeps)."""
+what cannot be copied named (formats.poetrydeps)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from packaging.specifiers import SpecifierSet
 
 from kernodeck.cli import main
 from kernodeck.errors import KernodeckError
+from kernodeck.formats.poetrydeps import poetry_specifier, read_poetry
 from kernodeck.manifest import load_manifest
-from kernodeck.manifest.poetrydeps import poetry_specifier, read_poetry
 from kernodeck.support.tomltext import parse_toml
 
 

@@ -1,5 +1,5 @@
 """`kernodeck init` in a setuptools project that declares its dependencies only in setup.py (read,
-never run) or setup.cfg (manifest.setuppy)."""
+never run) or setup.cfg (formats.setuppy)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernodeck.cli import main
+from kernodeck.formats.setuppy import read_setup
 from kernodeck.manifest import load_manifest
-from kernodeck.manifest.setuppy import read_setup
 
 # lucidrains/vit-pytorch's setup.py at 1.12.2, shortened
 _VIT = """\

@@ -89,7 +89,7 @@ def _data_project(tmp_path: Path) -> Path:
 def test_require_and_verify_load_neither_heavy_modules_nor_tomlkit(tmp_path: Path) -> None:
     manifest = _data_project(tmp_path)
     # nor the project readers init needs (Pipfile, Poetry): verify asks them only for a hint
-    watch = (*HEAVY, "tomlkit", "kernodeck.manifest.pipfile", "kernodeck.manifest.poetrydeps")
+    watch = (*HEAVY, "tomlkit", "kernodeck.formats.pipfile", "kernodeck.formats.poetrydeps")
     code = f"import kernodeck\nprint(kernodeck.require({str(manifest)!r}, only=['data']).summary())"
     assert _loaded(code, watch, cwd=tmp_path) == []
     cli = (

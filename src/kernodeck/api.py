@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from kernodeck.errors import CheckFailed, KernodeckError
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.interpreters import Interpreter, choose
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.probe import launch
 from kernodeck.support.gctune import fewer_collections
 
@@ -21,11 +22,6 @@ if TYPE_CHECKING:
 
 # The manifest, pydantic models, packaging and rich are imported inside the functions, after the
 # environment probe has been started: the probe runs while they load.
-
-
-def _manifest_file(path: str | os.PathLike[str]) -> Path:
-    p = Path(path)
-    return p / "repro.toml" if p.is_dir() else p
 
 
 #: What `checks=` takes: True (every declared check and the resume check), False (none), or the
@@ -98,7 +94,7 @@ def _verify(
 ) -> Report:
     """verify(); `application`: the calling process is the application's (require()), whose
     torch settings the determinism checks read."""
-    file = _manifest_file(path)
+    file = manifest_file(path)
     cache = FingerprintCache.open(
         Path(cache_dir) if cache_dir is not None else None, rehash=rehash, enabled=use_cache
     )

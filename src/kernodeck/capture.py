@@ -31,6 +31,7 @@ from kernodeck.errors import KernodeckError, UsageError
 from kernodeck.fingerprint import fingerprint, keep_listing, sha256_file
 from kernodeck.gitstate import git_state
 from kernodeck.interpreters import choose
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.manifest.edit import dumps_document, editing, get_value, load_document, set_value
 from kernodeck.manifest.load import loads_manifest
 from kernodeck.manifest.schema import Manifest, Weights
@@ -359,9 +360,7 @@ def capture(
     `only` names one [[data]] or [[weights]] entry: just its fingerprint (and size) is refreshed.
     The manifest is read, changed and written under its edit lock (`edit.editing`): concurrent
     captures each see the one before (a dry run takes no lock: it writes nothing)."""
-    path = Path(manifest_path)
-    if path.is_dir():
-        path = path / "repro.toml"
+    path = manifest_file(manifest_path)
     with contextlib.nullcontext() if dry_run else editing(path):
         return _capture(
             path,

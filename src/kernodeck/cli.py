@@ -15,7 +15,9 @@ from typing import Any, NoReturn
 
 import click
 
+from kernodeck.commands.options import quiet_option
 from kernodeck.errors import EXIT_USAGE, KernodeckError
+from kernodeck.support.envvars import DEBUG
 
 
 class _Group(click.Group):
@@ -64,7 +66,7 @@ class _Group(click.Group):
                 )
                 click.echo(refused.render(), err=True)
                 ctx.exit(refused.exit_code)
-            if os.environ.get("KERNODECK_DEBUG"):
+            if DEBUG.raw():
                 raise
             _tell(f"internal error: {type(e).__name__}: {e}")
             click.echo(
@@ -91,7 +93,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("path", required=False, default=None, type=click.Path(path_type=Path), metavar="[PATH]")
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@quiet_option()
 def validate(path: Path | None, quiet: bool) -> None:
     """Load and check a manifest (default: ./repro.toml, or the nearest one above)."""
     from kernodeck.commands.options import default_manifest

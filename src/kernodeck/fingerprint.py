@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kernodeck.lockfile.names import LISTINGS_DIR
+from kernodeck.support.envvars import cache_dir
 from kernodeck.support.fsio import atomic_write_bytes, open_regular
 
 #: Read size for streaming hashes. Large enough to amortise syscalls, small enough for the cache.
@@ -39,16 +40,6 @@ BLOCK_SIZE = 4 * 1024 * 1024
 CACHE_FILE = "fingerprints-v1.json"
 
 StatKey = tuple[int, int, int, int]
-
-
-def cache_dir() -> Path:
-    """The directory of Kernodeck's caches: $KERNODECK_CACHE_DIR, else the user cache dir."""
-    env = os.environ.get("KERNODECK_CACHE_DIR")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("kernodeck"))
 
 
 def stat_key(st: os.stat_result) -> StatKey:

@@ -199,6 +199,46 @@ def _venvs_in(folder: Path) -> list[Path]:
     return found
 
 
+def _activated(env: Mapping[str, str], passed_over: list[str]) -> Interpreter | None:
+    """The activated venv's interpreter, else the activated conda environment's; None when neither
+    is (an activated one without an interpreter is added to `passed_over`)."""
+    for var, source, conda in (
+        ("VIRTUAL_ENV", Source.VIRTUAL_ENV, False),
+        ("CONDA_PREFIX", Source.CONDA_PREFIX, True),
+    ):
+        prefix = env.get(var)
+        if not prefix:
+            continue
+        exe = env_python(prefix, conda=conda)
+        if _usable(exe):
+            reason = REASONS[source]
+            if passed_over:
+                reason += f"; {', '.join(passed_over)}"
+            return Interpreter(str(exe.absolute()), source, reason)
+        passed_over.append(f"{var}={prefix} has no interpreter")
+    return None
+
+
+def _no_project_environment(tool: str, here: Path, passed_over: list[str], option: str) -> UsageError:
+    """The error when the running interpreter is a tool's own and the project has no environment."""
+    looked = "no activated venv (VIRTUAL_ENV) or conda environment (CONDA_PREFIX)"
+    if passed_over:
+        looked += f" ({', '.join(passed_over)})"
+    hint = f"activate the project's environment, create it as .venv, or pass {option} PATH (the project's interpreter)"
+    others = _venvs_in(here)
+    if others:
+        try:
+            shown = os.path.relpath(others[0])
+        except ValueError:  # another drive (Windows)
+            shown = str(others[0])
+        hint = f"pass {option} {shown}, the venv in {here}; or " + hint
+    return UsageError(
+        f"no project environment to look at: {looked}, and no .venv in {here} or a folder above it; "
+        f"Kernodeck runs from its own {tool} environment ({sys.prefix}), which is not the project's",
+        hint=hint,
+    )
+
+
 def choose(
     python: str | os.PathLike[str] | Interpreter | None = None,
     *,
@@ -216,22 +256,10 @@ def choose(
         return python
     if python is not None:
         return Interpreter(resolve(python, option=option), Source.OPTION, REASONS[Source.OPTION])
-    env = os.environ if environ is None else environ
     passed_over: list[str] = []
-    for var, source, conda in (
-        ("VIRTUAL_ENV", Source.VIRTUAL_ENV, False),
-        ("CONDA_PREFIX", Source.CONDA_PREFIX, True),
-    ):
-        prefix = env.get(var)
-        if not prefix:
-            continue
-        exe = env_python(prefix, conda=conda)
-        if _usable(exe):
-            reason = REASONS[source]
-            if passed_over:
-                reason += f"; {', '.join(passed_over)}"
-            return Interpreter(str(exe.absolute()), source, reason)
-        passed_over.append(f"{var}={prefix} has no interpreter")
+    activated = _activated(os.environ if environ is None else environ, passed_over)
+    if activated is not None:
+        return activated
     found = project_venv(project) if project is not None else None
     if found is not None:
         reason = f"{REASONS[Source.PROJECT_VENV]}: {found.parent.parent}"
@@ -245,23 +273,7 @@ def choose(
         )
         return Interpreter(sys.executable, Source.RUNNING, reason)
     if tool is not None and project is not None:
-        looked = "no activated venv (VIRTUAL_ENV) or conda environment (CONDA_PREFIX)"
-        if passed_over:
-            looked += f" ({', '.join(passed_over)})"
-        here = Path(os.path.abspath(project))
-        hint = f"activate the project's environment, create it as .venv, or pass {option} PATH (the project's interpreter)"
-        others = _venvs_in(here)
-        if others:
-            try:
-                shown = os.path.relpath(others[0])
-            except ValueError:  # another drive (Windows)
-                shown = str(others[0])
-            hint = f"pass {option} {shown}, the venv in {here}; or " + hint
-        raise UsageError(
-            f"no project environment to look at: {looked}, and no .venv in {here} or a folder above it; "
-            f"Kernodeck runs from its own {tool} environment ({sys.prefix}), which is not the project's",
-            hint=hint,
-        )
+        raise _no_project_environment(tool, Path(os.path.abspath(project)), passed_over, option)
     reason = REASONS[Source.RUNNING]
     if passed_over:
         reason += f"; {', '.join(passed_over)}"

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 from kernodeck.layers import Layer
 from kernodeck.manifest.model import Field, Model
-from kernodeck.support.fsio import atomic_write_text
+from kernodeck.support.fsio import atomic_write_text, write_text_or_stdout
 
 REPORT_SCHEMA = "kernodeck-report/1"
 
@@ -230,8 +229,4 @@ def counts_text(counts: dict[str, int]) -> str:
 
 def write_json_report(report: Report, target: str) -> None:
     """`--json -` prints the JSON report on stdout; any other value is a file written atomically."""
-    if target == "-":
-        sys.stdout.write(report.to_json())
-        sys.stdout.flush()
-    else:
-        report.write_json(target)
+    write_text_or_stdout(target, report.to_json())

@@ -46,6 +46,7 @@ from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
+from kernodeck.fingerprint import sha256_file
 from kernodeck.manifest.paths import escapes
 from kernodeck.support.conflicts import conflict_issue
 from kernodeck.support.fsio import NotRegularFile, open_regular
@@ -53,7 +54,7 @@ from kernodeck.support.tomltext import parse_toml
 from kernodeck.support.urls import is_placeholder_userinfo, redact, strip_userinfo
 
 if TYPE_CHECKING:
-    from kernodeck.manifest.poetrydeps import PoetryDeps
+    from kernodeck.formats.poetrydeps import PoetryDeps
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _VCS = re.compile(r"^(git|hg|svn|bzr)\+", re.IGNORECASE)
@@ -174,10 +175,6 @@ class ParsedRequirements:
         return f"{self.project} ({line.origin.file})" if self.project else f"-r {line.origin.file}"
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def parse_requirements_file(
     path: Path,
     *,
@@ -224,12 +221,12 @@ def parse_pyproject(
         reader.requirement(req, origin, constraint=False, written=req)
     for req in dependency_groups(pyproject, list(groups), display=shown):
         reader.requirement(req, origin, constraint=False, written=req)
-    reader.files[shown] = file_sha256(pyproject)
+    reader.files[shown] = sha256_file(pyproject)
     data = read_pyproject(pyproject, shown)
     project = data.get("project")
     name = project.get("name") if isinstance(project, dict) else None
     if not isinstance(project, dict):  # a Poetry project: its [tool.poetry] name
-        from kernodeck.manifest.poetrydeps import poetry_project
+        from kernodeck.formats.poetrydeps import poetry_project
 
         name = poetry_project(data)
     return ParsedRequirements(
@@ -244,10 +241,10 @@ def parse_pipfile(
     pipfile: Path, *, groups: list[str] | tuple[str, ...] = (), display_root: Path | None = None
 ) -> ParsedRequirements:
     """A Pipenv Pipfile's [packages] and the package categories named in `groups` ([dev-packages],
-    ...; names compared normalised) as requirements (see `kernodeck.manifest.pipfile`); an entry a
+    ...; names compared normalised) as requirements (see `kernodeck.formats.pipfile`); an entry a
     requirement cannot say (git, path) is a located error, as a direct URL in pyproject.toml is,
     and so is a category the Pipfile does not have."""
-    from kernodeck.manifest.pipfile import read_pipfile
+    from kernodeck.formats.pipfile import read_pipfile
 
     root = (display_root or pipfile.parent).resolve()
     reader = _Reader(pipfile.parent.resolve(), root)
@@ -282,7 +279,7 @@ def parse_pipfile(
     origin = Origin(shown, 0)
     for req in requirements:
         reader.requirement(req, origin, constraint=False, written=req)
-    reader.files[shown] = file_sha256(pipfile)
+    reader.files[shown] = sha256_file(pipfile)
     return ParsedRequirements(
         requirements=tuple(reader.requirements), backends=tuple(reader.backends), files=reader.files
     )
@@ -705,7 +702,7 @@ class _Reader:
             raise self._unreadable_project(what, origin, pyproject, e) from None
         for req in reqs:
             self.requirement(req, origin, constraint=False, written=req)
-        self.files[self.show(pyproject)] = file_sha256(pyproject)
+        self.files[self.show(pyproject)] = sha256_file(pyproject)
 
     def _unreadable_project(
         self, what: str, origin: Origin, pyproject: Path, e: ManifestError
@@ -886,7 +883,7 @@ class _Extras:
 def _poetry(data: dict[str, object]) -> PoetryDeps | None:
     """Poetry's `[tool.poetry.dependencies]` (a pyproject.toml without [project]), read as
     requirements; None without one."""
-    from kernodeck.manifest.poetrydeps import read_poetry
+    from kernodeck.formats.poetrydeps import read_poetry
 
     return read_poetry(data)
 

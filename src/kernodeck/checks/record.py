@@ -24,6 +24,7 @@ from kernodeck.checks.resume import resume_out, resume_steps
 from kernodeck.checks.runner import make_base
 from kernodeck.errors import UsageError
 from kernodeck.fingerprint import sha256_file
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.manifest.edit import editing, load_document, save_document, set_value
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Check, CheckOutput, Manifest
@@ -83,7 +84,7 @@ def record(
     `names` is None. Raises UsageError when a numeric
     comparison has no tolerance, before running anything.
     """
-    path = manifest_path / "repro.toml" if manifest_path.is_dir() else manifest_path
+    path = manifest_file(manifest_path)
     manifest = load_manifest(path)
     root = path.parent.resolve()
     checks = [] if names is not None and not names else select_checks(manifest, names)  # []: none

@@ -25,6 +25,7 @@ from kernodeck.determinism import ENV_REPORT, env_for
 from kernodeck.errors import UsageError
 from kernodeck.manifest.schema import Determinism
 from kernodeck.probe.launch import wait_group
+from kernodeck.support.envvars import OUT
 from kernodeck.support.firsterror import first_error as first_error_line
 
 LOG_DIR = ".kernodeck"
@@ -128,7 +129,7 @@ def target_env(
     added.update(env_for(determinism))
     added.update(extra or {})
     if out is not None:
-        added["KERNODECK_OUT"] = str(out)
+        added[OUT.name] = str(out)
         added[ENV_REPORT] = str(out / LOG_DIR / "determinism.json")
     env.update(added)
     # a process the app spawns as `python` gets the target interpreter, without activation

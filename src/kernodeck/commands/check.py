@@ -5,7 +5,6 @@ Exit 0 when every required step passed, 1 when one failed, 2 for bad input or us
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -15,9 +14,11 @@ from kernodeck.commands.options import (
     PYTHON_DEFAULT,
     default_manifest,
     deprecated,
-    manifest_file,
+    human_stream,
+    json_option,
     report_options,
 )
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.render.output import OutputOptions
 
 RESUME = "resume"
@@ -66,12 +67,8 @@ def variance_options(
     is_flag=True,
     help="Make this run the reference: write outputs under reference/ and fingerprints into repro.toml.",
 )
-@click.option(
-    "--json",
-    "json_out",
-    default=None,
-    metavar="FILE|-",
-    help="Also write the report (with --repeat: variance.json) as JSON ('-': stdout).",
+@json_option(
+    "Also write the report (with --repeat: variance.json) as JSON to FILE ('-' or a bare --json: stdout)."
 )
 @click.option(
     "--out",
@@ -202,7 +199,7 @@ def check(
         report.write_json(json_out)  # first: whatever another output meets, the JSON is written
     # The shared report renderer (kernodeck.render); with `--json -` stdout carries the JSON, so
     # the human report goes to stderr.
-    emit(report, output, sys.stderr if to_stdout else sys.stdout)
+    emit(report, output, human_stream(json_out))
     if record and report.ok:
         click.echo(
             f"recorded {len(written)} file(s): {', '.join(written) or 'none'}; "

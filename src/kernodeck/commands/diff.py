@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from kernodeck.commands.options import json_option, report_options
+from kernodeck.commands.options import human_stream, json_option, report_options
 from kernodeck.errors import EXIT_FAILED, EXIT_OK, UsageError
+from kernodeck.lockfile.names import MANIFEST_NAME
 from kernodeck.render.output import OutputOptions
 
 if TYPE_CHECKING:
@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("a")
 @click.argument("b")
-@json_option("Also write the differences as JSON to FILE ('-' or a bare --json: stdout).")
+@json_option(
+    "Also write the differences as JSON to FILE ('-' or a bare --json: stdout, the differences then on stderr)."
+)
 @click.option(
     "--python", "python", default=None, help="Interpreter to verify for `live` (default: as for verify)."
 )
@@ -44,24 +46,22 @@ def diff(
     from kernodeck.diff import diff_reports
     from kernodeck.render.github import commands_stopped
     from kernodeck.render.terminal import render_diff
-    from kernodeck.support.fsio import atomic_write_text
+    from kernodeck.support.fsio import write_text_or_stdout
 
     report_a, name_a = resolve_side(a, python=python, compute=not no_compute)
     report_b, name_b = resolve_side(b, other=report_a, python=python, compute=not no_compute)
     result = diff_reports(report_a, report_b, a_name=name_a, b_name=name_b)
-    if json_out == "-":
-        click.echo(result.to_json(), nl=False)
-    else:
-        if json_out is not None:
-            atomic_write_text(json_out, result.to_json())
-        with commands_stopped(sys.stdout):  # under GitHub Actions no line of it is a workflow command
-            render_diff(result, color=output.color, quiet=output.quiet, verbose=output.verbose)
+    if json_out is not None:
+        write_text_or_stdout(json_out, result.to_json())
+    stream = human_stream(json_out)
+    with commands_stopped(stream):  # under GitHub Actions no line of it is a workflow command
+        render_diff(result, stream, color=output.color, quiet=output.quiet, verbose=output.verbose)
     ctx.exit(EXIT_OK if result.identical else EXIT_FAILED)
 
 
 def is_manifest_path(arg: str) -> bool:
     p = Path(arg)
-    return p.suffix == ".toml" or (p.is_dir() and (p / "repro.toml").is_file())
+    return p.suffix == ".toml" or (p.is_dir() and (p / MANIFEST_NAME).is_file())
 
 
 def live_report(
@@ -93,7 +93,7 @@ def resolve_side(
     from kernodeck.diff import load_report
 
     if arg == "live":
-        manifest = Path("repro.toml")
+        manifest = Path(MANIFEST_NAME)
         if other is not None and other.manifest and Path(other.manifest).is_file():
             manifest = Path(other.manifest)
         if not manifest.is_file():

@@ -12,6 +12,8 @@ from kernodeck.commands.options import (
     PYTHON_DEFAULT,
     default_manifest,
     deprecated,
+    human_stream,
+    json_option,
     manifest_argument,
     report_options,
 )
@@ -39,9 +41,7 @@ from kernodeck.render.output import OutputOptions
 )
 @click.option("--installer", type=click.Choice(["pip", "uv"]), default="pip", show_default=True)
 @click.option("--force", is_flag=True, help="Delete and recreate a non-empty --dest.")
-@click.option(
-    "--json", "json_out", default=None, metavar="FILE|-", help="Also write the report as JSON ('-': stdout)."
-)
+@json_option()
 @click.option("--no-compute", is_flag=True, help="Skip verify's device computation.")
 @click.option(
     "--allow-stale",
@@ -123,7 +123,7 @@ def rebuild(
         click.echo(f"pip --version: {result.pip_version}", err=to_stdout)
     if json_out is not None:
         write_json_report(report, json_out)
-    emit(report, output, sys.stderr if to_stdout else sys.stdout)
+    emit(report, output, human_stream(json_out))
     click.get_current_context().exit(result.exit_code)
 
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import click
 
-from kernodeck.commands.options import default_manifest, json_option
+from kernodeck.commands.options import default_manifest, json_option, quiet_option
 from kernodeck.errors import EXIT_FAILED, KernodeckError
-from kernodeck.support.fsio import atomic_write_text
+from kernodeck.support.fsio import write_text_or_stdout
 
 if TYPE_CHECKING:
     from kernodeck.lock.orchestrate import LockProgress, LockResult, PlatformFailure
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     "name the declared index (repeatable; default: $KERNODECK_MIRRORS, space-separated).",
 )
 @click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, hidden=True)
-@click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
+@quiet_option()
 @json_option(
     "Also write the result as JSON to FILE ('-': stdout): platforms, failures, differences; when "
     "nothing could be locked, ok false and the error."
@@ -221,10 +221,7 @@ def _report_differences(result: LockResult, quiet: bool) -> None:
 
 def _write_json(json_out: str, data: dict[str, Any]) -> None:
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    if json_out == "-":
-        click.echo(text, nl=False)
-    else:
-        atomic_write_text(Path(json_out), text)
+    write_text_or_stdout(json_out, text)
 
 
 def _error_json(e: KernodeckError) -> dict[str, Any]:

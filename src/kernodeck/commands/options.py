@@ -4,18 +4,25 @@
   one, default `repro.toml` here or in the nearest folder above (`default_manifest`); a folder
   means the `repro.toml` inside it. The old `--manifest PATH`
   spelling still works for one release and prints a deprecation note.
-- `--json FILE|-` everywhere: a file, or `-` for stdout (the human report then goes to stderr).
+- `--json FILE|-` everywhere (`json_option`), one behaviour: `--json FILE` writes FILE atomically and
+  the human report stays on stdout; `--json -` or a bare `--json` prints the JSON on stdout and the
+  human report on stderr (`human_stream`). The writer is `support.fsio.write_text_or_stdout`.
+- `-q/--quiet` everywhere (`QUIET_HELP`): only what needs attention is printed (failures, warnings,
+  a report's verdict); progress, passed steps and success summaries are left out.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
+
+from kernodeck.lockfile.names import MANIFEST_NAME
 
 #: Which interpreter `verify`, `check`, `capture` and `diff live` look at without `--python`: the rule of
 #: `kernodeck.interpreters.choose(project=...)`, in the words every `--help` uses (README says the same).
@@ -27,8 +34,6 @@ PYTHON_DEFAULT = (
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEFAULT_MANIFEST = "repro.toml"
-
 
 def default_manifest(cwd: Path | None = None) -> Path:
     """The manifest a command uses when none is named: ./repro.toml, else the nearest repro.toml
@@ -36,12 +41,12 @@ def default_manifest(cwd: Path | None = None) -> Path:
     their project from a subfolder); else ./repro.toml, whose absence the command reports."""
     here = Path.cwd() if cwd is None else cwd
     for folder in (here, *here.parents):
-        found = folder / DEFAULT_MANIFEST
+        found = folder / MANIFEST_NAME
         if found.is_file():
-            return Path(DEFAULT_MANIFEST) if folder == here else Path(os.path.relpath(found, here))
+            return Path(MANIFEST_NAME) if folder == here else Path(os.path.relpath(found, here))
         if (folder / ".git").exists():
             break
-    return Path(DEFAULT_MANIFEST)
+    return Path(MANIFEST_NAME)
 
 
 def deprecated(old: str, new: str) -> None:
@@ -73,13 +78,23 @@ def manifest_argument(dest: str = "manifest", *, what: str = "MANIFEST") -> Call
     return decorate
 
 
-def manifest_file(path: Path) -> Path:
-    """A manifest path as given: a folder means the repro.toml inside it."""
-    return path / DEFAULT_MANIFEST if path.is_dir() else path
+QUIET_HELP = "Print only what needs attention: no progress, no passed steps, no success summary."
+
+JSON_HELP = "Also write the report as JSON to FILE ('-' or a bare --json: stdout, the report then on stderr)."
 
 
-def json_option(help_text: str = "Also write the report as JSON to FILE ('-': stdout).") -> Callable[[F], F]:
-    """`--json FILE|-`; a bare `--json` at the end of the line means stdout."""
+def quiet_option() -> Callable[[F], F]:
+    """`-q/--quiet` with its one meaning (QUIET_HELP); the command receives `quiet`."""
+    return click.option("--quiet", "-q", "quiet", is_flag=True, help=QUIET_HELP)
+
+
+def human_stream(json_out: str | None) -> TextIO:
+    """Where the human report goes: stderr when the JSON goes to stdout (`--json -`), else stdout."""
+    return sys.stderr if json_out == "-" else sys.stdout
+
+
+def json_option(help_text: str = JSON_HELP) -> Callable[[F], F]:
+    """`--json FILE|-`; a bare `--json` (at the end of the line, or before another option) means stdout."""
     return click.option(
         "--json",
         "json_out",
@@ -171,9 +186,7 @@ def report_options(*, files: bool = True) -> Callable[[F], F]:
             is_flag=True,
             help="Show every step's expected, observed and details.",
         )(wrapped)
-        wrapped = click.option(
-            "--quiet", "-q", "_quiet", is_flag=True, help="Count passed steps in their layer's heading only."
-        )(wrapped)
+        wrapped = click.option("--quiet", "-q", "_quiet", is_flag=True, help=QUIET_HELP)(wrapped)
         wrapped = click.option(
             "--color",
             "_color",

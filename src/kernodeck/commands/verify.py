@@ -11,10 +11,12 @@ import click
 from kernodeck.commands.options import (
     PYTHON_DEFAULT,
     default_manifest,
+    human_stream,
     isolate_torch_option,
-    manifest_file,
+    json_option,
     report_options,
 )
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.render.output import OutputOptions
 
 if TYPE_CHECKING:
@@ -48,13 +50,7 @@ def _target(python: str | None, project: Path, *, own_tool: bool = False) -> str
     metavar="NAME",
     help="Platform to check against (default: matched from the environment).",
 )
-@click.option(
-    "--json",
-    "json_out",
-    default=None,
-    metavar="FILE|-",
-    help="Write the JSON report to FILE, or to stdout with '-'.",
-)
+@json_option()
 @click.option(
     "--only",
     multiple=True,
@@ -169,7 +165,7 @@ def verify(
     )
     if json_out is not None:
         write_json_report(report, json_out)
-    emit(report, output, sys.stderr if json_out == "-" else sys.stdout)
+    emit(report, output, human_stream(json_out))
     if log_to:
         from kernodeck.trackers import log_report
 
@@ -186,13 +182,7 @@ def verify(
     metavar="PATH",
     help="Interpreter of the environment to describe (default: as for verify, except that Kernodeck's own uv tool or pipx environment is described, saying so, rather than refused).",
 )
-@click.option(
-    "--json",
-    "json_out",
-    default=None,
-    metavar="FILE|-",
-    help="Write the JSON report to FILE, or to stdout with '-'.",
-)
+@json_option()
 @click.option("--no-compute", is_flag=True, help="Do not run the control computation.")
 @report_options(files=False)
 def doctor(python: str | None, json_out: str | None, no_compute: bool, output: OutputOptions) -> None:
@@ -204,4 +194,4 @@ def doctor(python: str | None, json_out: str | None, no_compute: bool, output: O
     report = run(python=_target(python, Path.cwd(), own_tool=True), compute=not no_compute)
     if json_out is not None:
         write_json_report(report, json_out)
-    emit(report, output, sys.stderr if json_out == "-" else sys.stdout)
+    emit(report, output, human_stream(json_out))

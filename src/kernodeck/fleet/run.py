@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from kernodeck.errors import CheckFailed, KernodeckError, UsageError
@@ -32,7 +31,7 @@ from kernodeck.fleet.exchange import (
 )
 from kernodeck.fleet.facts import Identity, identity_from_env
 from kernodeck.report import Report
-from kernodeck.support.fsio import atomic_write_text
+from kernodeck.support.fsio import write_text_or_stdout
 
 BACKENDS = ("gloo", "nccl")
 
@@ -188,12 +187,7 @@ def _fleet_report(cmp: dict[str, Any], ok: bool, info: dict[str, Any] | None, js
     if info is not None:
         cmp["collective"] = info
     if json_out is not None:
-        text = json.dumps(cmp, indent=2) + "\n"
-        if json_out == "-":
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            atomic_write_text(Path(json_out), text)
+        write_text_or_stdout(json_out, json.dumps(cmp, indent=2) + "\n")
     render(cmp, sys.stderr if json_out == "-" else sys.stdout)
 
 

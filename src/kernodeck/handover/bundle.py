@@ -50,12 +50,14 @@ from kernodeck.index.sources import locker_pip_settings
 from kernodeck.lockfile.names import (
     PYLOCK_PREFIX,
     REQUIREMENTS_PREFIX,
+    manifest_file,
     pylock_filename,
     requirements_filename,
 )
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest
 from kernodeck.report import Report, Status
+from kernodeck.support import envvars
 from kernodeck.support.fsio import atomic_write_bytes
 
 BUNDLE_SUMS = bundlesums.NAME
@@ -149,7 +151,7 @@ MIRROR_VARIABLES = (
     "UV_INDEX",
     "UV_EXTRA_INDEX_URL",
     "UV_FIND_LINKS",
-    "KERNODECK_MIRRORS",
+    envvars.MIRRORS.name,
 )
 
 
@@ -1092,9 +1094,7 @@ def write_bundle(
     records it, and REBUILD.md and verify's code step say so). Every declared platform (or those
     of `platforms`) needs a lock file the shared rule accepts (`kernodeck.lock.freshness`);
     `allow_stale` bundles stale ones with a warning. `sign`: an SSH key that signs BUNDLE.sha256."""
-    manifest_path = Path(manifest).absolute()
-    if manifest_path.is_dir():
-        manifest_path = manifest_path / "repro.toml"
+    manifest_path = manifest_file(manifest).absolute()
     options = BundleOptions(
         include_data=include_data,
         include_code=include_code,

@@ -62,7 +62,7 @@ from kernodeck.handover.installer_env import (
     split_routed,
 )
 from kernodeck.handover.installer_errors import InstallerCause, backend_error, first_error, installer_cause
-from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, requirements_filename
+from kernodeck.lockfile.names import INVENTORY_NAME, REQUIREMENTS_PREFIX, manifest_file, requirements_filename
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.platforms import (
@@ -354,9 +354,7 @@ class RebuildPlan:
 
 
 def locate_manifest(source: str | Path) -> Path:
-    p = Path(source)
-    if p.is_dir():
-        p = p / "repro.toml"
+    p = manifest_file(source)
     if not p.is_file():
         raise UsageError(
             f"no manifest at {p}",
@@ -844,7 +842,7 @@ def project_to_install(plan: RebuildPlan) -> tuple[str, Path] | None:
         data = read_pyproject(folder / "pyproject.toml", "pyproject.toml")
     except KernodeckError:
         return None
-    from kernodeck.manifest.poetrydeps import poetry_project
+    from kernodeck.formats.poetrydeps import poetry_project
 
     project = data.get("project")
     if not isinstance(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernodeck.support.envvars import CACHE_DIR
 from kernodeck.support.urls import URL_USERINFO
 
 #: Environment variable names whose values are credentials.
@@ -190,7 +191,7 @@ _PATH_VARIABLES = (
     ("HF_HOME", "<cache>"),
     ("HF_HUB_CACHE", "<cache>"),
     ("TORCH_HOME", "<cache>"),
-    ("KERNODECK_CACHE_DIR", "<cache>"),
+    (CACHE_DIR.name, "<cache>"),
 )
 
 

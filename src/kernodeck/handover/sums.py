@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from kernodeck.fingerprint import sha256_file
+
 #: The checksum file's name, at the top of every bundle.
 NAME = "BUNDLE.sha256"
 #: The signature of the checksum file (`kernodeck.handover.signing`).
@@ -36,8 +38,6 @@ _WRITTEN_HERE = frozenset({"installed-after.txt", "build-constraints.txt", SIGNA
 _REPORT_SUFFIXES = (".json", ".xml", ".html", ".md")
 _WRITTEN_DIRS = frozenset({"out", ".kernodeck"})
 _LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
-
-_BUF = 1 << 20
 
 
 def render(files: Mapping[str, bytes]) -> str:
@@ -60,15 +60,6 @@ def parse(text: str) -> dict[str, str]:
 def read(folder: Path) -> dict[str, str]:
     """The parsed checksum file of the bundle `folder` (OSError/UnicodeDecodeError if unreadable)."""
     return parse((folder / NAME).read_text(encoding="utf-8"))
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of one file, read in blocks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(_BUF):
-            h.update(block)
-    return h.hexdigest()
 
 
 def is_bundle(folder: Path) -> bool:
@@ -149,7 +140,7 @@ def _listed_problems(folder: Path, sums: Mapping[str, str]) -> list[str]:
             bad.append(f"{name} is listed in {NAME} but missing")
         elif root not in p.resolve().parents:
             bad.append(f"{name} is outside the bundle")
-        elif file_sha256(p) != digest:
+        elif sha256_file(p) != digest:
             bad.append(f"{name} differs from its sha256 in {NAME}")
     return bad
 

@@ -74,15 +74,6 @@ _BLOCK = 64 * 1024  # a cached page's body is checked in blocks of this many byt
 _PARSED_SUFFIX = f".py{sys.version_info[0]}{sys.version_info[1]}.parsed"  # marshal is per version
 
 
-def default_cache_dir() -> Path:
-    env = os.environ.get("KERNODECK_CACHE_DIR")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("kernodeck"))
-
-
 def page_is_fresh(
     fetched_at: float,
     etag: str | None,

@@ -359,6 +359,12 @@ def _plain_headers(data: bytes) -> tuple[dict[str, Any], dict[str, list[str]]] |
             if not value.isascii() or text.startswith(("\n ", "\n\t"), m.end()):
                 return None  # non-ASCII, or folded onto the next line
             found.setdefault(current, []).append(value.lstrip(" \t"))
+    return _raw_fields(found)
+
+
+def _raw_fields(found: dict[str, list[str]]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The fields read, as `parse_email` gives them: a single-use field once as its value; repeated,
+    unparsed (as the email parser leaves it)."""
     raw: dict[str, Any] = {}
     unparsed: dict[str, list[str]] = {}
     for key, values in found.items():
@@ -367,7 +373,7 @@ def _plain_headers(data: bytes) -> tuple[dict[str, Any], dict[str, list[str]]] |
         elif len(values) == 1:
             raw[key] = values[0]
         else:
-            unparsed[_HEADER_OF[key]] = values  # repeated: the email parser leaves it unparsed
+            unparsed[_HEADER_OF[key]] = values
     return raw, unparsed
 
 

@@ -897,6 +897,17 @@ def _version_text(filename: str) -> str:
     return stem.rpartition("-")[2]
 
 
+def _check_filename(filename: Any, canon_project: str) -> None:
+    """Raise ValueError unless `filename` is a file name (no path) of a distribution of `canon_project`."""
+    if not isinstance(filename, str) or not filename:
+        raise ValueError(f"filename {filename!r} is not text")
+    if "/" in filename or "\\" in filename:
+        raise ValueError(f"filename {filename!r} contains a path separator")
+    name, _version, _tags = parse_filename(filename)
+    if name != canon_project:
+        raise ValueError(f"file {filename!r} belongs to {name!r}, not {canon_project!r}")
+
+
 def _entry(
     canon_project: str,
     page_url: str,
@@ -911,13 +922,7 @@ def _entry(
     core_metadata: Any = None,
 ) -> Entry:
     """One page entry, validated; raises ValueError naming the first bad field."""
-    if not isinstance(filename, str) or not filename:
-        raise ValueError(f"filename {filename!r} is not text")
-    if "/" in filename or "\\" in filename:
-        raise ValueError(f"filename {filename!r} contains a path separator")
-    name, _version, _tags = parse_filename(filename)
-    if name != canon_project:
-        raise ValueError(f"file {filename!r} belongs to {name!r}, not {canon_project!r}")
+    _check_filename(filename, canon_project)
     if not isinstance(url, str) or not url:
         raise ValueError(f"url {url!r} is not text")
     if _PLAIN_URL.match(url):

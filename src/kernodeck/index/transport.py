@@ -5,7 +5,6 @@ together (see its docstring for the rules)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import threading
@@ -20,11 +19,11 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from kernodeck import __version__
 from kernodeck.errors import IndexError_
+from kernodeck.fingerprint import sha256_file
 from kernodeck.index.cache import (
     DEFAULT_PAGE_TTL,
     CachedPage,
     IndexCache,
-    default_cache_dir,
 )
 from kernodeck.index.models import (
     HTML_CONTENT_TYPE,
@@ -36,6 +35,7 @@ from kernodeck.index.models import (
     NotFound,
     ProjectPage,
 )
+from kernodeck.support import envvars
 
 if TYPE_CHECKING:
     # httpx (and ssl) are imported when the first request is made (a warm lock makes none)
@@ -60,21 +60,11 @@ DEFAULT_MAX_METADATA_BYTES = 16 * 1024 * 1024  # KERNODECK_MAX_METADATA_BYTES
 _MIN_DOWNLOAD_RATE = 1_000_000  # bytes/s a whole-file download is granted beyond the deadline
 
 
-def _env_number(name: str, default: float) -> float:
-    text = os.environ.get(name)
-    if not text:
-        return default
+def _env_number(var: envvars.EnvVar, default: float) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        raise IndexError_(
-            f"{name}={text!r} is not a number", hint=f"unset {name} or give it a positive number"
-        ) from None
-    if not value > 0:
-        raise IndexError_(
-            f"{name}={text!r} must be positive", hint=f"unset {name} or give it a positive number"
-        )
-    return value
+        return var.number(default)
+    except envvars.BadValue as e:
+        raise IndexError_(str(e), hint=e.hint) from None
 
 
 class _Deadline(Exception):
@@ -312,7 +302,7 @@ class IndexHttp:
         self.exclude_newer = exclude_newer
         self.concurrency = max(1, concurrency)
         self.page_ttl = page_ttl
-        self.cache = IndexCache((cache_dir or default_cache_dir()) if disk_cache else None)
+        self.cache = IndexCache((cache_dir or envvars.cache_dir()) if disk_cache else None)
         self.stats = ClientStats()
         self._stats_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -326,18 +316,14 @@ class IndexHttp:
         self._resets: dict[str, int] = {}
         self._h1_hosts: set[str] = set()
         self.deadline = (
-            deadline
-            if deadline is not None
-            else _env_number("KERNODECK_HTTP_TIMEOUT", DEFAULT_REQUEST_DEADLINE)
+            deadline if deadline is not None else _env_number(envvars.HTTP_TIMEOUT, DEFAULT_REQUEST_DEADLINE)
         )
-        self._client_deadline = time.monotonic() + _env_number(
-            "KERNODECK_LOCK_TIMEOUT", DEFAULT_CLIENT_DEADLINE
-        )
+        self._client_deadline = time.monotonic() + _env_number(envvars.LOCK_TIMEOUT, DEFAULT_CLIENT_DEADLINE)
         self.max_page_bytes = max_page_bytes or int(
-            _env_number("KERNODECK_MAX_PAGE_BYTES", DEFAULT_MAX_PAGE_BYTES)
+            _env_number(envvars.MAX_PAGE_BYTES, DEFAULT_MAX_PAGE_BYTES)
         )
         self.max_metadata_bytes = max_metadata_bytes or int(
-            _env_number("KERNODECK_MAX_METADATA_BYTES", DEFAULT_MAX_METADATA_BYTES)
+            _env_number(envvars.MAX_METADATA_BYTES, DEFAULT_MAX_METADATA_BYTES)
         )
         read_timeout = min(timeout, self.deadline)
         self._local_hashes: dict[tuple[str, int, int], str] = {}
@@ -641,11 +627,7 @@ class IndexHttp:
             hit = self._local_hashes.get(key)
         if hit is not None:
             return hit
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        digest = h.hexdigest()
+        digest = sha256_file(path)
         with self._lock:
             self._local_hashes[key] = digest
         return digest

@@ -112,7 +112,7 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
     except (KernodeckError, OSError, ValueError):
         pass  # no readable pyproject.toml, groups or extras: the general hint stands
     # a Pipfile's categories are `groups` when `from` reads it (and no pyproject.toml)
-    from kernodeck.manifest.pipfile import DEV
+    from kernodeck.formats.pipfile import DEV
 
     pipfile_read = not named and any(is_pipfile(f) for f in pk.from_)
     if not (pipfile_read and canonicalize_name(DEV) in {canonicalize_name(g) for g in pk.groups}):
@@ -122,7 +122,7 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
 
 def _pipenv_dev(folder: Path) -> set[NormalizedName]:
     """The names in the Pipfile's [dev-packages] (`pipenv install --dev` installs them)."""
-    from kernodeck.manifest.pipfile import find_pipfile, read_pipfile
+    from kernodeck.formats.pipfile import find_pipfile, read_pipfile
 
     path = find_pipfile(folder)
     try:

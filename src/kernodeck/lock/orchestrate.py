@@ -59,16 +59,17 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from kernodeck.errors import EXIT_USAGE, IndexError_, KernodeckError, ResolutionError, UsageError
-from kernodeck.index.cache import IndexCache, default_cache_dir
+from kernodeck.index.cache import IndexCache
 from kernodeck.lock import replay as lockreplay
 from kernodeck.lock.convert import Format, Rendered, diff, platform_lock, render, stale_reasons
 from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256, pin_inputs, stale_inputs
 from kernodeck.lock.mirrors import mirror_hint, mirrored, parse_mirrors, replace_all, unmirror
 from kernodeck.lockfile.leftover import LeftOver, left_over, remove
-from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
+from kernodeck.lockfile.names import is_lock_file, manifest_file, pylock_filename, requirements_filename
 from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
 from kernodeck.manifest.load import load_manifest
 from kernodeck.manifest.sources import SourceSet, merge, read_sources, root_via
+from kernodeck.support import envvars
 from kernodeck.support.fsio import interrupted_set, write_set
 from kernodeck.support.gctune import fewer_collections
 from kernodeck.support.urls import redact, strip_userinfo
@@ -188,11 +189,6 @@ class LockResult:
         return tuple(out)
 
 
-def _manifest_path(path: str | os.PathLike[str]) -> Path:
-    p = Path(path)
-    return p / "repro.toml" if p.is_dir() else p
-
-
 def _select(m: Manifest, platforms: Iterable[str] | None) -> list[str]:
     known = [p.name for p in m.platform]
     if not platforms:
@@ -306,7 +302,7 @@ def lock_manifest(
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
     plan = _plan(manifest_path, platforms, output_dir, upgrade, upgrade_packages, extra_inputs or {}, mirrors)
-    cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
+    cache = IndexCache(Path(cache_dir) if cache_dir is not None else envvars.cache_dir())
     key = None if plan.constrained else _replay_key(plan, fmt, plan.prefs)
     replay = (
         None
@@ -363,7 +359,7 @@ def _plan(
     mirrors: Sequence[str] | None,
 ) -> _Plan:
     """Read the manifest and its sources, and decide everything a lock works from."""
-    path = _manifest_path(manifest_path)
+    path = manifest_file(manifest_path)
     written = load_manifest(path)
     sources = read_sources(written, path)  # [packages] from: files read now
     manifest = merge(written, sources)
@@ -371,9 +367,7 @@ def _plan(
     out_dir = Path(output_dir) if output_dir is not None else path.parent
     upgrades = [_upgrade_requirement(u) for u in upgrade_packages]
     default_index = default_index_for(manifest)
-    mirror_map = parse_mirrors(
-        manifest, os.environ.get("KERNODECK_MIRRORS", "").split() if mirrors is None else mirrors
-    )
+    mirror_map = parse_mirrors(manifest, envvars.MIRRORS.words() if mirrors is None else mirrors)
     notices = _pip_notices(manifest)
     if not manifest.packages.requirements:
         notices.append(

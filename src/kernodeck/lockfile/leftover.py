@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernodeck.lockfile.header import generated_from
-from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, platform_of
+from kernodeck.lockfile.names import locked_platforms
 
 
 @dataclass(frozen=True)
@@ -47,20 +47,12 @@ def written_from(path: Path) -> str | None:
 def left_over(folder: Path, manifest_name: str, declared: Collection[str]) -> list[LeftOver]:
     """The lock files in `folder` written from `manifest_name` for platforms not in `declared`,
     one entry per platform, sorted."""
-    found: dict[str, list[Path]] = {}
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError:
-        return []
-    for path in entries:
-        platform = platform_of(path.name)
-        if platform is None or platform in declared or written_from(path) != manifest_name:
-            continue
-        found.setdefault(platform, []).append(path)
-    return [
-        LeftOver(p, tuple(sorted(paths, key=lambda f: not f.name.startswith(REQUIREMENTS_PREFIX))))
-        for p, paths in sorted(found.items())
-    ]
+    found = []
+    for platform, paths in locked_platforms(folder).items():
+        ours = tuple(path for path in paths if written_from(path) == manifest_name)
+        if platform not in declared and ours:
+            found.append(LeftOver(platform, ours))
+    return found
 
 
 def remove(found: Sequence[LeftOver]) -> None:

@@ -4,6 +4,7 @@ of `repro.toml`, `requirements-rebuild-<platform>.txt`, `pylock.<platform>.toml`
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePosixPath
 
 MANIFEST_NAME = "repro.toml"
@@ -13,6 +14,12 @@ PYLOCK_PREFIX = "pylock."
 PYLOCK_SUFFIX = ".toml"
 #: `pip freeze --all` of a rebuilt environment, written by `kernodeck rebuild`: an observation.
 INVENTORY_NAME = "installed-after.txt"
+
+
+def manifest_file(path: str | os.PathLike[str]) -> Path:
+    """A manifest path as given on a command line or to the API: a folder means the repro.toml inside it."""
+    p = Path(path)
+    return p / MANIFEST_NAME if p.is_dir() else p
 
 
 def requirements_filename(platform: str) -> str:
@@ -39,6 +46,23 @@ def platform_of(name: str) -> str | None:
         if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(suffix):
             return name[len(prefix) : -len(suffix)]
     return None
+
+
+def locked_platforms(folder: Path) -> dict[str, list[Path]]:
+    """The platforms that have a lock file in `folder`, each with its files (the requirements file
+    first, then the pylock file), sorted by platform; {} when the folder cannot be listed."""
+    found: dict[str, list[Path]] = {}
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return {}
+    for path in entries:
+        platform = platform_of(path.name)
+        if platform is not None:
+            found.setdefault(platform, []).append(path)
+    for paths in found.values():
+        paths.sort(key=lambda f: not f.name.startswith(REQUIREMENTS_PREFIX))
+    return dict(sorted(found.items()))
 
 
 def is_lock_file(name: str) -> bool:

@@ -38,14 +38,16 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from kernodeck import formats
 from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
+from kernodeck.formats import Unreadable, parse_text
+from kernodeck.formats.condaenv import find_conda_env, read_conda_env
+from kernodeck.formats.pipfile import category_note, find_pipfile, read_pipfile
+from kernodeck.formats.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
+from kernodeck.formats.setuppy import SetupDeps, read_setup
 from kernodeck.lockfile.names import is_kernodeck_file
 from kernodeck.lockfile.read import read_pins
-from kernodeck.manifest.condaenv import find_conda_env, read_conda_env
-from kernodeck.manifest.pipfile import category_note, find_pipfile, read_pipfile
-from kernodeck.manifest.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
-from kernodeck.manifest.setuppy import SetupDeps, read_setup
 from kernodeck.reqfile import (
     BackendHint,
     ParsedRequirements,
@@ -54,7 +56,6 @@ from kernodeck.reqfile import (
     read_pyproject,
 )
 from kernodeck.support.conflicts import blank_conflicts, conflict_regions, regions_text
-from kernodeck.support.tomltext import tomllib
 
 #: Folders proposed as data (first) or weights (second).
 DATA_FOLDERS = ("data", "datasets")
@@ -265,7 +266,7 @@ def discover(directory: Path) -> Discovery:
 
 def _copy_setup(out: Discovery, deps: SetupDeps) -> None:
     """setup.py's (read, not run) or setup.cfg's install_requires, the project's only list: copied
-    (`from` cannot read them), with what was left out and why (see manifest.setuppy)."""
+    (`from` cannot read them), with what was left out and why (see formats.setuppy)."""
     out.requirements = deps.requirements
     if deps.requirements:
         out.comments.append(
@@ -308,7 +309,7 @@ def _poetry_python(out: Discovery, deps: PoetryDeps) -> None:
 
 def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
     """Poetry's own dependency table, the project's only list: its requirements copied (`from`
-    cannot read it), with what was left out and why (see manifest.poetrydeps)."""
+    cannot read it), with what was left out and why (see formats.poetrydeps)."""
     out.requirements = deps.requirements
     if deps.requirements:
         out.comments.append(
@@ -322,7 +323,7 @@ def _copy_poetry(out: Discovery, deps: PoetryDeps) -> None:
 def _read_pipfile(out: Discovery, path: Path) -> None:
     """A Pipenv Pipfile: named as not used when the project has another dependency list; else
     `from` reads its [packages] at lock time (copied instead when an entry cannot be a
-    requirement), and its [requires] Python gives [python] (see manifest.pipfile)."""
+    requirement), and its [requires] Python gives [python] (see formats.pipfile)."""
     if out.sources or out.requirements:
         out.comments.append("also found Pipfile (Pipenv's, which `from` cannot read): not used")
         return
@@ -358,7 +359,7 @@ def _read_pipfile(out: Discovery, path: Path) -> None:
 def _read_conda(out: Discovery, path: Path, root: Path) -> None:
     """A conda environment file: named when the project has another dependency list; else its
     PyPI requirements are copied (`from` cannot read it), its pip: list's files go to `from`
-    and its Python gives [python] (see manifest.condaenv)."""
+    and its Python gives [python] (see formats.condaenv)."""
     name = path.name
     if out.sources or out.requirements:
         out.comments.append(f"also found {name} (a conda environment, which `from` cannot read): not used")
@@ -484,7 +485,7 @@ def propose_data(root: Path) -> list[DataProposal]:
 
 
 #: Lock files of other tools whose pins a first `kernodeck lock` prefers, in this order.
-PROJECT_LOCKS = ("uv.lock", "pylock.toml", "poetry.lock", "Pipfile.lock")
+PROJECT_LOCKS = tuple(fmt.NAME for fmt in formats.locks())
 
 
 @dataclass(frozen=True)
@@ -496,6 +497,19 @@ class ProjectLock:
     note: str | None = None
 
 
+def _single_pins(found: list[tuple[str, str]]) -> dict[str, Version]:
+    """Canonical name -> version, sorted, for the packages pinned at exactly one valid version."""
+    seen: dict[str, set[str]] = {}
+    for pkg, version in found:
+        seen.setdefault(canonicalize_name(pkg), set()).add(version)
+    pins: dict[str, Version] = {}
+    for pkg, versions in sorted(seen.items()):
+        if len(versions) == 1:
+            with contextlib.suppress(InvalidVersion):
+                pins[pkg] = Version(next(iter(versions)))
+    return pins
+
+
 def project_lock(folder: Path) -> ProjectLock | None:
     """The pins of the project's existing lock (uv.lock, pylock.toml, poetry.lock, Pipfile.lock), if any.
 
@@ -505,7 +519,8 @@ def project_lock(folder: Path) -> ProjectLock | None:
     with a note. An unreadable lock is no preference (never an error); when no lock could be
     read, the first unreadable one comes back without pins, with a note saying why."""
     unread: ProjectLock | None = None
-    for name in PROJECT_LOCKS:
+    for fmt in formats.locks():
+        name = fmt.NAME
         path = folder / name
         if not path.is_file():
             continue
@@ -516,44 +531,26 @@ def project_lock(folder: Path) -> ProjectLock | None:
         regions = conflict_regions(lines)
         lines = blank_conflicts(lines, regions)
         merged = f"{name} has git merge conflict markers ({regions_text(regions)})" if regions else None
-        try:
-            data = (
-                _pipfile_lock("\n".join(lines)) if name == "Pipfile.lock" else tomllib.loads("\n".join(lines))
-            )
-        except (tomllib.TOMLDecodeError, ValueError) as e:
+        data = parse_text("\n".join(lines), name, fmt.SYNTAX)
+        if isinstance(data, Unreadable):
             if unread is None:
+                syntax = fmt.SYNTAX.upper()
                 why = (
-                    f"{merged} and is not valid TOML without them"
+                    f"{merged} and is not valid {syntax} without them"
                     if merged
-                    else f"{name} is not valid {'JSON' if name == 'Pipfile.lock' else 'TOML'} ({e})"
+                    else f"{name} is not valid {syntax} ({data.reason})"
                 )
                 unread = ProjectLock(name, {}, f"{why}: a first lock does not prefer its pins")
             continue
-        entries = data.get("packages" if name == "pylock.toml" else "package")
-        if not isinstance(entries, list):
+        found = fmt.pins(data)
+        if found is None:
             continue
-        seen: dict[str, set[str]] = {}
-        for entry in entries:
-            if not isinstance(entry, dict):
-                continue
-            pkg, version = entry.get("name"), entry.get("version")
-            source = entry.get("source")
-            if isinstance(source, dict) and ("editable" in source or "virtual" in source):
-                continue  # the project itself (uv), never locked from an index
-            if isinstance(pkg, str) and isinstance(version, str):
-                seen.setdefault(canonicalize_name(pkg), set()).add(version)
-        pins: dict[str, Version] = {}
-        for pkg, versions in seen.items():
-            if len(versions) != 1:
-                continue
-            with contextlib.suppress(InvalidVersion):
-                pins[pkg] = Version(next(iter(versions)))
         note = (
             f"{merged}: a first lock prefers the pins outside them and resolves those between them afresh"
             if merged
             else None
         )
-        return ProjectLock(name, dict(sorted(pins.items())), note)
+        return ProjectLock(name, _single_pins(found), note)
     compiled = sorted(_compiled_pairs(folder)[0])
     if compiled:  # a pip-tools layout: the compiled files are its lock
         pinned: dict[str, set[Version]] = {}
@@ -564,23 +561,6 @@ def project_lock(folder: Path) -> ProjectLock | None:
         agreed = {k: next(iter(v)) for k, v in sorted(pinned.items()) if len(v) == 1}
         return ProjectLock(files, agreed, unread.note if unread is not None else None)
     return unread
-
-
-def _pipfile_lock(text: str) -> dict[str, object]:
-    """Pipfile.lock (JSON: `default` and `develop` map names to `{"version": "==1.2.3", ...}`) in
-    the shape of poetry.lock: `package` entries with a name and a version. Entries without an
-    exact version (git, path) are left out."""
-    import json
-
-    data = json.loads(text)
-    entries = []
-    for section in ("default", "develop"):
-        table = data.get(section) if isinstance(data, dict) else None
-        for pkg, entry in (table if isinstance(table, dict) else {}).items():
-            version = entry.get("version") if isinstance(entry, dict) else None
-            if isinstance(version, str) and version.startswith("==") and "*" not in version:
-                entries.append({"name": pkg, "version": version[2:].strip()})
-    return {"package": entries}
 
 
 def first_lock_source(folder: Path) -> tuple[str, dict[str, Version], str | None] | None:

@@ -60,6 +60,25 @@ def _direct_path(d: Distribution) -> Path | None:
     return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
 
 
+def _not_locked(d: Distribution, *, is_project: bool) -> str:
+    """Why a distribution installed from a direct URL or a folder is not locked from an index."""
+    where = redact(str((d.direct_url or {}).get("url") or "an unknown place"))
+    if is_project:
+        return (
+            f"{d.name} {d.version} is the project itself, installed editable: its dependencies are "
+            "read from pyproject.toml"
+        )
+    if d.editable:
+        return (
+            f"{d.name} {d.version} is installed editable from {where}: not locked from an index; "
+            "add its folder's requirements to `from`, or publish it and add it to `requirements`"
+        )
+    return (
+        f"{d.name} {d.version} was installed from a direct URL ({where}): not locked from an "
+        "index; publish it to an index the manifest names and add it to `requirements`"
+    )
+
+
 def from_facts(facts: Facts, project: Path) -> EnvAdoption:
     """The adoption of the environment the probe described (pure: no I/O but `project.resolve()`)."""
     info = facts.interpreter
@@ -76,25 +95,12 @@ def from_facts(facts: Facts, project: Path) -> EnvAdoption:
         if d.direct_url is None or key in NOT_REQUIREMENTS:
             lockable[key] = d  # pip, setuptools, wheel, Kernodeck: their dependencies are theirs
             continue
-        where = redact(str(d.direct_url.get("url") or "an unknown place"))
         path = _direct_path(d)
-        if d.editable and path is not None and path.resolve() == project_dir:
+        is_project = d.editable and path is not None and path.resolve() == project_dir
+        if is_project:
             out.project_editable = True
             own.extend(d.requires)
-            out.not_locked.append(
-                f"{d.name} {d.version} is the project itself, installed editable: its dependencies are "
-                "read from pyproject.toml"
-            )
-        elif d.editable:
-            out.not_locked.append(
-                f"{d.name} {d.version} is installed editable from {where}: not locked from an index; "
-                "add its folder's requirements to `from`, or publish it and add it to `requirements`"
-            )
-        else:
-            out.not_locked.append(
-                f"{d.name} {d.version} was installed from a direct URL ({where}): not locked from an "
-                "index; publish it to an index the manifest names and add it to `requirements`"
-            )
+        out.not_locked.append(_not_locked(d, is_project=is_project))
     env = {**facts.markers, "extra": ""}
     required: set[str] = set()
     # The project's own dependencies come with its specifiers through `from`; listed again as

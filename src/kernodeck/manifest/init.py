@@ -21,6 +21,7 @@ import tomlkit
 from kernodeck.backends import parse_backend
 from kernodeck.errors import UsageError
 from kernodeck.gitstate import GitState, git_state
+from kernodeck.lockfile.names import MANIFEST_NAME
 from kernodeck.manifest.adopt import Discovery, discover
 from kernodeck.manifest.edit import editing
 from kernodeck.manifest.fromenv import ENV_PINS, EnvAdoption, write_env_pins
@@ -449,7 +450,7 @@ def write_starter(
     directory = Path(directory)
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a folder")
-    path = directory / "repro.toml"
+    path = directory / MANIFEST_NAME
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
     state = git_state(directory)

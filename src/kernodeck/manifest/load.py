@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from kernodeck.errors import Issue, ManifestError, UsageError
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.manifest.model import pydantic_model
 from kernodeck.manifest.schema import Manifest, cross_field_problems
 from kernodeck.support.fsio import NotRegularFile, read_regular
@@ -33,9 +34,7 @@ _LOC_PART_MAX = 80
 
 def load_manifest(path: str | Path = "repro.toml") -> Manifest:
     """Load and validate a manifest file; raises ManifestError (all problems) or UsageError."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "repro.toml"
+    p = manifest_file(path)
     try:
         raw = read_regular(p)
     except NotRegularFile as e:

@@ -20,7 +20,6 @@ common platforms (`CANDIDATES`); their marker environments and tags come from `t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +29,10 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, REQUIREMENTS_SUFFIX
+from kernodeck import formats
+from kernodeck.formats import Evidence, Syntax, Unreadable, parse_text
+from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, locked_platforms
 from kernodeck.manifest.schema import Platform, Python
-from kernodeck.support.tomltext import tomllib
 from kernodeck.targets import Target
 
 #: Platforms a lock's evidence is tested against (os, arch), in the order they are declared.
@@ -43,9 +43,6 @@ CANDIDATES: tuple[tuple[str, str], ...] = (
     ("macos", "x86_64"),
     ("windows", "x86_64"),
 )
-
-
-_PLATFORM_VARS = re.compile(r"\b(sys_platform|platform_system|platform_machine|os_name)\b")
 
 
 @dataclass(frozen=True)
@@ -104,67 +101,28 @@ def _by_markers(markers: list[str], python: Python) -> list[Platform]:
     return [p for p, target in _targets(python) if _holds(target, markers)]
 
 
-def _strs(value: Any) -> list[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def _files(entry: dict[str, Any], key: str, name_key: str) -> list[str]:
-    out: list[str] = []
-    items = entry.get(key)
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict):
-            v = item.get(name_key) or item.get("url") or item.get("path")
-            if isinstance(v, str):
-                out.append(v)
-    return out
-
-
-def _load(path: Path) -> dict[str, Any] | None:
+def _load(path: Path, syntax: Syntax) -> Any:
+    """The parsed lock, or None when it cannot be read (a lock that says nothing); nested too deep:
+    ManifestError, located."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
+    data = parse_text(text, path.name, syntax)
+    return None if isinstance(data, Unreadable) else data
 
 
-def _uv(data: dict[str, Any], python: Python) -> tuple[list[Platform], str]:
-    for key in ("supported-markers", "resolution-markers"):
-        markers = _strs(data.get(key))
-        # forks on the Python version alone say nothing about platforms
-        if markers and any(_PLATFORM_VARS.search(m) for m in markers):
-            return _by_markers(markers, python), key
-    packages = []
-    for entry in data.get("package") or []:
-        if isinstance(entry, dict):
-            files = _files(entry, "wheels", "url")
-            sdist = entry.get("sdist")
-            if isinstance(sdist, dict):
-                files.append("source.tar.gz")
-            packages.append(files)
-    return _by_wheels(packages, python), "wheel tags"
-
-
-def _pylock(data: dict[str, Any], python: Python) -> tuple[list[Platform], str]:
-    markers = _strs(data.get("environments"))
-    if markers:
-        return _by_markers(markers, python), "environments"
-    packages = []
-    for entry in data.get("packages") or []:
-        if isinstance(entry, dict):
-            files = _files(entry, "wheels", "name")
-            if isinstance(entry.get("sdist"), dict):
-                files.append("source.tar.gz")
-            packages.append(files)
-    return _by_wheels(packages, python), "wheel tags"
-
-
-def _poetry(data: dict[str, Any], python: Python) -> tuple[list[Platform], str]:
-    packages = [_files(e, "files", "file") for e in data.get("package") or [] if isinstance(e, dict)]
-    return _by_wheels(packages, python), "wheel tags"
+def _covered(evidence: Evidence, python: Python) -> list[Platform]:
+    return (
+        _by_markers(evidence.markers, python) if evidence.markers else _by_wheels(evidence.packages, python)
+    )
 
 
 def _own_locks(folder: Path) -> Iterator[Covered]:
-    for path in sorted(folder.glob(f"{REQUIREMENTS_PREFIX}*{REQUIREMENTS_SUFFIX}")):
-        name = path.name[len(REQUIREMENTS_PREFIX) : -len(REQUIREMENTS_SUFFIX)]
+    for name, paths in locked_platforms(folder).items():
+        path = paths[0]
+        if not path.name.startswith(REQUIREMENTS_PREFIX):
+            continue  # a pylock file alone
         parts = name.split("-", 2)
         if len(parts) < 2:
             continue
@@ -185,11 +143,11 @@ def covered_platforms(folder: Path, python: Python) -> list[Covered]:
     out: dict[str, Covered] = {}
     for c in _own_locks(folder):
         out.setdefault(c.platform.name, c)
-    for file, read in (("uv.lock", _uv), ("pylock.toml", _pylock), ("poetry.lock", _poetry)):
-        data = _load(folder / file)
+    for fmt in formats.locks():
+        data = _load(folder / fmt.NAME, fmt.SYNTAX)
         if data is None:
             continue
-        platforms, how = read(data, python)
-        for p in platforms:
-            out.setdefault(p.name, Covered(p, f"{file}: {how}"))
+        evidence = fmt.evidence(data)
+        for p in _covered(evidence, python):
+            out.setdefault(p.name, Covered(p, f"{fmt.NAME}: {evidence.key}"))
     return list(out.values())

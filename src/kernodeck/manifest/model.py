@@ -479,6 +479,13 @@ def _dump(value: Any, mode: str, by_alias: bool, exclude_defaults: bool, untyped
         return value
     if isinstance(value, Enum):
         return _dump(value.value, mode, by_alias, exclude_defaults, untyped)
+    if isinstance(value, (set, frozenset)):
+        return [_dump(v, mode, by_alias, exclude_defaults, untyped) for v in value]
+    return _json_scalar(value, untyped)
+
+
+def _json_scalar(value: Any, untyped: bool) -> Any:
+    """A value that holds no other values, as pydantic writes it in JSON."""
     if value is None or type(value) in (str, int, bool):
         return value
     if isinstance(value, datetime):
@@ -489,8 +496,6 @@ def _dump(value: Any, mode: str, by_alias: bool, exclude_defaults: bool, untyped
         return None if untyped and not math.isfinite(value) else value
     if isinstance(value, PurePath):
         return str(value)
-    if isinstance(value, (set, frozenset)):
-        return [_dump(v, mode, by_alias, exclude_defaults, untyped) for v in value]
     from pydantic_core import to_jsonable_python  # anything else as pydantic writes it
 
     return to_jsonable_python(value)
@@ -626,6 +631,24 @@ def models_of(module_name: str) -> list[type[Model]]:
 _described: set[str] = set()
 
 
+def _attribute_docs(node: Any) -> dict[str, str]:
+    """A class's attribute docstrings (the string under an annotated attribute), by attribute."""
+    import ast
+    import inspect
+
+    attrs = {}
+    for before, stmt in zip(node.body, node.body[1:], strict=False):
+        if (
+            isinstance(before, ast.AnnAssign)
+            and isinstance(before.target, ast.Name)
+            and isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
+            attrs[before.target.id] = inspect.cleandoc(stmt.value.value)
+    return attrs
+
+
 def describe(module_name: str) -> None:
     """Give every field of the pydantic models of a module's declared models its attribute
     docstring (the string under it) as its description, and rebuild them so that
@@ -640,20 +663,7 @@ def describe(module_name: str) -> None:
         tree = ast.parse(inspect.getsource(sys.modules[module_name]))
     except (OSError, TypeError):  # no source (compiled only): no descriptions, as with pydantic's
         tree = ast.Module(body=[], type_ignores=[])
-    docs: dict[str, dict[str, str]] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        attrs = docs.setdefault(node.name, {})
-        for before, stmt in zip(node.body, node.body[1:], strict=False):
-            if (
-                isinstance(before, ast.AnnAssign)
-                and isinstance(before.target, ast.Name)
-                and isinstance(stmt, ast.Expr)
-                and isinstance(stmt.value, ast.Constant)
-                and isinstance(stmt.value.value, str)
-            ):
-                attrs[before.target.id] = inspect.cleandoc(stmt.value.value)
+    docs = {node.name: _attribute_docs(node) for node in tree.body if isinstance(node, ast.ClassDef)}
     twins = [pydantic_model(m) for m in models_of(module_name)]
     for twin in twins:
         for name, field in twin.__pydantic_fields__.items():

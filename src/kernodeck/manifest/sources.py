@@ -9,8 +9,8 @@
 Entries are relative to the manifest's folder. A `*.toml` entry is a pyproject.toml: its
 `[project] dependencies`, the `extras` named in `[packages]` and the PEP 735 dependency `groups`
 (for a Poetry project without `[project]`: `[tool.poetry.dependencies]` as PEP 508, Poetry's extras
-and groups; see `kernodeck.manifest.poetrydeps`). A `Pipfile` entry is Pipenv's: its [packages]
-(`kernodeck.manifest.pipfile`).
+and groups; see `kernodeck.formats.poetrydeps`). A `Pipfile` entry is Pipenv's: its [packages]
+(`kernodeck.formats.pipfile`).
 Anything else is a requirements file, read by `kernodeck.reqfile` the way pip reads it (and every
 file it includes is an input too). `inputs` maps every file read to the sha256 of its bytes: a
 lock records them, so editing pyproject.toml makes `kernodeck lock --check` fail naming it.
@@ -31,6 +31,7 @@ from packaging.utils import canonicalize_name
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
+from kernodeck.lockfile.names import manifest_file
 from kernodeck.manifest.schema import Index, Manifest, is_pipfile, is_pyproject, unfingerprinted
 
 if TYPE_CHECKING:  # the readers load with the first `from` source: a manifest without any needs none
@@ -51,10 +52,6 @@ class SourceSet:
     # project -> where it is required, as a lock file's `# via` says it ("-r requirements.txt")
     via: dict[str, tuple[str, ...]] = field(default_factory=dict)
     project_included: bool = False  # a requirements file installs the project itself (`-e .`)
-
-
-def _manifest_file(manifest_path: Path) -> Path:
-    return manifest_path / "repro.toml" if manifest_path.is_dir() else manifest_path
 
 
 def _from_line(manifest_file: Path, index: int) -> int | None:
@@ -88,7 +85,7 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
         return SourceSet()
     from kernodeck.reqfile import parse_pipfile, parse_pyproject, parse_requirements_file
 
-    mfile = _manifest_file(Path(manifest_path))
+    mfile = manifest_file(Path(manifest_path))
     root = mfile.parent.resolve()
     parsed: list[ParsedRequirements] = []
     for i, entry in enumerate(pk.from_):

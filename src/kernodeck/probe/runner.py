@@ -31,6 +31,7 @@ from kernodeck.interpreters import Interpreter, choose, is_running
 from kernodeck.probe import launch
 from kernodeck.probe.facts import Facts, TorchCompute, TorchFacts
 from kernodeck.probe.launch import PROBE_DIR, SCRIPT
+from kernodeck.support.envvars import TORCH_TIMEOUT
 from kernodeck.support.firsterror import first_error
 
 __all__ = [
@@ -51,7 +52,7 @@ TORCH_SCRIPT = PROBE_DIR / "torch_probe.py"
 TORCH_VERDICTS = "torch-verdicts-v1.json"
 
 DEFAULT_TIMEOUT = 600.0
-DEFAULT_TORCH_TIMEOUT = float(os.environ.get("KERNODECK_TORCH_TIMEOUT", "180"))
+DEFAULT_TORCH_TIMEOUT = TORCH_TIMEOUT.number(180.0)
 
 
 class ProbeFailed(KernodeckError):

@@ -681,22 +681,22 @@ class Factory:
             md = self._read_ahead(pf, best) if best is not None else None
             if md is not None and best is not None:
                 if self.deep_lookahead:
-                    md.add_done_callback(deeper)
+                    md.add_done_callback(self._look_deeper)
                 if self.on_likely is not None:
                     self.on_likely(pf.name, best)
 
-        def deeper(done: Future[CoreMetadata]) -> None:
-            # The likely version's own dependencies, ahead of the resolver: a cold lock fetches
-            # the graph at the network's pace instead of one resolver round at a time.
-            if done.cancelled() or done.exception() is not None:
-                return
-            for r in done.result().requires_dist:
-                if r.url or (r.marker is not None and not self.target.evaluate_marker(r.marker, ())):
-                    continue
-                with contextlib.suppress(RuntimeError):
-                    self.lookahead(canonicalize_name(r.name), SpecifierRequirement(r))  # marker unused
-
         fut.add_done_callback(prefetch)
+
+    def _look_deeper(self, done: Future[CoreMetadata]) -> None:
+        """The likely version's own dependencies, ahead of the resolver: a cold lock fetches the
+        graph at the network's pace instead of one resolver round at a time."""
+        if done.cancelled() or done.exception() is not None:
+            return
+        for r in done.result().requires_dist:
+            if r.url or (r.marker is not None and not self.target.evaluate_marker(r.marker, ())):
+                continue
+            with contextlib.suppress(RuntimeError):
+                self.lookahead(canonicalize_name(r.name), SpecifierRequirement(r))  # marker unused
 
     def prefetch_version(self, name: NormalizedName, version: Version) -> None:
         """Load a project in the background and prefetch the metadata of this platform's first

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -176,6 +177,16 @@ def append_text(path: str | os.PathLike[str], text: str, *, after: str = "") -> 
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
+
+
+def write_text_or_stdout(target: str | os.PathLike[str], text: str) -> None:
+    """The writer of every `--json FILE|-`: `-` prints `text` on stdout (flushed), anything else is a
+    file written atomically. (Where the human report goes meanwhile: `commands.options.human_stream`.)"""
+    if str(target) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write_text(target, text)
 
 
 # --- sets of files --------------------------------------------------------------------------------

@@ -7,11 +7,12 @@ A module set to None in `sys.modules` is "not importable": httpx and httpcore im
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping
 
-HTTP2_VARIABLE = "KERNODECK_HTTP2"
+from kernodeck.support.envvars import HTTP2
+
+HTTP2_VARIABLE = HTTP2.name
 
 #: httpx's own command line (rich's syntax highlighting, pygments) and httpcore's async backends:
 #: every request of this process is synchronous, made by kernodeck.
@@ -22,8 +23,7 @@ _HTTP2 = ("httpcore._sync.http2", "httpcore._async.http2")
 
 def http2_asked(environ: Mapping[str, str] | None = None) -> bool:
     """Whether `KERNODECK_HTTP2` asks for HTTP/2 (`1`, `true`, `yes`, `on`)."""
-    env = os.environ if environ is None else environ
-    return env.get(HTTP2_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+    return HTTP2.flag(environ)
 
 
 def keep_unused_out(environ: Mapping[str, str] | None = None) -> None:

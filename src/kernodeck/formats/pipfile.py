@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernodeck.manifest.poetrydeps import requirement_of, source_note
+from kernodeck.formats.poetrydeps import requirement_of, source_note
 from kernodeck.manifest.schema import MARKER_VARIABLES
 from kernodeck.support.tomltext import parse_toml
 
@@ -115,27 +115,37 @@ def read_pipfile(path: Path) -> PipfileDeps:
         if note is not None:
             out.notes.append(note)
     for table, entries in data.items():
-        if table in _NOT_CATEGORIES or not isinstance(entries, dict):
-            continue
-        category = out.categories[table] = Category()
-        for name, spec in entries.items():
-            req, note = _requirement(str(name), spec, sources)
-            if req is not None:
-                category.requirements.append(req)
-            elif note is not None:
-                category.unreadable.append((f"{table}.{name}", note))
+        if table not in _NOT_CATEGORIES and isinstance(entries, dict):
+            out.categories[table] = _category(table, entries, sources)
     dev = data.get(DEV)
     if isinstance(dev, dict):
         out.dev = [str(n) for n in dev]
-    requires = data.get("requires")
-    if isinstance(requires, dict):
-        for key in ("python_full_version", "python_version"):
-            value = requires.get(key)
-            m = _PYTHON.match(value.strip()) if isinstance(value, str) else None
-            if m is not None:
-                out.python, out.python_spec = m.group(0), f"{key} = {value!r}"
-                break
+    _read_python(data.get("requires"), out)
     return out
+
+
+def _category(table: str, entries: dict[str, Any], sources: dict[str, str]) -> Category:
+    """A package category's requirements, and the entries that cannot be read as one."""
+    category = Category()
+    for name, spec in entries.items():
+        req, note = _requirement(str(name), spec, sources)
+        if req is not None:
+            category.requirements.append(req)
+        elif note is not None:
+            category.unreadable.append((f"{table}.{name}", note))
+    return category
+
+
+def _read_python(requires: Any, out: PipfileDeps) -> None:
+    """The Python version `[requires]` names (python_full_version first), into `out`."""
+    if not isinstance(requires, dict):
+        return
+    for key in ("python_full_version", "python_version"):
+        value = requires.get(key)
+        m = _PYTHON.match(value.strip()) if isinstance(value, str) else None
+        if m is not None:
+            out.python, out.python_spec = m.group(0), f"{key} = {value!r}"
+            return
 
 
 def category_note(deps: PipfileDeps) -> str | None:

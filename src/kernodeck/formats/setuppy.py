@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import ast
 import configparser
+import io
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+
+from kernodeck.errors import Issue, ManifestError
+from kernodeck.support.tomltext import MAX_DEPTH
 
 
 @dataclass
@@ -66,11 +71,41 @@ def _valid(texts: list[str], where: str, notes: list[str]) -> list[str]:
     return out
 
 
+#: The most operators one statement of a setup.py may chain: Python's parser recurses once per
+#: operator (3.10's crashes the interpreter on a chain of some hundred thousand).
+MAX_CHAIN = 5_000
+#: Punctuation that separates items rather than chaining operators (a long list is fine).
+_NOT_CHAINING = frozenset({",", ":", ";", "=", "(", ")", "[", "]", "{", "}"})
+
+
+def _too_deep(filename: str, line: int | None) -> ManifestError:
+    msg = "an expression nested too deep for Python's parser (brackets or operators); setup.py is never run"
+    return ManifestError([Issue(filename, "", msg, line=line)])
+
+
+def _check_depth(text: str, filename: str) -> None:
+    """Raise a located ManifestError before the parser runs when one statement nests brackets
+    deeper than MAX_DEPTH or chains more than MAX_CHAIN operators (the tokenizer does not recurse)."""
+    depth = chain = 0
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            chain = 0
+        elif tok.type == tokenize.OP:
+            depth += 1 if tok.string in "([{" else -1 if tok.string in ")]}" else 0
+            chain += tok.string not in _NOT_CHAINING
+            if depth > MAX_DEPTH or chain > MAX_CHAIN:
+                raise _too_deep(filename, tok.start[0])
+
+
 def _from_setup_py(path: Path) -> SetupDeps | None:
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        text = path.read_text(encoding="utf-8")
+        _check_depth(text, path.name)
+        tree = ast.parse(text, str(path))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, tokenize.TokenError):
         return None
+    except (RecursionError, MemoryError):  # an expression too deep for Python's own parser
+        raise _too_deep(path.name, None) from None
     call = _setup_call(tree)
     if call is None:
         return None

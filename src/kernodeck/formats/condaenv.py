@@ -21,6 +21,7 @@ others are named with where they belong. Only the block style conda writes
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,6 +88,19 @@ def _unquote(text: str) -> str:
     return text.strip()
 
 
+def _block_items(lines: list[str], first: int) -> Iterator[tuple[int, int, str]]:
+    """(index, indentation, text) of each `- item` line from `first` to the next top-level key."""
+    for i in range(first, len(lines)):
+        raw = lines[i]
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        if not raw[0].isspace() and not raw.startswith("-"):
+            return  # the next top-level key
+        m = _ITEM.match(raw)
+        if m is not None:
+            yield i, len(m.group("indent")), _unquote(m.group("body"))
+
+
 def _items(lines: list[str]) -> tuple[list[tuple[int, str]], list[tuple[int, str]]] | None:
     """(conda items, pip items) as (line number, text) from the `dependencies:` block; None when
     it is not written in block style."""
@@ -99,16 +113,7 @@ def _items(lines: list[str]) -> tuple[list[tuple[int, str]], list[tuple[int, str
     pip: list[tuple[int, str]] = []
     top: int | None = None  # the indentation of the block's items
     in_pip: int | None = None  # the indentation of the pip: item, while inside it
-    for i in range(start + 1, len(lines)):
-        raw = lines[i]
-        if not raw.strip() or raw.lstrip().startswith("#"):
-            continue
-        if not raw[0].isspace() and not raw.startswith("-"):
-            break  # the next top-level key
-        m = _ITEM.match(raw)
-        if m is None:
-            continue
-        indent, body = len(m.group("indent")), _unquote(m.group("body"))
+    for i, indent, body in _block_items(lines, start + 1):
         if top is None:
             top = indent
         if indent <= top:

@@ -1,0 +1,106 @@
+"""Files other tools write, read behind one interface, one module each (as PDM's formats package).
+
+    data = parse_text(text, "uv.lock", "toml")     # parsed data, or Unreadable(reason)
+    for fmt in locks():                             # uvlock, pylock, poetrylock, pipfilelock
+        fmt.NAME, fmt.SYNTAX
+        fmt.pins(data)                              # [(name, version)] from an index; None: no package array
+        fmt.evidence(data)                          # Evidence: the platforms the lock says it covers
+
+Every foreign file is parsed here: nesting deeper than `MAX_DEPTH` (arrays, tables, objects) is a
+located ManifestError (exit 2) found before the parser runs, never the parser's RecursionError;
+a syntax error is a value (`Unreadable`), since a foreign lock only offers preferences.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Literal
+
+from kernodeck.errors import Issue, ManifestError
+from kernodeck.support.tomltext import MAX_DEPTH, tomllib, too_deep
+
+Syntax = Literal["toml", "json"]
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    reason: str  # the parser's words, e.g. "Expected '=' after a key (at line 3, column 5)"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a lock says about the platforms it covers: environment markers (under `key`), else the
+    files of each package (wheel names; an sdist as "source.tar.gz")."""
+
+    key: str = "wheel tags"
+    markers: list[str] = field(default_factory=list)
+    packages: list[list[str]] = field(default_factory=list)
+
+
+def nested_too_deep(filename: str, line: int | None = None, what: str = "arrays or tables") -> ManifestError:
+    """The error for a foreign file nested deeper than its reader follows (exit 2, located)."""
+    return ManifestError(
+        [Issue(filename, "", f"nested more than {MAX_DEPTH} levels deep ({what})", line=line)]
+    )
+
+
+def check_depth(text: str, filename: str) -> None:
+    """Raise a located ManifestError when `text` nests deeper than MAX_DEPTH (no parser recursion)."""
+    line = too_deep(text)
+    if line is not None:
+        raise nested_too_deep(filename, line)
+
+
+def parse_text(text: str, filename: str, syntax: Syntax) -> Any:
+    """The parsed data of a foreign file, or Unreadable; ManifestError when nested too deep."""
+    check_depth(text, filename)
+    try:
+        return tomllib.loads(text) if syntax == "toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError) as e:
+        return Unreadable(str(e))
+    except RecursionError:  # nesting the depth count did not see (it is conservative): same error
+        raise nested_too_deep(filename) from None
+
+
+def strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def file_names(entry: dict[str, Any], key: str, name_key: str) -> list[str]:
+    """The file names (or URLs, or paths) listed under `entry[key]`."""
+    out: list[str] = []
+    items = entry.get(key)
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            v = item.get(name_key) or item.get("url") or item.get("path")
+            if isinstance(v, str):
+                out.append(v)
+    return out
+
+
+def entries(data: Any, key: str) -> list[dict[str, Any]]:
+    """The table entries of `data[key]` (an array of tables), others left out."""
+    found = data.get(key) if isinstance(data, dict) else None
+    return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []
+
+
+def has_list(data: Any, key: str) -> bool:
+    """Whether `data[key]` is an array (a lock without its package array is not that tool's lock)."""
+    return isinstance(data, dict) and isinstance(data.get(key), list)
+
+
+def name_version_pins(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (e["name"], e["version"])
+        for e in items
+        if isinstance(e.get("name"), str) and isinstance(e.get("version"), str)
+    ]
+
+
+def locks() -> tuple[ModuleType, ...]:
+    """The lock files of other tools (their modules), in the order a first lock prefers their pins."""
+    from kernodeck.formats import pipfilelock, poetrylock, pylock, uvlock
+
+    return (uvlock, pylock, poetrylock, pipfilelock)
