@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from kernodeck.checks.conditions import THREAD_VARIABLES, Axis, parse_vary
-from kernodeck.checks.propose import round_up
-from kernodeck.checks.variance import DATA, Request, variance
+from kernodeck.checks.propose import round_up, variance
+from kernodeck.checks.variance import DATA, Request
 from kernodeck.cli import main
 from kernodeck.manifest import load_manifest
 

@@ -10,8 +10,11 @@ Zero spread proposes nothing: bit-identical runs say nothing about the size of r
 
 from __future__ import annotations
 
+import json
 import math
 import sys
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,8 +23,21 @@ from typing import Any
 from tomlkit.items import Comment, Null, Table
 
 from kernodeck.checks import criteria
-from kernodeck.checks.variance import Evidence, OutputVariance, Spread
+from kernodeck.checks.variance import (
+    DATA,
+    Evidence,
+    OutputVariance,
+    Progress,
+    Request,
+    Spread,
+    measure,
+    run_all,
+    variance_folder,
+)
+from kernodeck.errors import UsageError
 from kernodeck.manifest.edit import load_document, save_document
+from kernodeck.manifest.schema import Manifest
+from kernodeck.support.fsio import atomic_write_text
 
 DEFAULT_SAFETY = 10.0
 COSINE_RESOLUTION = 1e-12
@@ -476,3 +492,27 @@ __all__ = [
     "round_up",
     "write_proposals",
 ]
+
+
+def variance(
+    manifest: Manifest,
+    root: Path,
+    python: str,
+    request: Request,
+    *,
+    out_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    safety: float | None = None,
+) -> Evidence:
+    """Run, measure, and write `variance.json` into the run's folder (proposals with `safety`)."""
+    if request.repeats < 1:
+        raise UsageError(f"--repeat {request.repeats}: expected 1 or more")
+    folder = variance_folder(root, request, out_dir)
+    started = time.monotonic()
+    runs = run_all(manifest, root, python, request, folder, env=env, progress=progress)
+    evidence = Evidence(request, folder, runs, measure(request, runs, root))
+    seconds = time.monotonic() - started
+    data = evidence_json(evidence, seconds=seconds, safety=safety or DEFAULT_SAFETY)
+    atomic_write_text(folder / DATA, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return evidence

@@ -20,7 +20,6 @@ import hashlib
 import json
 import math
 import os
-import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -470,32 +469,6 @@ def measure(request: Request, runs: Sequence[Run], root: Path) -> list[OutputVar
     return found
 
 
-def variance(
-    manifest: Manifest,
-    root: Path,
-    python: str,
-    request: Request,
-    *,
-    out_dir: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    progress: Progress | None = None,
-    safety: float | None = None,
-) -> Evidence:
-    """Run, measure, and write `variance.json` into the run's folder (proposals with `safety`)."""
-    if request.repeats < 1:
-        raise UsageError(f"--repeat {request.repeats}: expected 1 or more")
-    folder = variance_folder(root, request, out_dir)
-    started = time.monotonic()
-    runs = run_all(manifest, root, python, request, folder, env=env, progress=progress)
-    evidence = Evidence(request, folder, runs, measure(request, runs, root))
-    from kernodeck.checks.propose import DEFAULT_SAFETY, evidence_json
-
-    seconds = time.monotonic() - started
-    data = evidence_json(evidence, seconds=seconds, safety=safety or DEFAULT_SAFETY)
-    atomic_write_text(folder / DATA, json.dumps(data, indent=1, sort_keys=True) + "\n")
-    return evidence
-
-
 __all__ = [
     "DATA",
     "FOLDER",
@@ -509,5 +482,4 @@ __all__ = [
     "measure",
     "run_all",
     "spread",
-    "variance",
 ]

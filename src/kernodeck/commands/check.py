@@ -12,6 +12,7 @@ import click
 
 from kernodeck.commands.options import (
     PYTHON_DEFAULT,
+    RESUME,
     default_manifest,
     deprecated,
     human_stream,
@@ -20,8 +21,6 @@ from kernodeck.commands.options import (
 )
 from kernodeck.lockfile.names import manifest_file
 from kernodeck.render.output import OutputOptions
-
-RESUME = "resume"
 
 
 def split_manifest(args: tuple[str, ...], old_manifest: str | None) -> tuple[Path, tuple[str, ...]]:

@@ -32,6 +32,9 @@ PYTHON_DEFAULT = (
     "uv tool or pipx environment: then the command stops and asks for --python"
 )
 
+#: The name `check` and `--repeat` give the `[resume]` check (unless a `[[check]]` is named so).
+RESUME = "resume"
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

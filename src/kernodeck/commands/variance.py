@@ -71,9 +71,9 @@ def run_variance(
     a current criterion failed in some run)."""
     from kernodeck.checks import select_checks
     from kernodeck.checks.conditions import parse_vary
-    from kernodeck.checks.propose import report_text, write_proposals
-    from kernodeck.checks.variance import DATA, Request, cores, variance
-    from kernodeck.commands.check import RESUME
+    from kernodeck.checks.propose import report_text, variance, write_proposals
+    from kernodeck.checks.variance import DATA, Request, cores
+    from kernodeck.commands.options import RESUME
     from kernodeck.errors import UsageError
 
     wanted = [n for n in names if n != RESUME or any(c.name == RESUME for c in manifest.check)]

@@ -20,7 +20,8 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from kernodeck.errors import KernodeckError
 from kernodeck.layers.contract import required_by
-from kernodeck.manifest.schema import Manifest, is_pipfile, is_pyproject
+from kernodeck.lockfile.names import is_pipfile, is_pyproject
+from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Facts
 
 Kind = Literal["group", "extra", "poetry-group", "poetry-extra", "pipenv-dev"]

@@ -33,7 +33,7 @@ from packaging.version import InvalidVersion, Version
 from kernodeck.backends import PYTORCH_INDEX_BASE, TORCH_FAMILY
 from kernodeck.lockfile.header import HEADER_KEY as HEADER_KEY  # re-exported: the header names it
 from kernodeck.lockfile.header import OLD_HEADER_KEY as OLD_HEADER_KEY
-from kernodeck.manifest.schema import is_pyproject
+from kernodeck.lockfile.names import is_pyproject
 
 if TYPE_CHECKING:
     from kernodeck.manifest.schema import Manifest

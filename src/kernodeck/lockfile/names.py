@@ -98,3 +98,16 @@ def is_edit_lock(name: str) -> bool:
     """A manifest's edit lock (`manifest.edit.editing`): left beside it, never code."""
     base = PurePosixPath(name.replace("\\", "/")).name
     return base.startswith(".") and base.endswith(".toml.lock")
+
+
+# --- the sources `[packages] from` names --------------------------------------------------------
+
+
+def is_pyproject(source: str) -> bool:
+    """Whether a `[packages] from` entry is read as a pyproject.toml (else: a requirements file)."""
+    return source.endswith(".toml")
+
+
+def is_pipfile(source: str) -> bool:
+    """Whether a `[packages] from` entry is read as a Pipenv Pipfile."""
+    return source.replace("\\", "/").rsplit("/", 1)[-1] == "Pipfile"

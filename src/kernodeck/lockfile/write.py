@@ -17,6 +17,7 @@ from packaging.utils import NormalizedName
 from packaging.version import Version
 
 from kernodeck.lockfile.header import digest_line, generated_line, input_line, platform_line
+from kernodeck.lockfile.names import is_pyproject
 from kernodeck.support.urls import strip_userinfo
 
 if TYPE_CHECKING:
@@ -106,8 +107,6 @@ def _via_lines(via: Sequence[str]) -> list[str]:
 
 def _input_line(name: str, digest: str) -> str:
     """A pyproject.toml input is recorded by its pin parts (kernodeck.lock.inputs.pin_inputs)."""
-    from kernodeck.manifest.schema import is_pyproject
-
     return input_line(name, digest, by_pins=is_pyproject(name))
 
 

@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.backends import BACKEND_FORMS, parse_backend
+from kernodeck.lockfile.names import is_pipfile, is_pyproject
 from kernodeck.manifest.model import AfterValidator, Field, Model, WithJsonSchema, describe, field_validator
 from kernodeck.support.urls import PLACEHOLDER, is_placeholder_userinfo, redact, secret_query_params
 
@@ -748,16 +749,6 @@ def unfingerprinted(m: Manifest) -> list[tuple[tuple[str | int, ...], str]]:
         if not w.hub and not w.sha256:
             out.append((("weights", i, "sha256"), f"weights {w.name!r}"))
     return out
-
-
-def is_pyproject(source: str) -> bool:
-    """Whether a `[packages] from` entry is read as a pyproject.toml (else: a requirements file)."""
-    return source.endswith(".toml")
-
-
-def is_pipfile(source: str) -> bool:
-    """Whether a `[packages] from` entry is read as a Pipenv Pipfile."""
-    return source.replace("\\", "/").rsplit("/", 1)[-1] == "Pipfile"
 
 
 # --- cross-field rules ---------------------------------------------------------------------------

@@ -31,8 +31,8 @@ from packaging.utils import canonicalize_name
 
 from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
-from kernodeck.lockfile.names import manifest_file
-from kernodeck.manifest.schema import Index, Manifest, is_pipfile, is_pyproject, unfingerprinted
+from kernodeck.lockfile.names import is_pipfile, is_pyproject, manifest_file
+from kernodeck.manifest.schema import Index, Manifest, unfingerprinted
 
 if TYPE_CHECKING:  # the readers load with the first `from` source: a manifest without any needs none
     from kernodeck.reqfile import BackendHint, IndexRef, ParsedRequirements
