@@ -42,7 +42,9 @@ sed -n '1,12p' requirements-rebuild-macos-arm64.txt
 echo "   ... $(grep -c '^[a-z0-9].*==' requirements-rebuild-macos-arm64.txt) pins, $(grep -c -- '--hash=sha256' requirements-rebuild-macos-arm64.txt) hashes"
 # This .venv is Kernodeck's own, not one built from the lock, so the packages layer is skipped here;
 # `kernodeck rebuild` builds one from the lock and verifies it (see tests/test_e2e_handover.py).
-$KD verify --platform linux-x86_64-cpu --skip packages --json "$WORK/report.json"
+# started as repro.toml's [determinism] env says: verify checks those variables in the process it looks at
+PYTHONHASHSEED=0 TOKENIZERS_PARALLELISM=false \
+  $KD verify --platform linux-x86_64-cpu --skip packages --json "$WORK/report.json"
 echo "JSON report: $(wc -c < "$WORK/report.json") bytes, $(grep -c '"layer"' "$WORK/report.json") steps"
 cd "$ROOT"
 

@@ -18,7 +18,8 @@ import json
 import os
 import random
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,35 @@ def env_for(determinism: Determinism | None) -> dict[str, str]:
         out[ENV_MATMUL_PRECISION] = determinism.float32_matmul_precision
     out.update(determinism.env)
     return out
+
+
+def declared_env(determinism: Determinism | None) -> dict[str, str]:
+    """The `[determinism] env` table: the variables the run must be started with."""
+    return dict(determinism.env) if determinism is not None else {}
+
+
+def env_prefix(determinism: Determinism | None) -> str:
+    """`NAME=value ...` before a command a procedure runs (REBUILD.md), shell-quoted; "" when none."""
+    import shlex
+
+    return "".join(f"{k}={shlex.quote(v)} " for k, v in sorted(declared_env(determinism).items()))
+
+
+@contextmanager
+def started_with_declared_env(determinism: Determinism | None) -> Iterator[None]:
+    """This process's environment with `[determinism] env` set, for the processes it starts inside
+    (rebuild's verify: the procedure starts the run as the manifest says), restored after."""
+    wanted = declared_env(determinism)
+    before = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:

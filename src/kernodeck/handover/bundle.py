@@ -698,7 +698,10 @@ def rebuild_markdown(
         f"| `{rebuild_command(name)}` |"
         for name in platforms
     ]
-    diagnose = [f"{TOOL} verify . --python {MD_PYTHON} --json verify-report.json"]
+    from kernodeck.determinism import env_prefix
+
+    # started as the manifest's [determinism] env says (verify checks those variables)
+    diagnose = [f"{env_prefix(m.determinism)}{TOOL} verify . --python {MD_PYTHON} --json verify-report.json"]
     if report is not None:
         diagnose.append(
             f"{TOOL} diff {OBSERVED_DIR}/{REPORT_JSON} verify-report.json   # which layer differs from the author's run"

@@ -1305,11 +1305,14 @@ def _stage_inventory(r: _Rebuild) -> StageResult:
 
 def _stage_verify(r: _Rebuild) -> StageResult:
     """verify of the rebuilt environment, application checks included: its steps join the report."""
+    from kernodeck.determinism import started_with_declared_env
+
     t0 = time.monotonic()
     try:
-        result = r.verify(
-            r.plan.manifest_path, python=str(r.py), platform=r.plan.platform.name, compute=r.compute
-        )
+        with started_with_declared_env(r.plan.manifest.determinism):  # as the procedure runs it
+            result = r.verify(
+                r.plan.manifest_path, python=str(r.py), platform=r.plan.platform.name, compute=r.compute
+            )
     except Exception as e:  # a crash in verify is a failed stage, reported like the others
         step = Step.failed(
             LAYER,
