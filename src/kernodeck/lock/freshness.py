@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernodeck.errors import EXIT_FAILED, KernodeckError
-from kernodeck.lockfile.header import changed_file_inputs, file_inputs, has_old_header, header_digest
+from kernodeck.lockfile.header import has_old_header, header_digest
 from kernodeck.lockfile.names import requirements_path
 
 if TYPE_CHECKING:
@@ -158,14 +158,15 @@ class _Now:
 
 
 def _now(manifest_file: Path, platform: str) -> _Now:
-    from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256
+    from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256, pin_inputs
     from kernodeck.manifest.load import load_manifest
     from kernodeck.manifest.sources import apply_sources
 
     try:
-        manifest, inputs = apply_sources(load_manifest(manifest_file), manifest_file)
+        manifest, raw = apply_sources(load_manifest(manifest_file), manifest_file)
         if manifest.get_platform(platform) is None:
             return _Now(manifest)
+        inputs = pin_inputs(raw, manifest_file.parent)  # as `kernodeck lock` records them
         digest = lock_inputs_sha256(
             manifest, platform, default_index=default_index_for(manifest), extra=inputs
         )
@@ -184,20 +185,17 @@ def current_inputs(manifest_file: Path, platform: str) -> tuple[str, dict[str, s
 def stale_problems(text: str, manifest_file: Path, platform: str, now: _Now | None = None) -> list[str]:
     """Why a lock file's recorded lock inputs differ from the manifest's now, in words (empty
     when they are equal)."""
-    recorded = header_digest(text)
-    if recorded is None:
+    from kernodeck.lock.inputs import stale_inputs
+
+    if header_digest(text) is None and not has_old_header(text):
         return ["it records no lock inputs (it was not written by `kernodeck lock`, or was edited)"]
-    if has_old_header(text):
-        return ["it was written with the old header (manifest-sha256); the lock inputs cannot be compared"]
     now = now or _now(manifest_file, platform)
     if now.digest is None:
         return [
             f"the lock inputs of {manifest_file.name} cannot be read now (run `kernodeck lock` to see why)"
         ]
-    if now.digest == recorded:
-        return []
-    files = changed_file_inputs(file_inputs(text), dict(now.inputs))
-    return files or [f"{manifest_file.name} changed its lock inputs since the file was written"]
+    # the same judgement and words as `kernodeck lock --check` (a pyproject.toml by its pin parts)
+    return stale_inputs(text, now.digest, dict(now.inputs)) or []
 
 
 def lock_verdict(

@@ -224,23 +224,6 @@ def default_index_for(manifest: Manifest) -> str | None:
     return None
 
 
-def current_lock_inputs(manifest_file: Path, platform: str) -> str | None:
-    """The lock-inputs digest the manifest gives `platform` now; None when it cannot be told
-    (an unreadable manifest, an unknown platform)."""
-    from kernodeck.errors import KernodeckError
-    from kernodeck.manifest.load import load_manifest
-    from kernodeck.manifest.sources import apply_sources
-
-    try:
-        manifest, inputs = apply_sources(load_manifest(manifest_file), manifest_file)
-        if manifest.get_platform(platform) is None:
-            return None
-        extra = pin_inputs(inputs, manifest_file.parent)
-        return lock_inputs_sha256(manifest, platform, default_index=default_index_for(manifest), extra=extra)
-    except KernodeckError:
-        return None
-
-
 def unsatisfied_pins(
     text: str, manifest: Manifest, target: Target, filename: str = "requirements.txt"
 ) -> list[str]:
