@@ -17,7 +17,10 @@ Requirement files: `requirements.txt`, `requirements-*.txt`, `requirements_*.txt
 includes (`-r`/`-c`: they are read through it). Files whose name says they are for development
 (dev, test, docs, lint, ci) are listed in a comment, not used. A requirements file with `-e .`
 stands for the project's own dependencies, so pyproject.toml is then not named a second time.
-A file Kernodeck cannot read (a VCS line, `--no-binary`) is left out with the located reason.
+A line a lock cannot take (a VCS or URL requirement, a path to another project, an unknown
+option) never drops its file: the file stays in `from` and the line is named in a comment with
+what to do (`validate` and `lock` stop at it until it is fixed or listed under [packages] skip).
+A file that cannot be read as a whole (not UTF-8, too large) is left out with the reason.
 
 Poetry's `[tool.poetry.dependencies]` (`poetrydeps`) and a Pipfile (`pipfile`) are read through
 `from` too, unless an entry cannot be a requirement. Lists `from` cannot read are copied into
@@ -51,6 +54,7 @@ from kernodeck.lockfile.read import read_pins
 from kernodeck.reqfile import (
     BackendHint,
     ParsedRequirements,
+    logical_lines,
     parse_pyproject,
     parse_requirements_file,
     read_pyproject,
@@ -158,6 +162,47 @@ def _first_issue(e: ManifestError) -> str:
     return e.issues[0].render().splitlines()[0] if e.issues else e.message
 
 
+#: At most this many lines of one requirements file are reported as ones a lock cannot take.
+_MAX_UNCARRIED = 20
+
+
+def _line_text(root: Path, issue_file: str, line: int) -> str | None:
+    """The logical line (comments removed) that starts at `line` of `issue_file` (relative to
+    `root`), or None when it cannot be read back."""
+    try:
+        text = (root / issue_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return next((content for start, content in logical_lines(text) if start == line), None)
+
+
+def _parse_carrying(path: Path, root: Path, comments: list[str]) -> ParsedRequirements:
+    """A requirements file as `from` will read it. A line a lock cannot take (a VCS or URL
+    requirement, a path to another project, an unknown option) does not drop the file: it stays
+    in `from`, and each such line is named in `comments` with what to do, since `validate` and
+    `lock` stop at it until it is fixed or listed under [packages] skip. The result is the file
+    read without those lines (for its indexes and backends); a problem that is not at one line
+    (the file itself) raises the ManifestError."""
+    stuck: list[str] = []
+    while True:
+        try:
+            parsed = parse_requirements_file(
+                path, project_root=root, display_root=root, unset="note", skip=tuple(stuck)
+            )
+        except ManifestError as e:
+            issue = e.issues[0] if len(e.issues) == 1 else None
+            text = _line_text(root, issue.file, issue.line) if issue and issue.line else None
+            if issue is None or text is None or text in stuck or len(stuck) >= _MAX_UNCARRIED:
+                raise
+            stuck.append(text)
+            comments.append(
+                f"{issue.file}:{issue.line}: {issue.message}: `validate` and `lock` stop at this line "
+                f"until it is fixed ({issue.hint or 'edit or remove it'})"
+            )
+            continue
+        return parsed
+
+
 def discover(directory: Path) -> Discovery:
     """The project's dependency sources and data folders (see the module docstring)."""
     root = directory.resolve()
@@ -176,7 +221,7 @@ def discover(directory: Path) -> Discovery:
     for cand in candidates:
         rel = cand.relative_to(root).as_posix()
         try:
-            parsed[rel] = parse_requirements_file(cand, project_root=root, display_root=root, unset="note")
+            parsed[rel] = _parse_carrying(cand, root, out.comments)
         except ManifestError as e:
             hint = e.issues[0].hint if e.issues else None
             fix = f"{hint}; then" if hint else "fix it, then"
