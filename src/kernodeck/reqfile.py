@@ -774,7 +774,7 @@ class _Reader:
             origin,
             f"{what}: {why}",
             hint="declare them under [project] dependencies in pyproject.toml, or list them in a "
-            f"requirements file instead of {what}",
+            f"requirements file (or [packages] requirements) and {what} under [packages] skip",
         )
 
     def requirement(self, text: str, origin: Origin, *, constraint: bool, written: str) -> None:

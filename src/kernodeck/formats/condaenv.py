@@ -28,7 +28,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 #: The file names conda reads by default, in its order.
-NAMES = ("environment.yml", "environment.yaml")
+NAMES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
 
 #: Conda names whose PyPI distribution has another name.
 _PYPI_NAME = {"pytorch": "torch", "py-opencv": "opencv-python", "pytorch-lightning": "pytorch-lightning"}

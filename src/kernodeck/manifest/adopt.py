@@ -176,14 +176,13 @@ def _line_text(root: Path, issue_file: str, line: int) -> str | None:
     return next((content for start, content in logical_lines(text) if start == line), None)
 
 
-def _parse_carrying(path: Path, root: Path, comments: list[str]) -> ParsedRequirements:
+def _parse_carrying(path: Path, root: Path, comments: list[str], stuck: list[str]) -> ParsedRequirements:
     """A requirements file as `from` will read it. A line a lock cannot take (a VCS or URL
     requirement, a path to another project, an unknown option) does not drop the file: it stays
     in `from`, and each such line is named in `comments` with what to do, since `validate` and
     `lock` stop at it until it is fixed or listed under [packages] skip. The result is the file
     read without those lines (for its indexes and backends); a problem that is not at one line
-    (the file itself) raises the ManifestError."""
-    stuck: list[str] = []
+    (the file itself) raises the ManifestError. `stuck` gets the lines (as written)."""
     while True:
         try:
             parsed = parse_requirements_file(
@@ -208,6 +207,7 @@ def discover(directory: Path) -> Discovery:
     root = directory.resolve()
     out = Discovery()
     parsed: dict[str, ParsedRequirements] = {}
+    stuck: list[str] = []  # lines of the requirement files a lock cannot take
     compiled, in_files = _compiled_pairs(root)
     candidates = sorted(
         [c for c in _requirement_candidates(root) if c not in compiled] + in_files,
@@ -221,7 +221,7 @@ def discover(directory: Path) -> Discovery:
     for cand in candidates:
         rel = cand.relative_to(root).as_posix()
         try:
-            parsed[rel] = _parse_carrying(cand, root, out.comments)
+            parsed[rel] = _parse_carrying(cand, root, out.comments, stuck)
         except ManifestError as e:
             hint = e.issues[0].hint if e.issues else None
             fix = f"{hint}; then" if hint else "fix it, then"
@@ -262,7 +262,10 @@ def discover(directory: Path) -> Discovery:
             elif not isinstance(project, dict) and not project_in_reqs:
                 unread = _without_project_table(data)
                 out.comments.append(unread)
+            if poetry is not None and out.sources:  # Poetry's python still says which Python
+                _poetry_python(out, poetry)
             if isinstance(project, dict):
+                _requires_python(out, project)
                 if project_in_reqs:
                     out.comments.append("pyproject.toml is read through `-e .` in a requirements file")
                 else:
@@ -297,7 +300,9 @@ def discover(directory: Path) -> Discovery:
     conda = find_conda_env(root)
     if conda is not None:
         _read_conda(out, conda, root)
-    setup = read_setup(root) if not out.sources and not out.requirements else None
+    # `-e .` of a setup.py project cannot be read: setup's list is copied beside the file that has it
+    installs_self = any(line.split()[-1] in (".", "./") for line in stuck)
+    setup = read_setup(root) if (installs_self or not out.sources) and not out.requirements else None
     if setup is not None:
         if unread in out.comments:  # "pyproject.toml has no [project] table": setup.py said more
             out.comments.remove(unread)
@@ -342,6 +347,17 @@ def _read_poetry_from(out: Discovery, deps: PoetryDeps) -> None:
         out.comments.append(f"groups = []   # Poetry groups: {', '.join(groups)}")
     out.comments.extend(deps.index_notes)
     _poetry_python(out, deps)
+
+
+def _requires_python(out: Discovery, project: dict[str, object]) -> None:
+    """pyproject.toml's `requires-python` as the range [python] is chosen in."""
+    spec = project.get("requires-python")
+    if isinstance(spec, str):
+        with contextlib.suppress(InvalidSpecifier):
+            out.python_range = (
+                str(SpecifierSet(spec)),
+                f"pyproject.toml requires-python {SpecifierSet(spec)}",
+            )
 
 
 def _poetry_python(out: Discovery, deps: PoetryDeps) -> None:
@@ -406,10 +422,17 @@ def _read_conda(out: Discovery, path: Path, root: Path) -> None:
     PyPI requirements are copied (`from` cannot read it), its pip: list's files go to `from`
     and its Python gives [python] (see formats.condaenv)."""
     name = path.name
-    if out.sources or out.requirements:
-        out.comments.append(f"also found {name} (a conda environment, which `from` cannot read): not used")
-        return
     env = read_conda_env(path, name)
+    if env.python is not None and out.python is None:
+        out.python = (env.python, f"{name}: {env.python_spec}")
+    if out.sources or out.requirements:
+        used = (
+            f"; its {env.python_spec} gives [python]" if out.python and out.python[1].startswith(name) else ""
+        )
+        out.comments.append(
+            f"also found {name} (a conda environment, which `from` cannot read): its packages not used{used}"
+        )
+        return
     for f in env.files:
         if (root / f).is_file() and not Path(f).is_absolute():
             out.sources.append(Path(f).as_posix())
@@ -422,8 +445,6 @@ def _read_conda(out: Discovery, path: Path, root: Path) -> None:
             "names given as PyPI's: pytorch is torch); edit them here from now on"
         )
     out.comments.extend(env.notes)
-    if env.python is not None:
-        out.python = (env.python, f"{name}: {env.python_spec}")
 
 
 #: Files at least this large, outside the proposed folders, are proposed one by one.

@@ -116,43 +116,45 @@ def project_interpreter(directory: Path) -> str | None:
 _PYTHONS = ("3.14", "3.13", "3.12", "3.11", "3.10", "3.9", "3.8")
 
 
-def fit_requires_python(facts: HostFacts, directory: Path) -> HostFacts:
-    """`facts` with a Python version the project's `requires-python` allows, when the one it
-    names (Kernodeck's own, for want of a project environment) is not: the newest that is."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    from kernodeck.errors import ManifestError
-    from kernodeck.reqfile import read_pyproject
-
-    if not (directory / "pyproject.toml").is_file():
-        return facts
-    try:
-        project = read_pyproject(directory / "pyproject.toml", "pyproject.toml").get("project")
-        spec = SpecifierSet(str(project["requires-python"]))  # type: ignore[index]
-    except (ManifestError, InvalidSpecifier, KeyError, TypeError):
-        return facts
-    fit = _python_within(str(spec), facts.python_version)
-    if fit == facts.python_version:
-        return facts
-    note = f"pyproject.toml requires-python {spec}; Kernodeck runs on {facts.python_version}"
-    return dataclasses.replace(facts, python_version=fit, python_note=note)
-
-
 _PYTHON_VERSION_FILE = re.compile(r"^(?:cpython-|python)?(3\.\d+)(?:\.\d+)?\s*$")
 
 
-def pinned_python(facts: HostFacts, directory: Path) -> HostFacts:
-    """`facts` with the Python of the project's `.python-version` (what pyenv and uv run it with:
-    `3.11`, `3.11.7`, `cpython-3.11`), when it names one and differs from `facts`'."""
+def pinned_python(directory: Path) -> tuple[str, str] | None:
+    """(major.minor, why) from the project's `.python-version` (what pyenv and uv run it with:
+    `3.11`, `3.11.7`, `cpython-3.11`), or None when it names no CPython."""
     try:
         lines = (directory / ".python-version").read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        return facts
+        return None
     first = next((ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), "")
     m = _PYTHON_VERSION_FILE.match(first)
-    if m is None or m.group(1) == facts.python_version:
-        return facts
-    return dataclasses.replace(facts, python_version=m.group(1), python_note=f".python-version: {first}")
+    return (m.group(1), f".python-version: {first}") if m is not None else None
+
+
+#: What a project may say its Python is with, for the comment when it says nothing.
+_PYTHON_EVIDENCE = ".python-version, requires-python, a conda file's python, Poetry's or Pipfile's python"
+
+
+def project_python(facts: HostFacts, found: Discovery, directory: Path) -> HostFacts:
+    """`facts` with the Python the project itself names, and a comment naming the evidence, first
+    found of: `.python-version`; a conda environment file's `python=` or a Pipfile's
+    `python_version` (`found.python`); the newest Python a range allows (`requires-python`,
+    Poetry's `python`, setup's `python_requires`: `found.python_range`), this machine's when it
+    fits. This machine's Python only when the project names none, and the comment says so."""
+    exact = pinned_python(directory) or found.python
+    if exact is not None:
+        return dataclasses.replace(facts, python_version=exact[0], python_note=exact[1])
+    if found.python_range is not None:
+        spec, why = found.python_range
+        fit = _python_within(spec, facts.python_version)
+        note = (
+            f"{why}; Kernodeck runs on {facts.python_version}"
+            if fit != facts.python_version
+            else f"{why}: this machine's {fit} fits"
+        )
+        return dataclasses.replace(facts, python_version=fit, python_note=note)
+    note = f"this machine's: the project names no Python ({_PYTHON_EVIDENCE})"
+    return dataclasses.replace(facts, python_note=note)
 
 
 def host_facts(python: str | None = None) -> HostFacts:
@@ -275,12 +277,8 @@ def starter_document(
         doc.add(tomlkit.nl())
 
     found = found or discover(directory)
-    if env is None and found.python is not None and found.python[0] != facts.python_version:
-        facts = dataclasses.replace(facts, python_version=found.python[0], python_note=found.python[1])
-    if env is None and found.python_range is not None:
-        fit = _python_within(found.python_range[0], facts.python_version)
-        if fit != facts.python_version:
-            facts = dataclasses.replace(facts, python_version=fit, python_note=found.python_range[1])
+    if env is None and facts.python_note is None:  # else a project environment's: it runs the project
+        facts = project_python(facts, found, directory)
     py = tomlkit.table()
     _kv(
         py,
@@ -456,8 +454,8 @@ def write_starter(
     state = git_state(directory)
     interpreter = project_interpreter(directory) if env is None else None
     facts = host_facts(interpreter) if env is None else None
-    if facts is not None and interpreter is None:
-        facts = pinned_python(fit_requires_python(facts, directory), directory)
+    if facts is not None and interpreter is not None:
+        facts.python_note = f"the project's environment runs {facts.python_version}"
     found = discover(directory)
     notes = [found.missing] if found.missing is not None and env is None else []
     text = tomlkit.dumps(
