@@ -72,6 +72,8 @@ class CondaEnv:
     file: str
     python: str | None = None  # major.minor
     python_spec: str | None = None  # as written, e.g. "python=3.8.5"
+    # (backend, where) from `pytorch-cuda=11.7` / `cudatoolkit=11.3`: ("cu117", "environment.yml:5: pytorch-cuda=11.7")
+    backend: tuple[str, str] | None = None
     requirements: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # pip: -r FILE, relative to the env file's folder
     notes: list[str] = field(default_factory=list)
@@ -177,6 +179,8 @@ def read_conda_env(path: Path, display: str) -> CondaEnv:
             cuda = re.search(r"(\d+)\.(\d+)", body) if name in _CUDA else None
             if cuda is not None:
                 why = f'the CUDA runtime, which torch\'s build brings: set backend = "cu{cuda[1]}{cuda[2]}" on a [[platform]]'
+                if env.backend is None:
+                    env.backend = (f"cu{cuda[1]}{cuda[2]}", f"{where}: {body}")
             env.notes.append(f"{where}: {body}: not a requirement ({why})")
             continue
         try:

@@ -37,11 +37,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck import formats
+from kernodeck.backends import backend_of_index, routes_to_backend
 from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
 from kernodeck.formats import Unreadable, parse_text
@@ -49,6 +51,7 @@ from kernodeck.formats.condaenv import find_conda_env, read_conda_env
 from kernodeck.formats.pipfile import category_note, find_pipfile, read_pipfile
 from kernodeck.formats.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
 from kernodeck.formats.setuppy import SetupDeps, read_setup
+from kernodeck.formats.uvsources import torch_routes
 from kernodeck.lockfile.names import is_kernodeck_file
 from kernodeck.lockfile.read import read_pins
 from kernodeck.reqfile import (
@@ -89,6 +92,21 @@ class Discovery:
     python: tuple[str, str] | None = None  # (major.minor, why) when a source names the Python
     # (PEP 440 specifier, why) when a source allows a range of Pythons (Poetry's `python = "^3.10"`)
     python_range: tuple[str, str] | None = None
+    # where the project sends torch per backend: a PyTorch index in a requirements file, conda's
+    # pytorch-cuda/cudatoolkit, uv's [tool.uv.sources]: one proposed platform per backend
+    routes: list[BackendRoute] = field(default_factory=list)
+    # extras selected in [packages] extras, with why (uv's routing extras that only name torch)
+    extras: tuple[list[str], str] | None = None
+
+
+@dataclass(frozen=True)
+class BackendRoute:
+    """A backend the project installs torch for, and the evidence (file:line and what it says)."""
+
+    backend: str
+    evidence: str
+    extra: str | None = None  # uv: the extra that selects this route
+    marker: str | None = None  # uv: the marker that selects this route
 
 
 #: Without any dependency list a lock can read.
@@ -246,6 +264,12 @@ def discover(directory: Path) -> Discovery:
             )
     for rel in dev:
         out.comments.append(f"also found {rel} (add it to `from` if the reproduction installs it)")
+    out.routes += [
+        BackendRoute(backend, f"{ref.origin}: --{ref.kind} {ref.url}")
+        for rel in chosen
+        for ref in parsed[rel].indexes
+        if (backend := backend_of_index(ref.url)) is not None
+    ]
 
     project_in_reqs = any(parsed[rel].project_included for rel in chosen)
     pyproject = root / "pyproject.toml"
@@ -264,6 +288,7 @@ def discover(directory: Path) -> Discovery:
                 out.comments.append(unread)
             if poetry is not None and out.sources:  # Poetry's python still says which Python
                 _poetry_python(out, poetry)
+            _uv_routes(out, data, project)
             if isinstance(project, dict):
                 _requires_python(out, project)
                 if project_in_reqs:
@@ -349,6 +374,40 @@ def _read_poetry_from(out: Discovery, deps: PoetryDeps) -> None:
     _poetry_python(out, deps)
 
 
+def _uv_routes(out: Discovery, data: dict[str, object], project: object) -> None:
+    """uv's torch routing ([tool.uv.sources] to PyTorch per-backend indexes) as backend routes;
+    the extras that select them are selected in [packages] extras when they hold only projects
+    of the PyTorch family (each platform's backend then picks torch's build), else named."""
+    routes = torch_routes(data)
+    out.routes += [BackendRoute(r.backend, r.evidence, r.extra, r.marker) for r in routes]
+    by_extra = sorted({r.extra for r in routes if r.extra})
+    table = project.get("optional-dependencies") if isinstance(project, dict) else None
+    if not by_extra or not isinstance(table, dict):
+        return
+    only_torch = all(
+        isinstance(table.get(e), list) and all(isinstance(r, str) and _names_torch(r) for r in table[e])
+        for e in by_extra
+    )
+    names = ", ".join(by_extra)
+    if only_torch:
+        why = (
+            f"uv routes torch by these extras; each [[platform]]'s backend picks the build of {names}'s torch"
+        )
+        out.extras = (by_extra, why)
+    else:
+        out.comments.append(
+            f"extras {names} route torch by backend in uv and require more than torch: select the one a "
+            "platform needs in `extras` (one manifest selects extras for every platform)"
+        )
+
+
+def _names_torch(requirement: str) -> bool:
+    try:
+        return routes_to_backend(Requirement(requirement).name)
+    except InvalidRequirement:
+        return False
+
+
 def _requires_python(out: Discovery, project: dict[str, object]) -> None:
     """pyproject.toml's `requires-python` as the range [python] is chosen in."""
     spec = project.get("requires-python")
@@ -423,6 +482,8 @@ def _read_conda(out: Discovery, path: Path, root: Path) -> None:
     and its Python gives [python] (see formats.condaenv)."""
     name = path.name
     env = read_conda_env(path, name)
+    if env.backend is not None:
+        out.routes.append(BackendRoute(*env.backend))
     if env.python is not None and out.python is None:
         out.python = (env.python, f"{name}: {env.python_spec}")
     if out.sources or out.requirements:

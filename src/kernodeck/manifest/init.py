@@ -311,33 +311,24 @@ def starter_document(
         if copied
         else ("more requirements, beside those in `from`" if found.sources else 'e.g. "numpy>=1.26"'),
     )
+    if found.extras is not None:
+        chosen = tomlkit.array()
+        chosen.extend(found.extras[0])
+        _kv(pk, "extras", chosen, found.extras[1])
     pk.add("constraints", tomlkit.array())
     _kv(pk, "allow-sdist", tomlkit.array(), "names that may be locked as source distributions")
     pk.add("prereleases", False)
     doc.add("packages", pk)
 
     plats = tomlkit.aot()
-    p = tomlkit.table()
-    p.add(tomlkit.comment("this machine; add one [[platform]] per target (every key: `kernodeck schema`)"))
-    backend, why = facts.backend, "; ".join(facts.notes) or None
-    labelled = _backend_from_sources(found, facts)
-    if labelled is not None:
-        backend, why = labelled
-    p.add("name", _platform_name(facts, backend))
-    p.add("os", facts.os)
-    p.add("arch", facts.arch)
-    if facts.glibc:
-        p.add("glibc", facts.glibc)
-    if facts.macos:
-        p.add("macos", facts.macos)
-    if backend:
-        _kv(p, "backend", backend, why)
-    plats.append(p)
-    host_name = p["name"]
+    variants = _variants(found, facts)
+    for backend, why in variants:
+        plats.append(_host_platform(facts, backend, why, variant=len(variants) > 1))
+    names = {str(t["name"]) for t in plats}
     python = Python.model_validate({"version": facts.python_version, "implementation": facts.implementation})
     for c in covered_platforms(directory, python):
         other = c.platform
-        if other.name == host_name or (
+        if other.name in names or (
             other.backend is None and (other.os, other.arch) == (facts.os, facts.arch)
         ):
             continue
@@ -352,7 +343,7 @@ def starter_document(
     doc.add("platform", plats)
 
     sysm = tomlkit.table()
-    gpu = backend is not None and backend not in ("cpu",)
+    gpu = all(b is not None and b != "cpu" for b, _ in variants)
     _kv(sysm, "require-accelerator", gpu, "true: a GPU run never falls back to the CPU")
     doc.add("system", sysm)
     _add_data_proposals(doc, found)
@@ -388,17 +379,79 @@ def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:
     ]
 
 
+def _host_platform(facts: HostFacts, backend: str | None, why: str | None, *, variant: bool) -> Any:
+    """This machine as a [[platform]] table with `backend`; `variant`: one of several the project
+    routes torch to (then its comment names the variant, not only the machine)."""
+    p = tomlkit.table()
+    lead = "this machine" + (f", the project's {backend} variant" if variant else "")
+    p.add(tomlkit.comment(f"{lead}; add one [[platform]] per target (every key: `kernodeck schema`)"))
+    p.add("name", _platform_name(facts, backend))
+    p.add("os", facts.os)
+    p.add("arch", facts.arch)
+    if facts.glibc:
+        p.add("glibc", facts.glibc)
+    if facts.macos:
+        p.add("macos", facts.macos)
+    if backend:
+        _kv(p, "backend", backend, why)
+    return p
+
+
+def _fits_host(backend: str, facts: HostFacts) -> bool:
+    """Whether this machine's OS can run a backend's torch builds (CUDA: Linux and Windows; ROCm:
+    Linux; macOS: the CPU and mps builds only)."""
+    b = parse_backend(backend)
+    return not (
+        b is None
+        or (facts.os == "macos" and b.kind not in ("cpu", "mps"))
+        or (b.kind == "rocm" and facts.os != "linux")
+    )
+
+
+def _marker_holds(marker: str | None, facts: HostFacts) -> bool:
+    """Whether a uv route's marker holds on this machine (a marker that cannot be read holds)."""
+    if marker is None:
+        return True
+    from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName, default_environment
+
+    env: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
+    env.update(
+        sys_platform={"linux": "linux", "macos": "darwin", "windows": "win32"}[facts.os],
+        platform_system={"linux": "Linux", "macos": "Darwin", "windows": "Windows"}[facts.os],
+        platform_machine={"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "arm64"}.get(
+            facts.arch, facts.arch
+        ),
+        os_name="nt" if facts.os == "windows" else "posix",
+        python_version=facts.python_version,
+        extra="",
+    )
+    try:
+        return Marker(marker).evaluate(env)
+    except (InvalidMarker, UndefinedEnvironmentName):
+        return True
+
+
+def _variants(found: Discovery, facts: HostFacts) -> list[tuple[str | None, str | None]]:
+    """(backend, why) of each platform of this machine: one per backend the project routes torch
+    to (found.routes) that this machine's OS runs, in the order found, each with its evidence;
+    else the one a local label (`torch==2.3.0+cu121`) or the installed torch says."""
+    seen: dict[str, str] = {}
+    labelled = _backend_from_sources(found, facts)  # a pin's label is the most exact evidence
+    if labelled is not None:
+        seen[labelled[0]] = labelled[1]
+    for route in found.routes:
+        if route.backend in seen or not _fits_host(route.backend, facts):
+            continue
+        if _marker_holds(route.marker, facts):
+            seen[route.backend] = route.evidence
+    return list(seen.items()) or [(facts.backend, "; ".join(facts.notes) or None)]
+
+
 def _backend_from_sources(found: Discovery, facts: HostFacts) -> tuple[str, str] | None:
     """The host platform's backend from a local label in the sources (`torch==2.3.0+cu121`)."""
     for hint in found.backends:
-        b = parse_backend(hint.backend)
-        if (
-            b is None
-            or (facts.os == "macos" and b.kind != "cpu")
-            or (b.kind == "rocm" and facts.os != "linux")
-        ):
-            continue
-        return hint.backend, f"{hint.origin}: {hint.project}=={hint.version}+{hint.backend}"
+        if _fits_host(hint.backend, facts) and hint.backend != "mps":
+            return hint.backend, f"{hint.origin}: {hint.project}=={hint.version}+{hint.backend}"
     return None
 
 
