@@ -130,14 +130,16 @@ def parse_backend(name: str) -> Backend | None:
 _PYTORCH_INDEX_URL = re.compile(r"^(?P<base>.+/whl)/(?P<backend>[a-z0-9.]+)/?$")
 
 
-def backend_of_index(url: str) -> str | None:
-    """The backend a PyTorch per-backend index URL serves (`.../whl/cu117` -> cu117); None for
-    any other URL (a `.../whl/nightly/cu128` or a plain index names no released backend)."""
+def backend_of_index(url: str) -> tuple[str, str] | None:
+    """(base, backend) of a PyTorch per-backend index URL (`<base>/whl/cu117` -> (`<base>/whl`,
+    cu117)); None for any other URL (a plain index names no backend)."""
     m = _PYTORCH_INDEX_URL.match(url.strip())
     if m is None:
         return None
     backend = parse_backend(m.group("backend"))
-    return backend.name if backend is not None and backend.uses_pytorch_index else None
+    if backend is None or not backend.uses_pytorch_index:
+        return None
+    return m.group("base"), backend.name
 
 
 def routes_to_backend(project: str) -> bool:

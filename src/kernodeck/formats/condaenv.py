@@ -155,6 +155,19 @@ def _python(spec: str) -> str | None:
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
+def _system_package(env: CondaEnv, where: str, name: str, body: str) -> None:
+    """A conda system package: named as not a requirement; a CUDA runtime (`pytorch-cuda=11.7`)
+    gives the backend torch's build needs."""
+    why = _SYSTEM.get(name, "a conda system package, not a Python requirement")
+    cuda = re.search(r"(\d+)\.(\d+)", body) if name in _CUDA else None
+    if cuda is not None:
+        backend = f"cu{cuda[1]}{cuda[2]}"
+        why = f'the CUDA runtime, which torch\'s build brings: set backend = "{backend}" on a [[platform]]'
+        if env.backend is None:
+            env.backend = (backend, f"{where}: {body}")
+    env.notes.append(f"{where}: {body}: not a requirement ({why})")
+
+
 def read_conda_env(path: Path, display: str) -> CondaEnv:
     """What `init` can take from a conda environment file (see the module docstring)."""
     env = CondaEnv(display)
@@ -175,13 +188,7 @@ def read_conda_env(path: Path, display: str) -> CondaEnv:
             env.python, env.python_spec = _python(body), body
             continue
         if name in _SYSTEM or (name.startswith(_SYSTEM_PREFIX) and name not in _PYTHON_DESPITE_PREFIX):
-            why = _SYSTEM.get(name, "a conda system package, not a Python requirement")
-            cuda = re.search(r"(\d+)\.(\d+)", body) if name in _CUDA else None
-            if cuda is not None:
-                why = f'the CUDA runtime, which torch\'s build brings: set backend = "cu{cuda[1]}{cuda[2]}" on a [[platform]]'
-                if env.backend is None:
-                    env.backend = (f"cu{cuda[1]}{cuda[2]}", f"{where}: {body}")
-            env.notes.append(f"{where}: {body}: not a requirement ({why})")
+            _system_package(env, where, name, body)
             continue
         try:
             pypi, spec = _conda_requirement(body)

@@ -25,6 +25,7 @@ from kernodeck.backends import backend_of_index, routes_to_backend
 @dataclass(frozen=True)
 class Route:
     backend: str  # "cu128"
+    base: str  # the PyTorch index base its URL is under (`<base>/cu128`)
     project: str  # "torch"
     index: str  # the uv index's name
     extra: str | None = None
@@ -36,15 +37,15 @@ class Route:
         return f"pyproject.toml [tool.uv.sources] {self.project} -> index {self.index!r}{by}"
 
 
-def _indexes(uv: dict[str, Any]) -> dict[str, str]:
-    """uv index name -> the backend its URL serves, for the PyTorch per-backend indexes."""
-    out: dict[str, str] = {}
+def _indexes(uv: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """uv index name -> (base, backend) of its URL, for the PyTorch per-backend indexes."""
+    out: dict[str, tuple[str, str]] = {}
     items = uv.get("index")
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("url"), str):
-            backend = backend_of_index(item["url"])
-            if backend is not None:
-                out[item["name"]] = backend
+            found = backend_of_index(item["url"])
+            if found is not None:
+                out[item["name"]] = found
     return out
 
 
@@ -67,7 +68,8 @@ def torch_routes(data: dict[str, Any]) -> list[Route]:
             extra, marker = item.get("extra"), item.get("marker")
             out.append(
                 Route(
-                    indexes[index],
+                    indexes[index][1],
+                    indexes[index][0],
                     project,
                     index,
                     extra if isinstance(extra, str) else None,

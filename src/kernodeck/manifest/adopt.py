@@ -107,6 +107,8 @@ class BackendRoute:
     evidence: str
     extra: str | None = None  # uv: the extra that selects this route
     marker: str | None = None  # uv: the marker that selects this route
+    # the PyTorch index base, when only the manifest can say it (uv's, not read at lock time)
+    base: str | None = None
 
 
 #: Without any dependency list a lock can read.
@@ -220,12 +222,14 @@ def _parse_carrying(path: Path, root: Path, comments: list[str], stuck: list[str
         return parsed
 
 
-def discover(directory: Path) -> Discovery:
-    """The project's dependency sources and data folders (see the module docstring)."""
-    root = directory.resolve()
-    out = Discovery()
+def _requirement_files(
+    root: Path, out: Discovery
+) -> tuple[dict[str, ParsedRequirements], list[str], list[str]]:
+    """The project's requirement files: each read (`_parse_carrying`), the ones `from` names added
+    to `out.sources` with their backends, routes and comments. Returns (every file read, the ones
+    chosen, the lines of them a lock cannot take)."""
     parsed: dict[str, ParsedRequirements] = {}
-    stuck: list[str] = []  # lines of the requirement files a lock cannot take
+    stuck: list[str] = []
     compiled, in_files = _compiled_pairs(root)
     candidates = sorted(
         [c for c in _requirement_candidates(root) if c not in compiled] + in_files,
@@ -251,26 +255,37 @@ def discover(directory: Path) -> Discovery:
     # requirements.txt does not make requirements.txt a part of development
     included = {f for rel, p in parsed.items() if not is_dev[rel] for f in p.files if f != rel}
     chosen = [rel for rel in parsed if not is_dev[rel] and rel not in included]
-    dev = [rel for rel in parsed if is_dev[rel] and rel not in included]
     for rel in chosen:
-        out.sources.append(rel)
-        out.backends.extend(parsed[rel].backends)
-        nested = sorted(f for f in parsed[rel].files if f != rel)
-        if nested:
-            out.comments.append(f"{rel} also reads {', '.join(nested)}")
-        for name, origin in parsed[rel].unset:
-            out.comments.append(
-                f"{origin.file}:{origin.line} needs ${{{name}}} set where you run `kernodeck lock`"
-            )
-    for rel in dev:
-        out.comments.append(f"also found {rel} (add it to `from` if the reproduction installs it)")
+        _choose_file(out, rel, parsed[rel])
+    for rel in parsed:
+        if is_dev[rel] and rel not in included:
+            out.comments.append(f"also found {rel} (add it to `from` if the reproduction installs it)")
+    return parsed, chosen, stuck
+
+
+def _choose_file(out: Discovery, rel: str, parsed: ParsedRequirements) -> None:
+    """A requirements file `from` names: its local labels and PyTorch indexes as backends."""
+    out.sources.append(rel)
+    out.backends.extend(parsed.backends)
+    nested = sorted(f for f in parsed.files if f != rel)
+    if nested:
+        out.comments.append(f"{rel} also reads {', '.join(nested)}")
+    for name, origin in parsed.unset:
+        out.comments.append(
+            f"{origin.file}:{origin.line} needs ${{{name}}} set where you run `kernodeck lock`"
+        )
     out.routes += [
         BackendRoute(backend, f"{ref.origin}: --{ref.kind} {ref.url}")
-        for rel in chosen
-        for ref in parsed[rel].indexes
-        if (backend := backend_of_index(ref.url)) is not None
+        for ref in parsed.indexes
+        if (backend := _backend_name(ref.url)) is not None
     ]
 
+
+def discover(directory: Path) -> Discovery:
+    """The project's dependency sources and data folders (see the module docstring)."""
+    root = directory.resolve()
+    out = Discovery()
+    parsed, chosen, stuck = _requirement_files(root, out)
     project_in_reqs = any(parsed[rel].project_included for rel in chosen)
     pyproject = root / "pyproject.toml"
     unread: str | None = None  # why pyproject.toml gave no dependencies
@@ -379,7 +394,7 @@ def _uv_routes(out: Discovery, data: dict[str, object], project: object) -> None
     the extras that select them are selected in [packages] extras when they hold only projects
     of the PyTorch family (each platform's backend then picks torch's build), else named."""
     routes = torch_routes(data)
-    out.routes += [BackendRoute(r.backend, r.evidence, r.extra, r.marker) for r in routes]
+    out.routes += [BackendRoute(r.backend, r.evidence, r.extra, r.marker, r.base) for r in routes]
     by_extra = sorted({r.extra for r in routes if r.extra})
     table = project.get("optional-dependencies") if isinstance(project, dict) else None
     if not by_extra or not isinstance(table, dict):
@@ -399,6 +414,11 @@ def _uv_routes(out: Discovery, data: dict[str, object], project: object) -> None
             f"extras {names} route torch by backend in uv and require more than torch: select the one a "
             "platform needs in `extras` (one manifest selects extras for every platform)"
         )
+
+
+def _backend_name(url: str) -> str | None:
+    found = backend_of_index(url)
+    return found[1] if found is not None else None
 
 
 def _names_torch(requirement: str) -> bool:

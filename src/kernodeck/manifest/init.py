@@ -18,7 +18,7 @@ from typing import Any
 
 import tomlkit
 
-from kernodeck.backends import parse_backend
+from kernodeck.backends import PYTORCH_INDEX_BASE, parse_backend
 from kernodeck.errors import UsageError
 from kernodeck.gitstate import GitState, git_state
 from kernodeck.lockfile.names import MANIFEST_NAME
@@ -316,6 +316,9 @@ def starter_document(
         chosen.extend(found.extras[0])
         _kv(pk, "extras", chosen, found.extras[1])
     pk.add("constraints", tomlkit.array())
+    base = next((r.base for r in found.routes if r.base), None)
+    if base is not None and base.rstrip("/") != PYTORCH_INDEX_BASE:
+        _kv(pk, "pytorch-index", base, "the PyTorch index base the project's uv indexes are under")
     _kv(pk, "allow-sdist", tomlkit.array(), "names that may be locked as source distributions")
     pk.add("prereleases", False)
     doc.add("packages", pk)
