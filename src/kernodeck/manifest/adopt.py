@@ -4,6 +4,9 @@
     found.sources     # ["requirements.txt"] or ["pyproject.toml"]: what `[packages] from` names
     found.comments    # why, and what was found but left out (a dev file, a line a lock cannot honour)
     found.backends    # local labels (torch==2.3.0+cu121) of the sources: the host platform's backend
+    found.routes      # backends the project sends torch to (a PyTorch index in a requirements file,
+                      # conda's pytorch-cuda/cudatoolkit, uv's [tool.uv.sources]): one platform each
+    found.python      # (major.minor, why) a conda file or Pipfile names; found.python_range: a range
     found.data        # data / model folders proposed as commented-out [[data]] / [[weights]]
     found.missing     # no dependency list a lock can read: why, and what to do (else None)
     found.requirements  # copied from a list `from` cannot read (see below), else []
