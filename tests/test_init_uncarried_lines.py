@@ -74,6 +74,18 @@ def test_a_vcs_line_keeps_its_file_and_stops_validate_and_lock_until_skipped(
     assert pins(lock_file.read_text()) == {"rich": "13.0"}  # the file's other requirements are locked
 
 
+def test_init_says_so_and_the_same_line_in_two_files_is_named_in_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(tmp_path / "requirements.txt", f"rich\n{VCS}\n")
+    _write(tmp_path / "requirements-gpu.txt", f"{VCS}\ntorch\n")
+    assert main(["init", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    for where in ("requirements.txt:2", "requirements-gpu.txt:1"):
+        assert f"{where}: a line a lock cannot take; `kernodeck validate` and `lock` fail there" in err
+        assert f"# {where}: {VCS}: a VCS requirement" in (tmp_path / "repro.toml").read_text()
+
+
 def test_a_path_to_another_project_and_an_unknown_option_are_each_named(tmp_path: Path) -> None:
     _write(tmp_path / "requirements.txt", "rich\n-e ../other-project\n--frobnicate\ntqdm\n")
     _write(tmp_path / "requirements-gpu.txt", "torch\n")

@@ -98,6 +98,8 @@ class Discovery:
     # where the project sends torch per backend: a PyTorch index in a requirements file, conda's
     # pytorch-cuda/cudatoolkit, uv's [tool.uv.sources]: one proposed platform per backend
     routes: list[BackendRoute] = field(default_factory=list)
+    # ("file:line", the line as written) of each requirement-file line a lock cannot take
+    uncarried: list[tuple[str, str]] = field(default_factory=list)
     # extras selected in [packages] extras, with why (uv's routing extras that only name torch)
     extras: tuple[list[str], str] | None = None
 
@@ -199,13 +201,15 @@ def _line_text(root: Path, issue_file: str, line: int) -> str | None:
     return next((content for start, content in logical_lines(text) if start == line), None)
 
 
-def _parse_carrying(path: Path, root: Path, comments: list[str], stuck: list[str]) -> ParsedRequirements:
+def _parse_carrying(path: Path, root: Path, out: Discovery) -> ParsedRequirements:
     """A requirements file as `from` will read it. A line a lock cannot take (a VCS or URL
     requirement, a path to another project, an unknown option) does not drop the file: it stays
-    in `from`, and each such line is named in `comments` with what to do, since `validate` and
-    `lock` stop at it until it is fixed or listed under [packages] skip. The result is the file
-    read without those lines (for its indexes and backends); a problem that is not at one line
-    (the file itself) raises the ManifestError. `stuck` gets the lines (as written)."""
+    in `from`, and each such line is named in `out.comments` with what to do, since `validate` and
+    `lock` stop at it until it is fixed or listed under [packages] skip (`out.uncarried` gets
+    where it is and the line as written). The result is the file read without those lines (for
+    its indexes and backends); a problem that is not at one line (the file itself) raises the
+    ManifestError."""
+    stuck: list[str] = []
     while True:
         try:
             parsed = parse_requirements_file(
@@ -217,7 +221,8 @@ def _parse_carrying(path: Path, root: Path, comments: list[str], stuck: list[str
             if issue is None or text is None or text in stuck or len(stuck) >= _MAX_UNCARRIED:
                 raise
             stuck.append(text)
-            comments.append(
+            out.uncarried.append((f"{issue.file}:{issue.line}", text))
+            out.comments.append(
                 f"{issue.file}:{issue.line}: {issue.message}: `validate` and `lock` stop at this line "
                 f"until it is fixed ({issue.hint or 'edit or remove it'})"
             )
@@ -225,14 +230,11 @@ def _parse_carrying(path: Path, root: Path, comments: list[str], stuck: list[str
         return parsed
 
 
-def _requirement_files(
-    root: Path, out: Discovery
-) -> tuple[dict[str, ParsedRequirements], list[str], list[str]]:
+def _requirement_files(root: Path, out: Discovery) -> tuple[dict[str, ParsedRequirements], list[str]]:
     """The project's requirement files: each read (`_parse_carrying`), the ones `from` names added
     to `out.sources` with their backends, routes and comments. Returns (every file read, the ones
-    chosen, the lines of them a lock cannot take)."""
+    chosen)."""
     parsed: dict[str, ParsedRequirements] = {}
-    stuck: list[str] = []
     compiled, in_files = _compiled_pairs(root)
     candidates = sorted(
         [c for c in _requirement_candidates(root) if c not in compiled] + in_files,
@@ -246,7 +248,7 @@ def _requirement_files(
     for cand in candidates:
         rel = cand.relative_to(root).as_posix()
         try:
-            parsed[rel] = _parse_carrying(cand, root, out.comments, stuck)
+            parsed[rel] = _parse_carrying(cand, root, out)
         except ManifestError as e:
             hint = e.issues[0].hint if e.issues else None
             fix = f"{hint}; then" if hint else "fix it, then"
@@ -263,7 +265,7 @@ def _requirement_files(
     for rel in parsed:
         if is_dev[rel] and rel not in included:
             out.comments.append(f"also found {rel} (add it to `from` if the reproduction installs it)")
-    return parsed, chosen, stuck
+    return parsed, chosen
 
 
 def _choose_file(out: Discovery, rel: str, parsed: ParsedRequirements) -> None:
@@ -288,7 +290,7 @@ def discover(directory: Path) -> Discovery:
     """The project's dependency sources and data folders (see the module docstring)."""
     root = directory.resolve()
     out = Discovery()
-    parsed, chosen, stuck = _requirement_files(root, out)
+    parsed, chosen = _requirement_files(root, out)
     project_in_reqs = any(parsed[rel].project_included for rel in chosen)
     pyproject = root / "pyproject.toml"
     unread: str | None = None  # why pyproject.toml gave no dependencies
@@ -344,7 +346,7 @@ def discover(directory: Path) -> Discovery:
     if conda is not None:
         _read_conda(out, conda, root)
     # `-e .` of a setup.py project cannot be read: setup's list is copied beside the file that has it
-    installs_self = any(line.split()[-1] in (".", "./") for line in stuck)
+    installs_self = any(line.split()[-1] in (".", "./") for _, line in out.uncarried)
     setup = read_setup(root) if (installs_self or not out.sources) and not out.requirements else None
     if setup is not None:
         if unread in out.comments:  # "pyproject.toml has no [project] table": setup.py said more

@@ -514,6 +514,11 @@ def write_starter(
         facts.python_note = f"the project's environment runs {facts.python_version}"
     found = discover(directory)
     notes = [found.missing] if found.missing is not None and env is None else []
+    notes += [
+        f"{where}: a line a lock cannot take; `kernodeck validate` and `lock` fail there until it is "
+        "fixed or listed under [packages] skip (see the comment in repro.toml)"
+        for where, _ in found.uncarried
+    ]
     text = tomlkit.dumps(
         starter_document(
             directory,
