@@ -85,9 +85,10 @@ def test_uv_routing_by_extra_gives_one_platform_per_variant_and_selects_the_extr
     assert m.packages.extras == ["cpu", "cu126"]
     assert str(m.packages.pytorch_index) == BASE  # the project's own index base, not the default
     assert "require-accelerator = false" in text  # one variant runs on the CPU
-    # macOS runs only the CPU build: one platform
-    path, _ = _init(tmp_path, MACOS)
+    # macOS runs only the CPU build: one platform, and the comment says why the other is not here
+    path, text = _init(tmp_path, MACOS)
     assert _platforms(path) == [("macos-arm64-cpu", "cpu")]
+    assert "for extra 'cu126': not proposed (macos runs no cu126 build); add a [[platform]]" in text
 
 
 def test_uv_routing_by_marker_keeps_the_variant_this_machine_takes(tmp_path: Path) -> None:

@@ -324,9 +324,11 @@ def starter_document(
     doc.add("packages", pk)
 
     plats = tomlkit.aot()
-    variants = _variants(found, facts)
+    variants, left_out = _variants(found, facts)
     for backend, why in variants:
         plats.append(_host_platform(facts, backend, why, variant=len(variants) > 1))
+    for line in left_out:
+        plats[0].add(tomlkit.comment(line))
     names = {str(t["name"]) for t in plats}
     python = Python.model_validate({"version": facts.python_version, "implementation": facts.implementation})
     for c in covered_platforms(directory, python):
@@ -434,20 +436,35 @@ def _marker_holds(marker: str | None, facts: HostFacts) -> bool:
         return True
 
 
-def _variants(found: Discovery, facts: HostFacts) -> list[tuple[str | None, str | None]]:
+def _variants(found: Discovery, facts: HostFacts) -> tuple[list[tuple[str | None, str | None]], list[str]]:
     """(backend, why) of each platform of this machine: one per backend the project routes torch
-    to (found.routes) that this machine's OS runs, in the order found, each with its evidence;
-    else the one a local label (`torch==2.3.0+cu121`) or the installed torch says."""
+    to (found.routes) that this machine runs, in the order found, each with its evidence; else
+    the one a local label (`torch==2.3.0+cu121`) or the installed torch says. Second: why each
+    other backend routed to is not proposed here."""
     seen: dict[str, str] = {}
     labelled = _backend_from_sources(found, facts)  # a pin's label is the most exact evidence
     if labelled is not None:
         seen[labelled[0]] = labelled[1]
+    left_out: dict[str, str] = {}
     for route in found.routes:
-        if route.backend in seen or not _fits_host(route.backend, facts):
+        if route.backend in seen or route.backend in left_out:
             continue
-        if _marker_holds(route.marker, facts):
+        if not _fits_host(route.backend, facts):
+            left_out[route.backend] = (
+                f"{route.evidence}: not proposed ({facts.os} runs no {route.backend} build)"
+            )
+        elif not _marker_holds(route.marker, facts):
+            left_out[route.backend] = (
+                f"{route.evidence}: not proposed (the marker does not hold on this machine)"
+            )
+        else:
             seen[route.backend] = route.evidence
-    return list(seen.items()) or [(facts.backend, "; ".join(facts.notes) or None)]
+    lines = [
+        f"{why}; add a [[platform]] for a machine that takes it"
+        for b, why in left_out.items()
+        if b not in seen
+    ]
+    return (list(seen.items()) or [(facts.backend, "; ".join(facts.notes) or None)]), lines
 
 
 def _backend_from_sources(found: Discovery, facts: HostFacts) -> tuple[str, str] | None:
