@@ -126,3 +126,17 @@ def test_a_file_that_cannot_be_read_as_a_whole_is_still_left_out(tmp_path: Path)
     (tmp_path / "requirements.txt").write_bytes(b"rich\n\xff\xfe\n")
     text = _init(tmp_path).read_text()
     assert "not used: requirements.txt" in text and "UTF-8" in text
+
+
+def test_a_skip_entry_is_shown_without_a_credential(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = "git+https://deploy:s3cr3t-token@example.invalid/org/tool.git"
+    _write(tmp_path / "requirements.txt", f"rich\n{line}\n")
+    path = _init(tmp_path)
+    _set_skip(path, [line])
+    capsys.readouterr()
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr()
+    assert "requirements.txt:2: skipped" in out.out + out.err
+    assert "s3cr3t-token" not in out.out + out.err

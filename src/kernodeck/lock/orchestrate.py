@@ -370,7 +370,8 @@ def _plan(
     mirror_map = parse_mirrors(manifest, envvars.MIRRORS.words() if mirrors is None else mirrors)
     notices = _pip_notices(manifest)
     notices += [
-        f"{where}: skipped ([packages] skip {entry!r}): not locked" for entry, where in sources.skipped
+        f"{where}: skipped ([packages] skip {redact(entry)!r}): not locked"
+        for entry, where in sources.skipped
     ]
     if not manifest.packages.requirements:
         notices.append(

@@ -33,6 +33,7 @@ from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
 from kernodeck.lockfile.names import is_pipfile, is_pyproject, manifest_file
 from kernodeck.manifest.schema import Index, Manifest, unfingerprinted
+from kernodeck.support.urls import redact
 
 if TYPE_CHECKING:  # the readers load with the first `from` source: a manifest without any needs none
     from kernodeck.reqfile import BackendHint, IndexRef, ParsedRequirements
@@ -154,7 +155,7 @@ def _check_skip(skip: list[str], parsed: list[ParsedRequirements], mfile: Path) 
                     Issue(
                         str(mfile),
                         f"packages.skip[{i}]",
-                        f"{entry!r} names no line of the requirement files in `from`",
+                        f"{redact(entry)!r} names no line of the requirement files in `from`",
                         hint="remove it, or write the line as it stands in the file (or the project it names)",
                     )
                 ]
@@ -261,7 +262,7 @@ def manifest_warnings(manifest: Manifest, manifest_path: Path) -> list[str]:
         for loc, what in unfingerprinted(manifest)
     ]
     out += [
-        f"{where}: skipped ([packages] skip {entry!r}): not locked, install it yourself"
+        f"{where}: skipped ([packages] skip {redact(entry)!r}): not locked, install it yourself"
         for entry, where in sources.skipped
     ]
     return out + backend_mismatches(manifest, sources)
