@@ -191,7 +191,10 @@ def test_without_a_project_environment_the_python_version_fits_requires_python(
         f'[project]\nname = "p"\nversion = "1"\nrequires-python = ">={running}"\n'
     )
     assert main(["init", str(proj), "--force"]) == 0
-    assert f'version = "{running}" # "3.11" = any 3.11.x' in (proj / "repro.toml").read_text()
+    assert (
+        f'version = "{running}" # pyproject.toml requires-python >={running}: this machine\'s {running} fits'
+        in (proj / "repro.toml").read_text()
+    )
 
 
 POETRY_PYPROJECT = (

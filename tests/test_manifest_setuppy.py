@@ -125,16 +125,18 @@ def test_a_requirements_file_wins_over_setup_py(tmp_path: Path) -> None:
 
 
 def test_a_requirements_file_installing_a_setup_py_project_says_what_to_do(tmp_path: Path) -> None:
-    # `-e .` in requirements.txt of a setup.py project: the file cannot be read (setup.py is not
-    # run); init copies setup.py's list and says how to make the file readable, not "fix it"
+    # `-e .` in requirements.txt of a setup.py project: the line cannot be read (setup.py is not
+    # run); the file stays in `from` (rich is never lost), init copies setup.py's list and says
+    # how to make the line readable, not "fix it"
     (tmp_path / "setup.py").write_text(_VIT)
     (tmp_path / "requirements.txt").write_text("rich\n-e .\n")
     assert main(["init", str(tmp_path)]) == 0
     m = load_manifest(tmp_path / "repro.toml")
-    assert m.packages.from_ == [] and "einops>=0.7.0" in m.packages.requirements
+    assert m.packages.from_ == ["requirements.txt"] and "einops>=0.7.0" in m.packages.requirements
     text = (tmp_path / "repro.toml").read_text()
     assert (
-        "# not used: requirements.txt:2: -e .: the project's dependencies are in setup.py, which Kernodeck "
-        "does not run; declare them under [project] dependencies in pyproject.toml, or list them in a "
-        "requirements file instead of -e .; then add 'requirements.txt' to `from`"
+        "# requirements.txt:2: -e .: the project's dependencies are in setup.py, which Kernodeck "
+        "does not run: `validate` and `lock` stop at this line until it is fixed (declare them under "
+        "[project] dependencies in pyproject.toml, or list them in a requirements file (or [packages] "
+        "requirements) and -e . under [packages] skip)"
     ) in " ".join(line.strip() for line in text.splitlines())

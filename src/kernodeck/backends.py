@@ -126,6 +126,22 @@ def parse_backend(name: str) -> Backend | None:
     return None
 
 
+#: A PyTorch-style per-backend index URL: `<base>/whl/<backend>` (cpu, cu128, rocm6.2, xpu).
+_PYTORCH_INDEX_URL = re.compile(r"^(?P<base>.+/whl)/(?P<backend>[a-z0-9.]+)/?$")
+
+
+def backend_of_index(url: str) -> tuple[str, str] | None:
+    """(base, backend) of a PyTorch per-backend index URL (`<base>/whl/cu117` -> (`<base>/whl`,
+    cu117)); None for any other URL (a plain index names no backend)."""
+    m = _PYTORCH_INDEX_URL.match(url.strip())
+    if m is None:
+        return None
+    backend = parse_backend(m.group("backend"))
+    if backend is None or not backend.uses_pytorch_index:
+        return None
+    return m.group("base"), backend.name
+
+
 def routes_to_backend(project: str) -> bool:
     """Whether a project is published per backend on the PyTorch indexes."""
     return canonicalize_name(project) in TORCH_FAMILY

@@ -105,6 +105,11 @@ _FLAG_OPTIONS: dict[str, str] = {
 }
 #: Options that change nothing in a lock: kernodeck locks wheels only and writes its own hashes.
 _ACCEPTED = {"only-binary", "prefer-binary", "hash", "require-hashes", "pre"}
+#: What to do about a line a lock cannot take from an index (a VCS or direct URL requirement).
+_CANNOT_CARRY = (
+    "publish it to an index the manifest names, pin a released version, or list the line (or its "
+    "project's name) under [packages] skip (then it is not locked: install it yourself)"
+)
 _WHY_NOT: dict[str, str] = {
     "no-binary": "kernodeck locks wheels only; list the project under [packages] allow-sdist instead",
     "no-index": "a lock reads the indexes the manifest names; declare them under [[packages.index]]",
@@ -168,6 +173,8 @@ class ParsedRequirements:
     project_included: bool = False  # `-e .` or a path to the project itself was read
     unset: tuple[tuple[str, Origin], ...] = ()  # with unset="note": ${NAME}s not set, lines skipped
     project: str | None = None  # a pyproject.toml: its [project] name
+    # lines left out by [packages] skip: (the skip entry that matched, where the line is)
+    skipped: tuple[tuple[str, Origin], ...] = ()
 
     def via(self, line: ReqLine) -> str:
         """How a lock file names where `line` came from, as pip-compile and uv do:
@@ -182,15 +189,19 @@ def parse_requirements_file(
     display_root: Path | None = None,
     unset: Literal["error", "note"] = "error",
     external: bool = False,
+    skip: tuple[str, ...] = (),
 ) -> ParsedRequirements:
     """Read `path` (and every file it includes). `project_root` is the folder `-e .` and other
     paths are relative to (pip: the current folder; here: the manifest's folder, default the
     file's folder); `display_root` makes the file names in origins and errors relative.
     `unset="note"` (for `init`, before the variables exist) records a line with an unset
     `${NAME}` in `unset` and skips it instead of failing. Every file read stays inside
-    `project_root` (symlinks followed) unless `external` ([packages] external = true)."""
+    `project_root` (symlinks followed) unless `external` ([packages] external = true). A line
+    `skip` names ([packages] skip: see `skip_entry`) is left out and recorded in `skipped`."""
     root = (project_root or path.parent).resolve()
-    reader = _Reader(root, (display_root or root).resolve(), note_unset=unset == "note", external=external)
+    reader = _Reader(
+        root, (display_root or root).resolve(), note_unset=unset == "note", external=external, skip=skip
+    )
     reader.read(path, constraint=False, depth=0, origin=None)
     return ParsedRequirements(
         requirements=tuple(reader.requirements),
@@ -201,7 +212,37 @@ def parse_requirements_file(
         files=dict(sorted(reader.files.items())),
         project_included=reader.project_included,
         unset=tuple(reader.unset),
+        skipped=tuple(reader.skipped),
     )
+
+
+_EGG = re.compile(r"#egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+_LEADING_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:[\[(;@<>=!~]|$)")
+
+
+def line_project(line: str) -> str | None:
+    """The project a requirement-file line names, canonical: `tool @ git+https://...`,
+    `git+https://...#egg=tool`, `tool==1.0`; None for a line that names none (a bare URL, a
+    path, an option)."""
+    m = _EGG.search(line) or _LEADING_NAME.match(line)
+    return canonicalize_name(m.group(1)) if m is not None else None
+
+
+def skip_entry(line: str, skip: tuple[str, ...]) -> str | None:
+    """The `[packages] skip` entry that names a requirement-file line (comments removed), or
+    None. An entry names a line by the line itself as written (blanks collapsed, `${NAME}` not
+    expanded: `git+https://host/org/tool.git`, `../other-project`, `--some-option x`), or by the
+    project the line names (`line_project`)."""
+    if not skip:
+        return None
+    written = " ".join(line.split())
+    project = line_project(written)
+    for entry in skip:
+        if " ".join(entry.split()) == written or (
+            project is not None and canonicalize_name(entry) == project
+        ):
+            return entry
+    return None
 
 
 def parse_pyproject(
@@ -490,9 +531,17 @@ def _option_shown(spelling: str) -> str:
 
 class _Reader:
     def __init__(
-        self, project_root: Path, display_root: Path, *, note_unset: bool = False, external: bool = False
+        self,
+        project_root: Path,
+        display_root: Path,
+        *,
+        note_unset: bool = False,
+        external: bool = False,
+        skip: tuple[str, ...] = (),
     ) -> None:
         self.project_root = project_root
+        self.skip = skip
+        self.skipped: list[tuple[str, Origin]] = []
         self.note_unset = note_unset
         self.external = external  # files may lie outside the project ([packages] external = true)
         self.unset: list[tuple[str, Origin]] = []
@@ -578,6 +627,10 @@ class _Reader:
         return _ENV_VAR.sub(value, text)
 
     def line(self, path: Path, origin: Origin, line: str, *, constraint: bool, depth: int) -> None:
+        entry = skip_entry(line, self.skip)
+        if entry is not None:
+            self.skipped.append((entry, origin))
+            return
         req_text, option_tokens = split_options(line)
         opts = _options(option_tokens) if option_tokens else []
         if req_text:
@@ -611,7 +664,8 @@ class _Reader:
                 origin,
                 f"unknown or unsupported option {_option_shown(spelling)}",
                 hint="kernodeck reads -r, -c, -e ., --index-url, --extra-index-url, --find-links, "
-                "--pre, --only-binary, --prefer-binary and --hash",
+                "--pre, --only-binary, --prefer-binary and --hash; remove the line, or list it under "
+                "[packages] skip (then it is not read)",
             )
         if meaning in _WHY_NOT:
             raise self.fail(origin, f"{spelling} is not supported: {_WHY_NOT[meaning]}")
@@ -675,7 +729,7 @@ class _Reader:
             raise self.fail(
                 origin,
                 f"{what}: a {'VCS' if _VCS.match(value) else 'URL'} requirement cannot be locked from an index",
-                hint="publish it to an index the manifest names, or pin a released version",
+                hint=_CANNOT_CARRY,
             )
         base, extras = value, ""
         m = re.fullmatch(r"(.*?)(\[[^\]]*\])", value)
@@ -689,7 +743,8 @@ class _Reader:
                 origin,
                 f"{what}: a path to another project cannot be locked from an index",
                 hint="only the project itself (-e .) is read from its pyproject.toml; publish the other project "
-                "to an index, or name its requirements instead",
+                "to an index, name its requirements instead, or list the line under [packages] skip "
+                "(then it is not locked)",
             )
         if constraint:
             raise self.fail(origin, f"{what}: a constraints file cannot name the project itself")
@@ -719,7 +774,7 @@ class _Reader:
             origin,
             f"{what}: {why}",
             hint="declare them under [project] dependencies in pyproject.toml, or list them in a "
-            f"requirements file instead of {what}",
+            f"requirements file (or [packages] requirements) and {what} under [packages] skip",
         )
 
     def requirement(self, text: str, origin: Origin, *, constraint: bool, written: str) -> None:
@@ -758,7 +813,7 @@ class _Reader:
             raise self.fail(
                 origin,
                 f"{req.name} @ ...: a {kind} requirement cannot be locked from an index",
-                hint="publish it to an index the manifest names, or pin a released version",
+                hint=_CANNOT_CARRY,
             )
         normalised, hints = _without_local(req)
         return normalised, canonicalize_name(req.name), hints

@@ -28,7 +28,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 #: The file names conda reads by default, in its order.
-NAMES = ("environment.yml", "environment.yaml")
+NAMES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
 
 #: Conda names whose PyPI distribution has another name.
 _PYPI_NAME = {"pytorch": "torch", "py-opencv": "opencv-python", "pytorch-lightning": "pytorch-lightning"}
@@ -72,6 +72,8 @@ class CondaEnv:
     file: str
     python: str | None = None  # major.minor
     python_spec: str | None = None  # as written, e.g. "python=3.8.5"
+    # (backend, where) from `pytorch-cuda=11.7` / `cudatoolkit=11.3`: ("cu117", "environment.yml:5: pytorch-cuda=11.7")
+    backend: tuple[str, str] | None = None
     requirements: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # pip: -r FILE, relative to the env file's folder
     notes: list[str] = field(default_factory=list)
@@ -153,6 +155,19 @@ def _python(spec: str) -> str | None:
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
+def _system_package(env: CondaEnv, where: str, name: str, body: str) -> None:
+    """A conda system package: named as not a requirement; a CUDA runtime (`pytorch-cuda=11.7`)
+    gives the backend torch's build needs."""
+    why = _SYSTEM.get(name, "a conda system package, not a Python requirement")
+    cuda = re.search(r"(\d+)\.(\d+)", body) if name in _CUDA else None
+    if cuda is not None:
+        backend = f"cu{cuda[1]}{cuda[2]}"
+        why = f'the CUDA runtime, which torch\'s build brings: set backend = "{backend}" on a [[platform]]'
+        if env.backend is None:
+            env.backend = (backend, f"{where}: {body}")
+    env.notes.append(f"{where}: {body}: not a requirement ({why})")
+
+
 def read_conda_env(path: Path, display: str) -> CondaEnv:
     """What `init` can take from a conda environment file (see the module docstring)."""
     env = CondaEnv(display)
@@ -173,11 +188,7 @@ def read_conda_env(path: Path, display: str) -> CondaEnv:
             env.python, env.python_spec = _python(body), body
             continue
         if name in _SYSTEM or (name.startswith(_SYSTEM_PREFIX) and name not in _PYTHON_DESPITE_PREFIX):
-            why = _SYSTEM.get(name, "a conda system package, not a Python requirement")
-            cuda = re.search(r"(\d+)\.(\d+)", body) if name in _CUDA else None
-            if cuda is not None:
-                why = f'the CUDA runtime, which torch\'s build brings: set backend = "cu{cuda[1]}{cuda[2]}" on a [[platform]]'
-            env.notes.append(f"{where}: {body}: not a requirement ({why})")
+            _system_package(env, where, name, body)
             continue
         try:
             pypi, spec = _conda_requirement(body)

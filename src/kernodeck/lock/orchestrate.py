@@ -369,6 +369,10 @@ def _plan(
     default_index = default_index_for(manifest)
     mirror_map = parse_mirrors(manifest, envvars.MIRRORS.words() if mirrors is None else mirrors)
     notices = _pip_notices(manifest)
+    notices += [
+        f"{where}: skipped ([packages] skip {redact(entry)!r}): not locked"
+        for entry, where in sources.skipped
+    ]
     if not manifest.packages.requirements:
         notices.append(
             f"{path.name} lists no requirements ([packages] requirements and `from` give none): "

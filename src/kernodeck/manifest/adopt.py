@@ -4,6 +4,9 @@
     found.sources     # ["requirements.txt"] or ["pyproject.toml"]: what `[packages] from` names
     found.comments    # why, and what was found but left out (a dev file, a line a lock cannot honour)
     found.backends    # local labels (torch==2.3.0+cu121) of the sources: the host platform's backend
+    found.routes      # backends the project sends torch to (a PyTorch index in a requirements file,
+                      # conda's pytorch-cuda/cudatoolkit, uv's [tool.uv.sources]): one platform each
+    found.python      # (major.minor, why) a conda file or Pipfile names; found.python_range: a range
     found.data        # data / model folders proposed as commented-out [[data]] / [[weights]]
     found.missing     # no dependency list a lock can read: why, and what to do (else None)
     found.requirements  # copied from a list `from` cannot read (see below), else []
@@ -17,7 +20,10 @@ Requirement files: `requirements.txt`, `requirements-*.txt`, `requirements_*.txt
 includes (`-r`/`-c`: they are read through it). Files whose name says they are for development
 (dev, test, docs, lint, ci) are listed in a comment, not used. A requirements file with `-e .`
 stands for the project's own dependencies, so pyproject.toml is then not named a second time.
-A file Kernodeck cannot read (a VCS line, `--no-binary`) is left out with the located reason.
+A line a lock cannot take (a VCS or URL requirement, a path to another project, an unknown
+option) never drops its file: the file stays in `from` and the line is named in a comment with
+what to do (`validate` and `lock` stop at it until it is fixed or listed under [packages] skip).
+A file that cannot be read as a whole (not UTF-8, too large) is left out with the reason.
 
 Poetry's `[tool.poetry.dependencies]` (`poetrydeps`) and a Pipfile (`pipfile`) are read through
 `from` too, unless an entry cannot be a requirement. Lists `from` cannot read are copied into
@@ -34,11 +40,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck import formats
+from kernodeck.backends import backend_of_index, routes_to_backend
 from kernodeck.errors import ManifestError
 from kernodeck.fingerprint import fingerprint
 from kernodeck.formats import Unreadable, parse_text
@@ -46,11 +54,13 @@ from kernodeck.formats.condaenv import find_conda_env, read_conda_env
 from kernodeck.formats.pipfile import category_note, find_pipfile, read_pipfile
 from kernodeck.formats.poetrydeps import PoetryDeps, poetry_specifier, read_poetry
 from kernodeck.formats.setuppy import SetupDeps, read_setup
+from kernodeck.formats.uvsources import torch_routes
 from kernodeck.lockfile.names import is_kernodeck_file
 from kernodeck.lockfile.read import read_pins
 from kernodeck.reqfile import (
     BackendHint,
     ParsedRequirements,
+    logical_lines,
     parse_pyproject,
     parse_requirements_file,
     read_pyproject,
@@ -85,6 +95,25 @@ class Discovery:
     python: tuple[str, str] | None = None  # (major.minor, why) when a source names the Python
     # (PEP 440 specifier, why) when a source allows a range of Pythons (Poetry's `python = "^3.10"`)
     python_range: tuple[str, str] | None = None
+    # where the project sends torch per backend: a PyTorch index in a requirements file, conda's
+    # pytorch-cuda/cudatoolkit, uv's [tool.uv.sources]: one proposed platform per backend
+    routes: list[BackendRoute] = field(default_factory=list)
+    # ("file:line", the line as written) of each requirement-file line a lock cannot take
+    uncarried: list[tuple[str, str]] = field(default_factory=list)
+    # extras selected in [packages] extras, with why (uv's routing extras that only name torch)
+    extras: tuple[list[str], str] | None = None
+
+
+@dataclass(frozen=True)
+class BackendRoute:
+    """A backend the project installs torch for, and the evidence (file:line and what it says)."""
+
+    backend: str
+    evidence: str
+    extra: str | None = None  # uv: the extra that selects this route
+    marker: str | None = None  # uv: the marker that selects this route
+    # the PyTorch index base, when only the manifest can say it (uv's, not read at lock time)
+    base: str | None = None
 
 
 #: Without any dependency list a lock can read.
@@ -158,10 +187,53 @@ def _first_issue(e: ManifestError) -> str:
     return e.issues[0].render().splitlines()[0] if e.issues else e.message
 
 
-def discover(directory: Path) -> Discovery:
-    """The project's dependency sources and data folders (see the module docstring)."""
-    root = directory.resolve()
-    out = Discovery()
+#: At most this many lines of one requirements file are reported as ones a lock cannot take.
+_MAX_UNCARRIED = 20
+
+
+def _line_text(root: Path, issue_file: str, line: int) -> str | None:
+    """The logical line (comments removed) that starts at `line` of `issue_file` (relative to
+    `root`), or None when it cannot be read back."""
+    try:
+        text = (root / issue_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return next((content for start, content in logical_lines(text) if start == line), None)
+
+
+def _parse_carrying(path: Path, root: Path, out: Discovery) -> ParsedRequirements:
+    """A requirements file as `from` will read it. A line a lock cannot take (a VCS or URL
+    requirement, a path to another project, an unknown option) does not drop the file: it stays
+    in `from`, and each such line is named in `out.comments` with what to do, since `validate` and
+    `lock` stop at it until it is fixed or listed under [packages] skip (`out.uncarried` gets
+    where it is and the line as written). The result is the file read without those lines (for
+    its indexes and backends); a problem that is not at one line (the file itself) raises the
+    ManifestError."""
+    stuck: list[str] = []
+    while True:
+        try:
+            parsed = parse_requirements_file(
+                path, project_root=root, display_root=root, unset="note", skip=tuple(stuck)
+            )
+        except ManifestError as e:
+            issue = e.issues[0] if len(e.issues) == 1 else None
+            text = _line_text(root, issue.file, issue.line) if issue and issue.line else None
+            if issue is None or text is None or text in stuck or len(stuck) >= _MAX_UNCARRIED:
+                raise
+            stuck.append(text)
+            out.uncarried.append((f"{issue.file}:{issue.line}", text))
+            out.comments.append(
+                f"{issue.file}:{issue.line}: {issue.message}: `validate` and `lock` stop at this line "
+                f"until it is fixed ({issue.hint or 'edit or remove it'})"
+            )
+            continue
+        return parsed
+
+
+def _requirement_files(root: Path, out: Discovery) -> tuple[dict[str, ParsedRequirements], list[str]]:
+    """The project's requirement files: each read (`_parse_carrying`), the ones `from` names added
+    to `out.sources` with their backends, routes and comments. Returns (every file read, the ones
+    chosen)."""
     parsed: dict[str, ParsedRequirements] = {}
     compiled, in_files = _compiled_pairs(root)
     candidates = sorted(
@@ -176,7 +248,7 @@ def discover(directory: Path) -> Discovery:
     for cand in candidates:
         rel = cand.relative_to(root).as_posix()
         try:
-            parsed[rel] = parse_requirements_file(cand, project_root=root, display_root=root, unset="note")
+            parsed[rel] = _parse_carrying(cand, root, out)
         except ManifestError as e:
             hint = e.issues[0].hint if e.issues else None
             fix = f"{hint}; then" if hint else "fix it, then"
@@ -188,20 +260,37 @@ def discover(directory: Path) -> Discovery:
     # requirements.txt does not make requirements.txt a part of development
     included = {f for rel, p in parsed.items() if not is_dev[rel] for f in p.files if f != rel}
     chosen = [rel for rel in parsed if not is_dev[rel] and rel not in included]
-    dev = [rel for rel in parsed if is_dev[rel] and rel not in included]
     for rel in chosen:
-        out.sources.append(rel)
-        out.backends.extend(parsed[rel].backends)
-        nested = sorted(f for f in parsed[rel].files if f != rel)
-        if nested:
-            out.comments.append(f"{rel} also reads {', '.join(nested)}")
-        for name, origin in parsed[rel].unset:
-            out.comments.append(
-                f"{origin.file}:{origin.line} needs ${{{name}}} set where you run `kernodeck lock`"
-            )
-    for rel in dev:
-        out.comments.append(f"also found {rel} (add it to `from` if the reproduction installs it)")
+        _choose_file(out, rel, parsed[rel])
+    for rel in parsed:
+        if is_dev[rel] and rel not in included:
+            out.comments.append(f"also found {rel} (add it to `from` if the reproduction installs it)")
+    return parsed, chosen
 
+
+def _choose_file(out: Discovery, rel: str, parsed: ParsedRequirements) -> None:
+    """A requirements file `from` names: its local labels and PyTorch indexes as backends."""
+    out.sources.append(rel)
+    out.backends.extend(parsed.backends)
+    nested = sorted(f for f in parsed.files if f != rel)
+    if nested:
+        out.comments.append(f"{rel} also reads {', '.join(nested)}")
+    for name, origin in parsed.unset:
+        out.comments.append(
+            f"{origin.file}:{origin.line} needs ${{{name}}} set where you run `kernodeck lock`"
+        )
+    out.routes += [
+        BackendRoute(backend, f"{ref.origin}: --{ref.kind} {ref.url}")
+        for ref in parsed.indexes
+        if (backend := _backend_name(ref.url)) is not None
+    ]
+
+
+def discover(directory: Path) -> Discovery:
+    """The project's dependency sources and data folders (see the module docstring)."""
+    root = directory.resolve()
+    out = Discovery()
+    parsed, chosen = _requirement_files(root, out)
     project_in_reqs = any(parsed[rel].project_included for rel in chosen)
     pyproject = root / "pyproject.toml"
     unread: str | None = None  # why pyproject.toml gave no dependencies
@@ -217,7 +306,11 @@ def discover(directory: Path) -> Discovery:
             elif not isinstance(project, dict) and not project_in_reqs:
                 unread = _without_project_table(data)
                 out.comments.append(unread)
+            if poetry is not None and out.sources:  # Poetry's python still says which Python
+                _poetry_python(out, poetry)
+            _uv_routes(out, data, project)
             if isinstance(project, dict):
+                _requires_python(out, project)
                 if project_in_reqs:
                     out.comments.append("pyproject.toml is read through `-e .` in a requirements file")
                 else:
@@ -252,7 +345,9 @@ def discover(directory: Path) -> Discovery:
     conda = find_conda_env(root)
     if conda is not None:
         _read_conda(out, conda, root)
-    setup = read_setup(root) if not out.sources and not out.requirements else None
+    # `-e .` of a setup.py project cannot be read: setup's list is copied beside the file that has it
+    installs_self = any(line.split()[-1] in (".", "./") for _, line in out.uncarried)
+    setup = read_setup(root) if (installs_self or not out.sources) and not out.requirements else None
     if setup is not None:
         if unread in out.comments:  # "pyproject.toml has no [project] table": setup.py said more
             out.comments.remove(unread)
@@ -297,6 +392,56 @@ def _read_poetry_from(out: Discovery, deps: PoetryDeps) -> None:
         out.comments.append(f"groups = []   # Poetry groups: {', '.join(groups)}")
     out.comments.extend(deps.index_notes)
     _poetry_python(out, deps)
+
+
+def _uv_routes(out: Discovery, data: dict[str, object], project: object) -> None:
+    """uv's torch routing ([tool.uv.sources] to PyTorch per-backend indexes) as backend routes;
+    the extras that select them are selected in [packages] extras when they hold only projects
+    of the PyTorch family (each platform's backend then picks torch's build), else named."""
+    routes = torch_routes(data)
+    out.routes += [BackendRoute(r.backend, r.evidence, r.extra, r.marker, r.base) for r in routes]
+    by_extra = sorted({r.extra for r in routes if r.extra})
+    table = project.get("optional-dependencies") if isinstance(project, dict) else None
+    if not by_extra or not isinstance(table, dict):
+        return
+    only_torch = all(
+        isinstance(table.get(e), list) and all(isinstance(r, str) and _names_torch(r) for r in table[e])
+        for e in by_extra
+    )
+    names = ", ".join(by_extra)
+    if only_torch:
+        why = (
+            f"uv routes torch by these extras; each [[platform]]'s backend picks the build of {names}'s torch"
+        )
+        out.extras = (by_extra, why)
+    else:
+        out.comments.append(
+            f"extras {names} route torch by backend in uv and require more than torch: select the one a "
+            "platform needs in `extras` (one manifest selects extras for every platform)"
+        )
+
+
+def _backend_name(url: str) -> str | None:
+    found = backend_of_index(url)
+    return found[1] if found is not None else None
+
+
+def _names_torch(requirement: str) -> bool:
+    try:
+        return routes_to_backend(Requirement(requirement).name)
+    except InvalidRequirement:
+        return False
+
+
+def _requires_python(out: Discovery, project: dict[str, object]) -> None:
+    """pyproject.toml's `requires-python` as the range [python] is chosen in."""
+    spec = project.get("requires-python")
+    if isinstance(spec, str):
+        with contextlib.suppress(InvalidSpecifier):
+            out.python_range = (
+                str(SpecifierSet(spec)),
+                f"pyproject.toml requires-python {SpecifierSet(spec)}",
+            )
 
 
 def _poetry_python(out: Discovery, deps: PoetryDeps) -> None:
@@ -361,10 +506,19 @@ def _read_conda(out: Discovery, path: Path, root: Path) -> None:
     PyPI requirements are copied (`from` cannot read it), its pip: list's files go to `from`
     and its Python gives [python] (see formats.condaenv)."""
     name = path.name
-    if out.sources or out.requirements:
-        out.comments.append(f"also found {name} (a conda environment, which `from` cannot read): not used")
-        return
     env = read_conda_env(path, name)
+    if env.backend is not None:
+        out.routes.append(BackendRoute(*env.backend))
+    if env.python is not None and out.python is None:
+        out.python = (env.python, f"{name}: {env.python_spec}")
+    if out.sources or out.requirements:
+        used = (
+            f"; its {env.python_spec} gives [python]" if out.python and out.python[1].startswith(name) else ""
+        )
+        out.comments.append(
+            f"also found {name} (a conda environment, which `from` cannot read): its packages not used{used}"
+        )
+        return
     for f in env.files:
         if (root / f).is_file() and not Path(f).is_absolute():
             out.sources.append(Path(f).as_posix())
@@ -377,8 +531,6 @@ def _read_conda(out: Discovery, path: Path, root: Path) -> None:
             "names given as PyPI's: pytorch is torch); edit them here from now on"
         )
     out.comments.extend(env.notes)
-    if env.python is not None:
-        out.python = (env.python, f"{name}: {env.python_spec}")
 
 
 #: Files at least this large, outside the proposed folders, are proposed one by one.

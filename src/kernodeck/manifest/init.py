@@ -18,7 +18,7 @@ from typing import Any
 
 import tomlkit
 
-from kernodeck.backends import parse_backend
+from kernodeck.backends import PYTORCH_INDEX_BASE, parse_backend
 from kernodeck.errors import UsageError
 from kernodeck.gitstate import GitState, git_state
 from kernodeck.lockfile.names import MANIFEST_NAME
@@ -116,43 +116,45 @@ def project_interpreter(directory: Path) -> str | None:
 _PYTHONS = ("3.14", "3.13", "3.12", "3.11", "3.10", "3.9", "3.8")
 
 
-def fit_requires_python(facts: HostFacts, directory: Path) -> HostFacts:
-    """`facts` with a Python version the project's `requires-python` allows, when the one it
-    names (Kernodeck's own, for want of a project environment) is not: the newest that is."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    from kernodeck.errors import ManifestError
-    from kernodeck.reqfile import read_pyproject
-
-    if not (directory / "pyproject.toml").is_file():
-        return facts
-    try:
-        project = read_pyproject(directory / "pyproject.toml", "pyproject.toml").get("project")
-        spec = SpecifierSet(str(project["requires-python"]))  # type: ignore[index]
-    except (ManifestError, InvalidSpecifier, KeyError, TypeError):
-        return facts
-    fit = _python_within(str(spec), facts.python_version)
-    if fit == facts.python_version:
-        return facts
-    note = f"pyproject.toml requires-python {spec}; Kernodeck runs on {facts.python_version}"
-    return dataclasses.replace(facts, python_version=fit, python_note=note)
-
-
 _PYTHON_VERSION_FILE = re.compile(r"^(?:cpython-|python)?(3\.\d+)(?:\.\d+)?\s*$")
 
 
-def pinned_python(facts: HostFacts, directory: Path) -> HostFacts:
-    """`facts` with the Python of the project's `.python-version` (what pyenv and uv run it with:
-    `3.11`, `3.11.7`, `cpython-3.11`), when it names one and differs from `facts`'."""
+def pinned_python(directory: Path) -> tuple[str, str] | None:
+    """(major.minor, why) from the project's `.python-version` (what pyenv and uv run it with:
+    `3.11`, `3.11.7`, `cpython-3.11`), or None when it names no CPython."""
     try:
         lines = (directory / ".python-version").read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        return facts
+        return None
     first = next((ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), "")
     m = _PYTHON_VERSION_FILE.match(first)
-    if m is None or m.group(1) == facts.python_version:
-        return facts
-    return dataclasses.replace(facts, python_version=m.group(1), python_note=f".python-version: {first}")
+    return (m.group(1), f".python-version: {first}") if m is not None else None
+
+
+#: What a project may say its Python is with, for the comment when it says nothing.
+_PYTHON_EVIDENCE = ".python-version, requires-python, a conda file's python, Poetry's or Pipfile's python"
+
+
+def project_python(facts: HostFacts, found: Discovery, directory: Path) -> HostFacts:
+    """`facts` with the Python the project itself names, and a comment naming the evidence, first
+    found of: `.python-version`; a conda environment file's `python=` or a Pipfile's
+    `python_version` (`found.python`); the newest Python a range allows (`requires-python`,
+    Poetry's `python`, setup's `python_requires`: `found.python_range`), this machine's when it
+    fits. This machine's Python only when the project names none, and the comment says so."""
+    exact = pinned_python(directory) or found.python
+    if exact is not None:
+        return dataclasses.replace(facts, python_version=exact[0], python_note=exact[1])
+    if found.python_range is not None:
+        spec, why = found.python_range
+        fit = _python_within(spec, facts.python_version)
+        note = (
+            f"{why}; Kernodeck runs on {facts.python_version}"
+            if fit != facts.python_version
+            else f"{why}: this machine's {fit} fits"
+        )
+        return dataclasses.replace(facts, python_version=fit, python_note=note)
+    note = f"this machine's: the project names no Python ({_PYTHON_EVIDENCE})"
+    return dataclasses.replace(facts, python_note=note)
 
 
 def host_facts(python: str | None = None) -> HostFacts:
@@ -275,12 +277,8 @@ def starter_document(
         doc.add(tomlkit.nl())
 
     found = found or discover(directory)
-    if env is None and found.python is not None and found.python[0] != facts.python_version:
-        facts = dataclasses.replace(facts, python_version=found.python[0], python_note=found.python[1])
-    if env is None and found.python_range is not None:
-        fit = _python_within(found.python_range[0], facts.python_version)
-        if fit != facts.python_version:
-            facts = dataclasses.replace(facts, python_version=fit, python_note=found.python_range[1])
+    if env is None and facts.python_note is None:  # else a project environment's: it runs the project
+        facts = project_python(facts, found, directory)
     py = tomlkit.table()
     _kv(
         py,
@@ -313,33 +311,29 @@ def starter_document(
         if copied
         else ("more requirements, beside those in `from`" if found.sources else 'e.g. "numpy>=1.26"'),
     )
+    if found.extras is not None:
+        chosen = tomlkit.array()
+        chosen.extend(found.extras[0])
+        _kv(pk, "extras", chosen, found.extras[1])
     pk.add("constraints", tomlkit.array())
+    base = next((r.base for r in found.routes if r.base), None)
+    if base is not None and base.rstrip("/") != PYTORCH_INDEX_BASE:
+        _kv(pk, "pytorch-index", base, "the PyTorch index base the project's uv indexes are under")
     _kv(pk, "allow-sdist", tomlkit.array(), "names that may be locked as source distributions")
     pk.add("prereleases", False)
     doc.add("packages", pk)
 
     plats = tomlkit.aot()
-    p = tomlkit.table()
-    p.add(tomlkit.comment("this machine; add one [[platform]] per target (every key: `kernodeck schema`)"))
-    backend, why = facts.backend, "; ".join(facts.notes) or None
-    labelled = _backend_from_sources(found, facts)
-    if labelled is not None:
-        backend, why = labelled
-    p.add("name", _platform_name(facts, backend))
-    p.add("os", facts.os)
-    p.add("arch", facts.arch)
-    if facts.glibc:
-        p.add("glibc", facts.glibc)
-    if facts.macos:
-        p.add("macos", facts.macos)
-    if backend:
-        _kv(p, "backend", backend, why)
-    plats.append(p)
-    host_name = p["name"]
+    variants, left_out = _variants(found, facts)
+    for backend, why in variants:
+        plats.append(_host_platform(facts, backend, why, variant=len(variants) > 1))
+    for line in left_out:
+        plats[0].add(tomlkit.comment(line))
+    names = {str(t["name"]) for t in plats}
     python = Python.model_validate({"version": facts.python_version, "implementation": facts.implementation})
     for c in covered_platforms(directory, python):
         other = c.platform
-        if other.name == host_name or (
+        if other.name in names or (
             other.backend is None and (other.os, other.arch) == (facts.os, facts.arch)
         ):
             continue
@@ -354,7 +348,7 @@ def starter_document(
     doc.add("platform", plats)
 
     sysm = tomlkit.table()
-    gpu = backend is not None and backend not in ("cpu",)
+    gpu = all(b is not None and b != "cpu" for b, _ in variants)
     _kv(sysm, "require-accelerator", gpu, "true: a GPU run never falls back to the CPU")
     doc.add("system", sysm)
     _add_data_proposals(doc, found)
@@ -390,17 +384,94 @@ def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:
     ]
 
 
+def _host_platform(facts: HostFacts, backend: str | None, why: str | None, *, variant: bool) -> Any:
+    """This machine as a [[platform]] table with `backend`; `variant`: one of several the project
+    routes torch to (then its comment names the variant, not only the machine)."""
+    p = tomlkit.table()
+    lead = "this machine" + (f", the project's {backend} variant" if variant else "")
+    p.add(tomlkit.comment(f"{lead}; add one [[platform]] per target (every key: `kernodeck schema`)"))
+    p.add("name", _platform_name(facts, backend))
+    p.add("os", facts.os)
+    p.add("arch", facts.arch)
+    if facts.glibc:
+        p.add("glibc", facts.glibc)
+    if facts.macos:
+        p.add("macos", facts.macos)
+    if backend:
+        _kv(p, "backend", backend, why)
+    return p
+
+
+def _fits_host(backend: str, facts: HostFacts) -> bool:
+    """Whether this machine's OS can run a backend's torch builds (CUDA: Linux and Windows; ROCm:
+    Linux; macOS: the CPU and mps builds only)."""
+    b = parse_backend(backend)
+    return not (
+        b is None
+        or (facts.os == "macos" and b.kind not in ("cpu", "mps"))
+        or (b.kind == "rocm" and facts.os != "linux")
+    )
+
+
+def _marker_holds(marker: str | None, facts: HostFacts) -> bool:
+    """Whether a uv route's marker holds on this machine (a marker that cannot be read holds)."""
+    if marker is None:
+        return True
+    from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName, default_environment
+
+    env: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
+    env.update(
+        sys_platform={"linux": "linux", "macos": "darwin", "windows": "win32"}[facts.os],
+        platform_system={"linux": "Linux", "macos": "Darwin", "windows": "Windows"}[facts.os],
+        platform_machine={"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "arm64"}.get(
+            facts.arch, facts.arch
+        ),
+        os_name="nt" if facts.os == "windows" else "posix",
+        python_version=facts.python_version,
+        extra="",
+    )
+    try:
+        return Marker(marker).evaluate(env)
+    except (InvalidMarker, UndefinedEnvironmentName):
+        return True
+
+
+def _variants(found: Discovery, facts: HostFacts) -> tuple[list[tuple[str | None, str | None]], list[str]]:
+    """(backend, why) of each platform of this machine: one per backend the project routes torch
+    to (found.routes) that this machine runs, in the order found, each with its evidence; else
+    the one a local label (`torch==2.3.0+cu121`) or the installed torch says. Second: why each
+    other backend routed to is not proposed here."""
+    seen: dict[str, str] = {}
+    labelled = _backend_from_sources(found, facts)  # a pin's label is the most exact evidence
+    if labelled is not None:
+        seen[labelled[0]] = labelled[1]
+    left_out: dict[str, str] = {}
+    for route in found.routes:
+        if route.backend in seen or route.backend in left_out:
+            continue
+        if not _fits_host(route.backend, facts):
+            left_out[route.backend] = (
+                f"{route.evidence}: not proposed ({facts.os} runs no {route.backend} build)"
+            )
+        elif not _marker_holds(route.marker, facts):
+            left_out[route.backend] = (
+                f"{route.evidence}: not proposed (the marker does not hold on this machine)"
+            )
+        else:
+            seen[route.backend] = route.evidence
+    lines = [
+        f"{why}; add a [[platform]] for a machine that takes it"
+        for b, why in left_out.items()
+        if b not in seen
+    ]
+    return (list(seen.items()) or [(facts.backend, "; ".join(facts.notes) or None)]), lines
+
+
 def _backend_from_sources(found: Discovery, facts: HostFacts) -> tuple[str, str] | None:
     """The host platform's backend from a local label in the sources (`torch==2.3.0+cu121`)."""
     for hint in found.backends:
-        b = parse_backend(hint.backend)
-        if (
-            b is None
-            or (facts.os == "macos" and b.kind != "cpu")
-            or (b.kind == "rocm" and facts.os != "linux")
-        ):
-            continue
-        return hint.backend, f"{hint.origin}: {hint.project}=={hint.version}+{hint.backend}"
+        if _fits_host(hint.backend, facts) and hint.backend != "mps":
+            return hint.backend, f"{hint.origin}: {hint.project}=={hint.version}+{hint.backend}"
     return None
 
 
@@ -456,10 +527,15 @@ def write_starter(
     state = git_state(directory)
     interpreter = project_interpreter(directory) if env is None else None
     facts = host_facts(interpreter) if env is None else None
-    if facts is not None and interpreter is None:
-        facts = pinned_python(fit_requires_python(facts, directory), directory)
+    if facts is not None and interpreter is not None:
+        facts.python_note = f"the project's environment runs {facts.python_version}"
     found = discover(directory)
     notes = [found.missing] if found.missing is not None and env is None else []
+    notes += [
+        f"{where}: a line a lock cannot take; `kernodeck validate` and `lock` fail there until it is "
+        "fixed or listed under [packages] skip (see the comment in repro.toml)"
+        for where, _ in found.uncarried
+    ]
     text = tomlkit.dumps(
         starter_document(
             directory,

@@ -378,6 +378,13 @@ class Packages(_Model):
     """Requirements written here (besides those read from `from`)."""
     constraints: list[RequirementStr] = []
     """Constraints: they limit versions but install nothing by themselves."""
+    skip: list[Annotated[str, Field(min_length=1)]] = []
+    """Lines of the requirement files in `from` that are left out of the lock, each named by the
+    line as written (`git+https://host/org/tool.git`, `../other-project`, an option) or by the
+    project it names (`tool` for `tool @ git+...` or `...#egg=tool`): for what a lock cannot take
+    from an index (a VCS or URL requirement, a path to another project, an option Kernodeck does
+    not read), which is then installed some other way. `validate` names every line skipped; an
+    entry that names no line is an error."""
     allow_sdist: list[ProjectName] = []
     """Projects that may be locked as source distributions (otherwise wheels only). Their metadata
     is built with build requirements from these indexes, released before exclude-newer."""

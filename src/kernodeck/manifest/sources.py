@@ -33,6 +33,7 @@ from kernodeck.backends import parse_backend
 from kernodeck.errors import Issue, ManifestError
 from kernodeck.lockfile.names import is_pipfile, is_pyproject, manifest_file
 from kernodeck.manifest.schema import Index, Manifest, unfingerprinted
+from kernodeck.support.urls import redact
 
 if TYPE_CHECKING:  # the readers load with the first `from` source: a manifest without any needs none
     from kernodeck.reqfile import BackendHint, IndexRef, ParsedRequirements
@@ -52,6 +53,8 @@ class SourceSet:
     # project -> where it is required, as a lock file's `# via` says it ("-r requirements.txt")
     via: dict[str, tuple[str, ...]] = field(default_factory=dict)
     project_included: bool = False  # a requirements file installs the project itself (`-e .`)
+    # lines [packages] skip left out: (the entry, "file:line")
+    skipped: tuple[tuple[str, str], ...] = ()
 
 
 def _from_line(manifest_file: Path, index: int) -> int | None:
@@ -112,8 +115,11 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
             parsed.append(parse_pipfile(path, groups=own, display_root=root))
         else:
             parsed.append(
-                parse_requirements_file(path, project_root=root, display_root=root, external=pk.external)
+                parse_requirements_file(
+                    path, project_root=root, display_root=root, external=pk.external, skip=tuple(pk.skip)
+                )
             )
+    _check_skip(pk.skip, parsed, mfile)
     # dicts as ordered sets: linear in the lines read (a list's `in` made it quadratic)
     reqs: dict[str, None] = {}
     cons: dict[str, None] = {}
@@ -134,7 +140,26 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
         inputs=dict(sorted(inputs.items())),
         via={name: tuple(labels) for name, labels in via.items()},
         project_included=any(p.project_included for p in parsed),
+        skipped=tuple((entry, str(origin)) for p in parsed for entry, origin in p.skipped),
     )
+
+
+def _check_skip(skip: list[str], parsed: list[ParsedRequirements], mfile: Path) -> None:
+    """Every `[packages] skip` entry names a line of a `from` requirements file: one that names
+    none (the line was fixed or removed) is a located error, never a silent no-op."""
+    used = {entry for p in parsed for entry, _ in p.skipped}
+    for i, entry in enumerate(skip):
+        if entry not in used:
+            raise ManifestError(
+                [
+                    Issue(
+                        str(mfile),
+                        f"packages.skip[{i}]",
+                        f"{redact(entry)!r} names no line of the requirement files in `from`",
+                        hint="remove it, or write the line as it stands in the file (or the project it names)",
+                    )
+                ]
+            )
 
 
 def _index_name(ref: IndexRef, taken: set[str]) -> str:
@@ -235,5 +260,9 @@ def manifest_warnings(manifest: Manifest, manifest_path: Path) -> list[str]:
     out = [
         f"{format_loc(loc)}: {what} has no sha256 yet; `kernodeck capture` computes and records it"
         for loc, what in unfingerprinted(manifest)
+    ]
+    out += [
+        f"{where}: skipped ([packages] skip {redact(entry)!r}): not locked, install it yourself"
+        for entry, where in sources.skipped
     ]
     return out + backend_mismatches(manifest, sources)
