@@ -70,6 +70,13 @@ if TYPE_CHECKING:
 )
 @click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, hidden=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
+@click.option(
+    "--stats",
+    "show_stats",
+    is_flag=True,
+    help="Say what the lock did: requests and bytes per host, cache hits, resolution rounds and "
+    "backtracks, CPU seconds of pages, metadata and resolution (also under `stats` in --json).",
+)
 @json_option(
     "Also write the result as JSON to FILE ('-': stdout): platforms, failures, differences; when "
     "nothing could be locked, ok false and the error."
@@ -90,6 +97,7 @@ def lock(
     quiet: bool,
     json_out: str | None,
     mirrors: tuple[str, ...],
+    show_stats: bool,
 ) -> None:
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
     from kernodeck.lock.orchestrate import Format, lock_manifest
@@ -116,7 +124,9 @@ def lock(
             _write_json(json_out, {"ok": False, "check": check, "error": _error_json(e)})
         raise
     if json_out is not None:
-        _write_json(json_out, _json(result))
+        _write_json(json_out, _json(result) | ({"stats": _stats_json(result)} if show_stats else {}))
+    if show_stats:
+        _report_stats(result)
     if not quiet:
         for notice in result.notices:
             click.echo(f"note: {notice}", err=True)
@@ -265,6 +275,18 @@ def _json(result: LockResult) -> dict[str, Any]:
             {"platform": left.platform, "files": [str(f) for f in left.paths]} for left in result.left_over
         ],
     }
+
+
+def _stats_json(result: LockResult) -> dict[str, Any] | None:
+    return result.stats.to_json() if result.stats is not None else None
+
+
+def _report_stats(result: LockResult) -> None:
+    if result.stats is None:
+        return
+    click.echo("stats:", err=True)
+    for line in result.stats.lines():
+        click.echo(f"  {line}", err=True)
 
 
 def _failure_json(f: PlatformFailure) -> dict[str, Any]:

@@ -64,6 +64,7 @@ from kernodeck.lock import replay as lockreplay
 from kernodeck.lock.convert import Format, Rendered, diff, platform_lock, render, stale_reasons
 from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256
 from kernodeck.lock.mirrors import mirror_hint, mirrored, parse_mirrors, replace_all, unmirror
+from kernodeck.lock.stats import LockStats
 from kernodeck.lockfile.leftover import LeftOver, left_over, remove
 from kernodeck.lockfile.names import is_lock_file, pylock_filename, requirements_filename
 from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
@@ -163,6 +164,7 @@ class LockResult:
     adopted: tuple[PinReport, ...] = ()  # first lock after init: the preferred pins kept/changed
     # lock files of platforms the manifest no longer declares: removed by a lock, named by --check
     left_over: tuple[LeftOver, ...] = ()
+    stats: LockStats | None = None  # what the lock did (requests, cache hits, rounds, CPU)
 
     @property
     def ok(self) -> bool:
@@ -265,6 +267,7 @@ def lock_manifest(
             stacklevel=2,
         )
     started = time.perf_counter()
+    stats = LockStats()
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
     path = _manifest_path(manifest_path)
@@ -330,6 +333,7 @@ def lock_manifest(
             progress.close()
         rendered, differences, held = replay.rendered, replay.differences, replay.held
         metadata_reads = 0
+        stats.replayed = True
     else:
         with fewer_collections():  # index pages decode into many long-lived objects
             rendered, failures, differences, held, metadata_reads, pages = _resolve_and_render(
@@ -348,6 +352,7 @@ def lock_manifest(
                 cache_dir=cache_dir,
                 progress=progress,
                 notices=notices,
+                stats=stats,
             )
         if failures and len(failures) == len(names):
             # Nothing could be locked: the error itself, as for a single platform.
@@ -384,6 +389,7 @@ def lock_manifest(
         # a lock of chosen platforms leaves the others' files alone
         left=left_over(out_dir, path.name, {p.name for p in manifest.platform}) if not platforms else [],
     )
+    result = replace(result, stats=stats.done())
     if not firsts or check:  # the pin report is for a platform's first written lock only
         return result
     from kernodeck.manifest.pinreport import first_lock_reports
@@ -427,6 +433,7 @@ def _resolve_and_render(
     progress: LockProgress | None,
     mirrors: Mapping[str, str] | None = None,
     notices: list[str] | None = None,
+    stats: LockStats | None = None,
 ) -> tuple[
     dict[str, Rendered],
     dict[str, PlatformFailure],
@@ -587,6 +594,8 @@ def _resolve_and_render(
         }
         metadata_reads = session.metadata_reads
         pages = session.client.used_pages()
+        if stats is not None:
+            stats.take(session)
     finally:
         session.close()
         if progress is not None:
