@@ -124,9 +124,8 @@ def lock(
             _write_json(json_out, {"ok": False, "check": check, "error": _error_json(e)})
         raise
     if json_out is not None:
-        _write_json(json_out, _json(result) | ({"stats": _stats_json(result)} if show_stats else {}))
-    if show_stats:
-        _report_stats(result)
+        _write_json(json_out, _json(result, show_stats))
+    _report_stats(result, show_stats)
     if not quiet:
         for notice in result.notices:
             click.echo(f"note: {notice}", err=True)
@@ -248,8 +247,9 @@ def _error_json(e: KernodeckError) -> dict[str, Any]:
     }
 
 
-def _json(result: LockResult) -> dict[str, Any]:
-    return {
+def _json(result: LockResult, with_stats: bool = False) -> dict[str, Any]:
+    stats = {"stats": result.stats.to_json()} if with_stats and result.stats is not None else {}
+    return stats | {
         "ok": result.ok,
         "check": result.check,
         "platforms": [
@@ -277,12 +277,8 @@ def _json(result: LockResult) -> dict[str, Any]:
     }
 
 
-def _stats_json(result: LockResult) -> dict[str, Any] | None:
-    return result.stats.to_json() if result.stats is not None else None
-
-
-def _report_stats(result: LockResult) -> None:
-    if result.stats is None:
+def _report_stats(result: LockResult, asked: bool) -> None:
+    if not asked or result.stats is None:
         return
     click.echo("stats:", err=True)
     for line in result.stats.lines():

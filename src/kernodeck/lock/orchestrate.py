@@ -433,7 +433,7 @@ def _resolve_and_render(
     progress: LockProgress | None,
     mirrors: Mapping[str, str] | None = None,
     notices: list[str] | None = None,
-    stats: LockStats | None = None,
+    stats: LockStats,
 ) -> tuple[
     dict[str, Rendered],
     dict[str, PlatformFailure],
@@ -594,8 +594,7 @@ def _resolve_and_render(
         }
         metadata_reads = session.metadata_reads
         pages = session.client.used_pages()
-        if stats is not None:
-            stats.take(session)
+        stats.take(session)
     finally:
         session.close()
         if progress is not None:
