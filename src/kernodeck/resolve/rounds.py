@@ -8,12 +8,13 @@ one whenever a requirement is added or removed, and a pin is one candidate objec
 for a project is kept with the criterion and the pin it was worked out for, and reused while
 both are the same objects; any change of either, backtracking included, works it out again.
 
-A resolution also decides a direct requirement first when it had to walk it back through more
-than `WALK_LIMIT` release series (major.minor; walking back patch releases never counts): it
-starts again with that project ahead of the other direct requirements (the provider's `first`),
-as uv does for a package that keeps conflicting. Without this, a project decided early (boto3,
-alphabetically) keeps its newest patch release while a direct requirement decided later (s3fs)
-walks back years to a release that avoids the conflict.
+Among valid solutions it prefers the one that keeps direct requirements newest: when a direct
+requirement ends more than `WALK_LIMIT` release series (major.minor; patch releases never count)
+below the newest it tried, the resolution runs again with that project decided ahead of the other
+direct requirements (the provider's `first`), as uv does for a package that keeps conflicting,
+and keeps whichever solution walks its direct requirements back through fewer release series.
+Without this, a project decided early (boto3, alphabetically) keeps its newest patch release
+while a direct requirement decided later (s3fs) walks back years to avoid the conflict.
 It also counts its rounds, backtracks and restarts (`Counts`, for `lock --stats`).
 """
 
@@ -24,55 +25,49 @@ from dataclasses import dataclass
 from typing import Any
 
 from resolvelib import Resolver
-from resolvelib.resolvers import Resolution
+from resolvelib.resolvers import Resolution, ResolutionImpossible, ResolutionTooDeep
 from resolvelib.resolvers.resolution import _build_result
 
-#: A direct requirement walked back through more release series than this (versions that differ
-#: in their first two parts: 2026.7 and 2026.6, not 1.43.123 and 1.43.122) is decided first next time.
+#: A direct requirement pinned below more than this many release series it tried (versions that
+#: differ in their first two parts: 2026.7 and 2026.6, not 1.43.123 and 1.43.122) is tried first.
 WALK_LIMIT = 5
-#: How many times one resolution starts again with a direct requirement moved first.
-MAX_RESTARTS = 4
+#: How many more resolutions one resolution may run, each with one direct requirement moved first.
+MAX_RESTARTS = 2
 
 
 @dataclass
 class Counts:
     """What one resolver did: rounds (states pushed: one per pin, one per backjump), backtracks
-    (resolvelib's backjumps) and restarts."""
+    (resolvelib's backjumps) and restarts (resolutions run again with a requirement first)."""
 
     rounds: int = 0
     backtracks: int = 0
     restarts: int = 0
 
 
-class _WalkedBack(Exception):
-    """Internal: direct requirement `name` was walked back too far; start again with it first."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-
 class _Rounds(Resolution):  # type: ignore[type-arg]
-    def __init__(self, provider: Any, reporter: Any, counts: Counts, first: list[str] | None) -> None:
+    def __init__(self, provider: Any, reporter: Any, counts: Counts, walks: bool) -> None:
         super().__init__(provider, reporter)
         self._checked: dict[Any, tuple[Any, Any, bool]] = {}
         self._counts = counts
-        self._first = first
-        self._tried: dict[Any, set[Any]] = {}
+        self._walks = walks
+        self._tried: dict[Any, set[tuple[int, ...]]] = {}
 
     def _get_updated_criteria(self, candidate: Any) -> Any:
-        if self._first is not None:
-            self._note_tried(self._p.identify(candidate), candidate)
+        if self._walks:
+            self._tried.setdefault(self._p.identify(candidate), set()).add(candidate.version.release[:2])
         return super()._get_updated_criteria(candidate)
 
-    def _note_tried(self, name: Any, candidate: Any) -> None:
-        tried = self._tried.setdefault(name, set())
-        tried.add(candidate.version.release[:2])
-        if len(tried) <= WALK_LIMIT or name in (self._first or ()):
-            return
-        criterion = self.state.criteria.get(name)
-        if criterion is not None and any(info.parent is None for info in criterion.information):
-            raise _WalkedBack(name)
+    def walked_back(self, state: Any) -> dict[Any, int]:
+        """Per direct requirement: how many release series newer than its pin it tried."""
+        out = {}
+        for name, criterion in state.criteria.items():
+            pin = state.mapping.get(name)
+            if pin is None or all(info.parent is not None for info in criterion.information):
+                continue
+            series = pin.version.release[:2]
+            out[name] = sum(1 for t in self._tried.get(name, ()) if t > series)
+        return out
 
     def _push_new_state(self) -> None:
         self._counts.rounds += 1
@@ -97,25 +92,39 @@ class _Rounds(Resolution):  # type: ignore[type-arg]
 
 class RememberingResolver(Resolver):  # type: ignore[type-arg]
     """`resolvelib.Resolver` whose rounds reuse each project's pin check (see the module). With
-    `first` (the list the provider ranks ahead of the other direct requirements), a direct
-    requirement walked back through more than `WALK_LIMIT` release series is appended to it and the
-    resolution starts again, at most `MAX_RESTARTS` times."""
+    `first` (the list the provider ranks ahead of the other direct requirements): when a direct
+    requirement ends more than `WALK_LIMIT` release series below the newest it tried, the
+    resolution runs again with it appended to `first`, and that solution is kept only when its
+    direct requirements are walked back through fewer release series in all (at most
+    `MAX_RESTARTS` more runs)."""
 
     def __init__(self, provider: Any, reporter: Any, first: list[str] | None = None) -> None:
         super().__init__(provider, reporter)
         self.first = first
         self.counts = Counts()
 
+    def _run(self, roots: list[Any], max_rounds: int) -> tuple[Any, dict[Any, int]]:
+        rounds = _Rounds(self.provider, self.reporter, self.counts, self.first is not None)
+        state = rounds.resolve(roots, max_rounds=max_rounds)
+        return state, rounds.walked_back(state) if self.first is not None else {}
+
     def resolve(self, requirements: Iterable[Any], max_rounds: int = 100) -> Any:  # type: ignore[override]
         roots = list(requirements)
-        while True:
-            restart = self.first is not None and self.counts.restarts < MAX_RESTARTS
-            rounds = _Rounds(self.provider, self.reporter, self.counts, self.first if restart else None)
+        state, walked = self._run(roots, max_rounds)
+        first = self.first
+        while first is not None and self.counts.restarts < MAX_RESTARTS:
+            far = sorted((-n, name) for name, n in walked.items() if n > WALK_LIMIT and name not in first)
+            if not far:
+                break
+            first.append(far[0][1])
+            self.counts.restarts += 1
             try:
-                state = rounds.resolve(roots, max_rounds=max_rounds)
-            except _WalkedBack as e:
-                assert self.first is not None  # only raised with a list to add to
-                self.first.append(e.name)
-                self.counts.restarts += 1
-                continue
-            return _build_result(state)
+                again, walked_again = self._run(roots, max_rounds)
+            except (ResolutionImpossible, ResolutionTooDeep):
+                walked_again = {}
+                again = None
+            if again is None or sum(walked_again.values()) >= sum(walked.values()):
+                first.pop()  # no better: the first solution stands
+                break
+            state, walked = again, walked_again
+        return _build_result(state)
