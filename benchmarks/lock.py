@@ -922,10 +922,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+    main_inputs = (
+        ""
+        if args.only_stack100
+        else f"Requirements: {', '.join(requirements)}; exclude-newer {EXCLUDE_NEWER} "
+        "(pip-compile has no exclude-newer and resolves today's versions); "
+    )
     header = (
-        f"# kernodeck lock benchmark\n\n"
-        f"Requirements: {', '.join(requirements)}; Python {PYTHON}; exclude-newer {EXCLUDE_NEWER} "
-        f"(pip-compile has no exclude-newer and resolves today's versions); platforms: "
+        f"# kernodeck lock benchmark\n\n{main_inputs}Python {PYTHON}; platforms: "
         f"{', '.join(p['name'] for p, _ in PLATFORMS)}; {args.runs} interleaved round(s), median wall time; "
         f"host {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs; "
         f"load average (1 min) {load_before} before, {load()} after.\n\n"
