@@ -83,7 +83,7 @@ class LockStats:
         out.append("cache hits: " + ", ".join(f"{k} {v}" for k, v in self.cache.items()))
         out.append(
             f"resolution: {self.rounds} round(s), {self.backtracks} backtrack(s), "
-            f"{self.restarts} restart(s) with a direct requirement decided first"
+            f"{self.restarts} run again with conflicting direct requirements decided later"
         )
         split = ", ".join(f"{k} {v:.2f} s" for k, v in sorted(self.cpu.items()))
         out.append(f"CPU (thread time): {split}; {self.process_cpu:.2f} s in the process")

@@ -104,7 +104,7 @@ def resolve_target(
     )
     factory.on_likely = on_likely
     provider = Provider(factory)
-    resolver = RememberingResolver(provider, _Reporter(on_pin, on_candidate), provider.first)
+    resolver = RememberingResolver(provider, _Reporter(on_pin, on_candidate), provider.later)
     roots = factory.root_requirements()
     started = time.thread_time()
     try:

@@ -29,18 +29,18 @@ class CandidateSource(Protocol):
     def get_dependencies(self, candidate: BaseCandidate) -> list[BaseRequirement]: ...
 
 
-Preference = tuple[bool, bool, bool, int, bool, str]
+Preference = tuple[bool, bool, bool, bool, bool, str]
 
 
 class Provider(AbstractProvider[BaseRequirement, BaseCandidate, str]):
     """Decides the order of work; candidate order (newest first, existing pins first) comes from
-    the factory. Preferences end in the identifier, so the order is repeatable. `first`: direct
-    requirements decided ahead of the others, in this order (the resolver appends a direct
-    requirement it had to walk back too far: `kernodeck.resolve.rounds`)."""
+    the factory. Preferences end in the identifier, so the order is repeatable. `later`: direct
+    requirements decided after the other direct ones (the resolver adds those that conflicted
+    with a direct requirement it had to walk back too far: `kernodeck.resolve.rounds`)."""
 
     def __init__(self, source: CandidateSource) -> None:
         self.source = source
-        self.first: list[str] = []
+        self.later: list[str] = []
 
     def identify(self, requirement_or_candidate: BaseRequirement | BaseCandidate) -> str:
         return requirement_or_candidate.identifier
@@ -60,15 +60,14 @@ class Provider(AbstractProvider[BaseRequirement, BaseCandidate, str]):
             identifier in (c.requirement.identifier, c.parent.identifier if c.parent else None)
             for c in backtrack_causes
         )
-        # Smallest first: the interpreter, conflict causes, exact pins, the direct requirements
-        # walked back too far before (in that order), then direct requirements.
-        first = self.first.index(identifier) if identifier in self.first else len(self.first)
+        # Smallest first: the interpreter, conflict causes, exact pins, direct requirements (those
+        # in `later` after the others), then the rest.
         return (
             identifier != PYTHON_IDENTIFIER,
             not in_causes,
             not pinned,
-            first,
             not direct,
+            identifier in self.later,
             identifier,
         )
 
@@ -102,9 +101,6 @@ class Provider(AbstractProvider[BaseRequirement, BaseCandidate, str]):
         # The interpreter check is cheap and decisive: do it first (as pip does).
         if PYTHON_IDENTIFIER in ids:
             return [PYTHON_IDENTIFIER]
-        early = [i for i in self.first if i in ids]
-        if early:
-            return early[:1]
         if backtrack_causes:
             causes = {c.requirement.identifier for c in backtrack_causes} | {
                 c.parent.identifier for c in backtrack_causes if c.parent is not None
