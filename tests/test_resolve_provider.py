@@ -93,3 +93,36 @@ def test_walking_back_patch_releases_decides_nothing_first(
     result = lock(path, cache)
     assert pins(read_lock(path, "linux")) == {"core": "1.0", "storfs": "1.0", "zclient": "1.0.2"}
     assert result.stats is not None and result.stats.restarts == 0
+
+
+def test_the_conflict_through_transitive_projects_decides_the_other_direct_one_later(
+    index_factory: IndexFactory, served_index: Server, tmp_path: Path, cache: Path
+) -> None:
+    """The s3fs shape: `storfs` releases need `aiocore` (each `aiocore` needs `core<2`), the
+    newest `awsclient` needs `core>=2`, and `fsmain` (a direct requirement too) caps `storfs`'s
+    newest: the lock keeps the newest `storfs` that `fsmain` allows and walks `awsclient` back a
+    patch release, with `fsmain` left newest."""
+    f = index_factory
+    f.add_wheel("storfs", "0.1")
+    for minor in range(10):
+        f.add_wheel("storfs", f"1.{minor}", requires=["aiocore"])
+    f.add_wheel("fsmain", "1.0", requires=["storfs<1.9"])
+    for minor in range(3):
+        f.add_wheel("aiocore", f"2.{minor}", requires=["core<2"])
+    for patch in range(4):
+        f.add_wheel("awsclient", f"1.0.{patch}", requires=["core>=1"])
+    f.add_wheel("awsclient", "1.0.4", requires=["core>=2"])
+    f.add_wheel("core", "1.0")
+    f.add_wheel("core", "2.0")
+    path = write_manifest(
+        tmp_path / "p", requirements=["awsclient", "fsmain", "storfs"], default_url=served_index.url()
+    )
+    result = lock(path, cache)
+    assert pins(read_lock(path, "linux")) == {
+        "aiocore": "2.2",
+        "awsclient": "1.0.3",
+        "core": "1.0",
+        "fsmain": "1.0",
+        "storfs": "1.8",
+    }
+    assert result.stats is not None and result.stats.restarts == 1
