@@ -99,6 +99,70 @@ STACK_50 = [
     ],
 ]
 EXCLUDE_NEWER = "2025-06-01T00:00:00Z"
+# The 100-dependency ML stack with a real conflict: s3fs and gcsfs take fsspec in lock step,
+# datasets caps fsspec, s3fs pins aiobotocore, aiobotocore pins botocore to a narrow range, and
+# boto3's newest patch releases need a botocore newer than that range. aiobotocore comes through
+# s3fs only (listed directly, name order decides it before boto3 and hides the s3fs walk-back).
+STACK_100 = [
+    *STACK_50,
+    *[
+        "s3fs",
+        "tiktoken",
+        "gcsfs",
+        "adlfs",
+        "google-cloud-storage",
+        "azure-storage-blob",
+        "torch",
+        "torchvision",
+        "lightning",
+        "accelerate",
+        "peft",
+        "safetensors",
+        "sentencepiece",
+        "timm",
+        "einops",
+        "evaluate",
+        "onnx",
+        "onnxruntime",
+        "mlflow",
+        "wandb",
+        "tensorboard",
+        "optuna",
+        "hydra-core",
+        "omegaconf",
+        "dask",
+        "distributed",
+        "xarray",
+        "zarr",
+        "h5py",
+        "joblib",
+        "nltk",
+        "plotly",
+        "bokeh",
+        "openpyxl",
+        "lxml",
+        "beautifulsoup4",
+        "orjson",
+        "msgpack",
+        "python-dotenv",
+        "loguru",
+        "tenacity",
+        "alembic",
+        "celery",
+        "gunicorn",
+        "pymongo",
+        "websockets",
+        "pytest-cov",
+        "pre-commit",
+        "sentry-sdk",
+        "rich-click",
+    ],
+]
+#: exclude-newer of the 100-dependency stack: boto3 1.43.126 is newer than aiobotocore 3.10.0 allows.
+STACK_100_EXCLUDE_NEWER = "2026-11-09T00:00:00Z"
+#: Published as sdists only (hydra-core 1.x and omegaconf 2.x need 4.9.*): uv builds sdists by
+#: default, Kernodeck only those the manifest allows, so the stack allows it for the same inputs.
+STACK_100_SDISTS = ["antlr4-python3-runtime"]
 PYTHON = "3.11"
 PLATFORMS = [
     # (kernodeck platform table, uv --python-platform)
@@ -320,6 +384,182 @@ def backtrack(work: Path, index_url: str, runs: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: A pinned line of a requirements file: the name and the version.
+_PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)", re.M)
+#: How much older than uv's pin a pin must be to count in the pin-age column.
+YEAR = 365 * 24 * 3600.0
+
+
+def pins_of(path: Path) -> dict[str, str]:
+    """{normalized name: version} of a requirements file (empty when it is missing)."""
+    from packaging.utils import canonicalize_name
+
+    if not path.exists():
+        return {}
+    return {canonicalize_name(m[1]): m[2] for m in _PINNED.finditer(path.read_text())}
+
+
+class UploadTimes:
+    """Upload time of each released version (its earliest file), read from the index's PEP 691
+    JSON pages (PEP 700 `upload-time`); each project's page is read once."""
+
+    def __init__(self, index_url: str) -> None:
+        self.index_url = index_url.rstrip("/") + "/"
+        self.pages: dict[str, dict[str, float]] = {}
+
+    def of(self, project: str, version: str) -> float | None:
+        from packaging.version import InvalidVersion, Version
+
+        if project not in self.pages:
+            self.pages[project] = self._read(project)
+        try:
+            return self.pages[project].get(str(Version(version)))
+        except InvalidVersion:
+            return None
+
+    def _read(self, project: str) -> dict[str, float]:
+        import json
+        import urllib.request
+        from datetime import datetime
+
+        from packaging.utils import parse_sdist_filename, parse_wheel_filename
+
+        req = urllib.request.Request(
+            self.index_url + project + "/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                page = json.loads(resp.read())
+        except (OSError, ValueError):
+            return {}
+        times: dict[str, float] = {}
+        for f in page.get("files", []):
+            name, when = f.get("filename", ""), f.get("upload-time")
+            if not when:
+                continue
+            try:
+                v = parse_wheel_filename(name)[1] if name.endswith(".whl") else parse_sdist_filename(name)[1]
+            except ValueError:
+                continue
+            t = datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp()
+            key = str(v)
+            times[key] = min(t, times.get(key, t))
+        return times
+
+
+def older_pins(ours: dict[str, str], uv: dict[str, str], times: UploadTimes) -> list[str]:
+    """Our pins uploaded more than a year before uv's pin of the same project, as
+    "name ours (uv: theirs)", sorted."""
+    out = []
+    for name in sorted(ours.keys() & uv.keys()):
+        if ours[name] == uv[name]:
+            continue
+        a, b = times.of(name, ours[name]), times.of(name, uv[name])
+        if a is not None and b is not None and b - a > YEAR:
+            out.append(f"{name} {ours[name]} (uv: {uv[name]})")
+    return out
+
+
+def load() -> str:
+    """The 1-minute load average of this machine (the benchmark records it before and after)."""
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def stack100(work: Path, index_url: str, runs: int, baseline_src: Path | None = None) -> str:
+    """Cold 4-platform lock of STACK_100 (exclude-newer STACK_100_EXCLUDE_NEWER), Kernodeck (and
+    the baseline source tree, if given) against uv --universal and uv once per platform,
+    interleaved: medians of wall and CPU time, pins, and per platform the pin-age column: how many
+    of the tool's pins are older than uv's per-platform pin of the same project by more than a
+    year (upload times of the pinned versions from the index's PEP 700 `upload-time`)."""
+    global REQUIREMENTS, EXCLUDE_NEWER
+    uv = BIN / "uv"
+    kd_tools = {"kernodeck lock": None} | (
+        {"kernodeck lock [baseline]": baseline_src} if baseline_src else {}
+    )
+    res: dict[str, list[tuple[float, float, int]]] = {}
+    last: dict[str, Path] = {}
+    saved = (list(REQUIREMENTS), EXCLUDE_NEWER)
+    try:
+        REQUIREMENTS, EXCLUDE_NEWER = list(STACK_100), STACK_100_EXCLUDE_NEWER
+        for i in range(runs):
+            d = work / f"s100-{i}"
+            d.mkdir(parents=True)
+            (d / "repro.toml").write_text(manifest_text(index_url, allow_sdist=STACK_100_SDISTS))
+            (d / "req.in").write_text("\n".join(STACK_100) + "\n")
+            for tool, src in kd_tools.items():
+                tag = "base" if src else "kd"
+                env = {**base_env(), "KERNODECK_CACHE_DIR": str(d / f"{tag}-cache")}
+                env |= {"PYTHONPATH": str(src)} if src else {}
+                cmd = [sys.executable, "-m", "kernodeck", "lock", str(d / "repro.toml"), "-q", "--upgrade"]
+                w, c, _, rc = run_cpu([*cmd, "--output-dir", str(d / tag)], env=env)
+                pins, _ = count(sorted((d / tag).glob("requirements-rebuild-*.txt")))
+                res.setdefault(tool, []).append((w, c, pins if rc == 0 else -1))
+                last[tool] = d / tag
+            common = [str(uv), "pip", "compile", "--no-config", "--generate-hashes", "--quiet"]
+            common += ["--python-version", PYTHON, "--exclude-newer", EXCLUDE_NEWER]
+            common += ["--index-url", index_url, "--no-header"]
+            u_env = {**base_env(), "UV_CACHE_DIR": str(d / "uv-cache")}
+            w, c, _, rc = run_cpu(
+                [*common, "--universal", "-o", str(d / "u.txt"), str(d / "req.in")], env=u_env
+            )
+            res.setdefault("uv --universal", []).append((w, c, count([d / "u.txt"])[0] if rc == 0 else -1))
+            u4_env = {**base_env(), "UV_CACHE_DIR": str(d / "uv4-cache")}
+            tw = tc = 0.0
+            ok = True
+            for plat, pp in PLATFORMS:
+                out = d / "uv4" / f"{plat['name']}.txt"
+                out.parent.mkdir(exist_ok=True)
+                w, c, _, rc = run_cpu(
+                    [*common, "--python-platform", pp, "-o", str(out), str(d / "req.in")], env=u4_env
+                )
+                tw, tc, ok = tw + w, tc + c, ok and rc == 0
+            pins = count(sorted((d / "uv4").glob("*.txt")))[0]
+            res.setdefault("uv x4", []).append((tw, tc, pins if ok else -1))
+            last["uv x4"] = d / "uv4"
+    finally:
+        REQUIREMENTS, EXCLUDE_NEWER = saved
+    return stack100_table(res, last, UploadTimes(index_url))
+
+
+def stack100_table(
+    res: dict[str, list[tuple[float, float, int]]], last: dict[str, Path], times: UploadTimes
+) -> str:
+    med = statistics.median
+    names = [p["name"] for p, _ in PLATFORMS]
+    lines = [
+        "| tool | wall s | CPU s | pins | ok runs | pins > 1 year older than uv's per platform ("
+        + ", ".join(names)
+        + ") |",
+        "|---|---|---|---|---|---|",
+    ]
+    notes: list[str] = []
+    for tool, samples in res.items():
+        good = [s for s in samples if s[2] >= 0]
+        if not good:
+            lines.append(f"| {tool} | failed | | | 0/{len(samples)} | |")
+            continue
+        ages = ""
+        if tool.startswith("kernodeck") and tool in last and "uv x4" in last:
+            counts = []
+            for name in names:
+                old = older_pins(
+                    pins_of(last[tool] / f"requirements-rebuild-{name}.txt"),
+                    pins_of(last["uv x4"] / f"{name}.txt"),
+                    times,
+                )
+                counts.append(str(len(old)))
+                notes += [f"- {tool}, {name}: {o}" for o in old]
+            ages = " / ".join(counts)
+        w, c = med(s[0] for s in good), med(s[1] for s in good)
+        lines.append(f"| {tool} | {w:.2f} | {c:.2f} | {good[-1][2]} | {len(good)}/{len(samples)} | {ages} |")
+    k, u = res.get("kernodeck lock"), res.get("uv --universal")
+    if k and u and all(s[2] >= 0 for s in k + u):
+        lines += ["", f"kernodeck / uv --universal, wall: {med(s[0] for s in k) / med(s[0] for s in u):.2f}x"]
+    if notes:
+        lines += ["", "Pins more than a year older than uv's (last round):", "", *notes]
+    return "\n".join(lines) + "\n"
+
+
 def count(paths: list[Path]) -> tuple[int, int]:
     pins = hashes = 0
     for p in paths:
@@ -341,7 +581,10 @@ def base_env() -> dict[str, str]:
 
 
 def manifest_text(
-    index_url: str, same_versions: str = "prefer", requirements: list[str] | None = None
+    index_url: str,
+    same_versions: str = "prefer",
+    requirements: list[str] | None = None,
+    allow_sdist: list[str] | None = None,
 ) -> str:
     reqs = ", ".join(f'"{r}"' for r in (requirements or REQUIREMENTS))
     lines = [
@@ -358,6 +601,7 @@ def manifest_text(
         f"requirements = [{reqs}]",
         f"exclude-newer = {EXCLUDE_NEWER}",
         f'same-versions = "{same_versions}"',
+        *([f"allow-sdist = [{', '.join(repr(n) for n in allow_sdist)}]"] if allow_sdist else []),
         "",
         "[[packages.index]]",
         'name = "default"',
@@ -583,6 +827,36 @@ def ratios(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def main_tables(
+    work: Path, index_url: str, requirements: list[str], args: argparse.Namespace, baseline: Path | None
+) -> str:
+    """The interleaved main table and ratios, then the scaling and backtracking sections asked for."""
+    suites = [
+        kernodeck_suite(work, index_url, requirements),
+        kernodeck_suite(work, index_url, requirements, same_versions="no"),
+    ]
+    if baseline is not None:
+        suites.append(kernodeck_suite(work, index_url, requirements, baseline_src=baseline))
+    if not args.skip_uv:
+        suites.append(uv_suite(work, index_url, requirements))
+    pc = None if args.skip_pip_compile else pip_compile_suite(work, index_url, requirements)
+    if pc is not None:
+        suites.append(pc)
+    rows = interleaved(suites, args.runs)
+    text = table(rows) + "\n\nRatios (medians of this run):\n\n" + ratios(rows)
+    if args.scaling:
+        text += "\n\n## Scaling: cold 4-platform lock, two stack sizes\n\n" + scaling(
+            work, index_url, args.runs
+        )
+    if args.backtrack:
+        text += (
+            f"\n\n## Platforms that pull apart: {', '.join(ML_STACK)} on "
+            f"{', '.join(p['name'] for p, _ in ML_PLATFORMS)}, exclude-newer {ML_EXCLUDE_NEWER}, cold\n\n"
+            + backtrack(work, index_url, args.runs)
+        )
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -599,6 +873,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also lock an ML stack on Linux, both macOS and Windows cold (kernodeck, uv --universal): "
         "a resolver walking down releases on Intel macOS",
+    )
+    ap.add_argument(
+        "--stack100",
+        action="store_true",
+        help="also lock the 100-dependency ML stack cold (kernodeck, its baseline, uv x4, uv --universal): "
+        "wall, CPU and the pin-age column against uv's per-platform pins",
+    )
+    ap.add_argument(
+        "--only-stack100", action="store_true", help="run only the 100-dependency stack (implies --stack100)"
     )
     ap.add_argument(
         "--index-url", default=None, help="the index for every tool (default: pip's built-in one)"
@@ -623,43 +906,34 @@ def main(argv: list[str] | None = None) -> int:
     # pip's built-in default: what `kernodeck lock` uses when repro.toml names no index.
     index_url = args.index_url or builtin_index_url()
     work = Path(tempfile.mkdtemp(prefix="kernodeck-bench-"))
-    rows: list[Row] = []
+    baseline = args.baseline_src.resolve() if args.baseline_src is not None else None
+    load_before = load()
+    text = ""
     try:
-        suites = [
-            kernodeck_suite(work, index_url, requirements),
-            kernodeck_suite(work, index_url, requirements, same_versions="no"),
-        ]
-        if args.baseline_src is not None:
-            compile_tree(args.baseline_src.resolve())
-            suites.append(
-                kernodeck_suite(work, index_url, requirements, baseline_src=args.baseline_src.resolve())
+        if baseline is not None:
+            compile_tree(baseline)
+        if not args.only_stack100:
+            text = main_tables(work, index_url, requirements, args, baseline)
+        if args.stack100 or args.only_stack100:
+            text += (
+                f"\n\n## 100 dependencies ({', '.join(STACK_100[50:])} on top of the 50), "
+                f"exclude-newer {STACK_100_EXCLUDE_NEWER}, Kernodeck allows the sdists of "
+                f"{', '.join(STACK_100_SDISTS)}, cold\n\n" + stack100(work, index_url, args.runs, baseline)
             )
-        if not args.skip_uv:
-            suites.append(uv_suite(work, index_url, requirements))
-        pc = None if args.skip_pip_compile else pip_compile_suite(work, index_url, requirements)
-        if pc is not None:
-            suites.append(pc)
-        rows = interleaved(suites, args.runs)
-        grow = scaling(work, index_url, args.runs) if args.scaling else ""
-        walk = backtrack(work, index_url, args.runs) if args.backtrack else ""
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    text = table(rows) + "\n\nRatios (medians of this run):\n\n" + ratios(rows)
-    if grow:
-        text += "\n\n## Scaling: cold 4-platform lock, two stack sizes\n\n" + grow
-    if walk:
-        text += (
-            f"\n\n## Platforms that pull apart: {', '.join(ML_STACK)} on "
-            f"{', '.join(p['name'] for p, _ in ML_PLATFORMS)}, exclude-newer {ML_EXCLUDE_NEWER}, cold\n\n"
-            + walk
-        )
+    main_inputs = (
+        ""
+        if args.only_stack100
+        else f"Requirements: {', '.join(requirements)}; exclude-newer {EXCLUDE_NEWER} "
+        "(pip-compile has no exclude-newer and resolves today's versions); "
+    )
     header = (
-        f"# kernodeck lock benchmark\n\n"
-        f"Requirements: {', '.join(requirements)}; Python {PYTHON}; exclude-newer {EXCLUDE_NEWER} "
-        f"(pip-compile has no exclude-newer and resolves today's versions); platforms: "
+        f"# kernodeck lock benchmark\n\n{main_inputs}Python {PYTHON}; platforms: "
         f"{', '.join(p['name'] for p, _ in PLATFORMS)}; {args.runs} interleaved round(s), median wall time; "
-        f"host {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs.\n\n"
+        f"host {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs; "
+        f"load average (1 min) {load_before} before, {load()} after.\n\n"
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "lock.md").write_text(header + text + "\n")

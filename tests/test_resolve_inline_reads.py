@@ -19,7 +19,7 @@ from tests.fixtures.lock_project import LINUX, WINDOWS, write_manifest
 pytest_plugins = ["tests.fixtures.index_fixtures"]  # fixtures: index_factory, served_index
 
 OLD = "2024-01-01T00:00:00Z"
-READS = {"project_page", "_read_metadata", "_load_project"}
+READS = {"_read_page", "_read_metadata", "_load_project"}
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_a_warm_lock_reads_in_its_own_threads_and_a_cold_one_in_the_pools(
     cache = tmp_path / "cache"
     cold = lock_manifest(manifest, cache_dir=cache)
     assert {p.status for p in cold.platforms} == {"written"}
-    assert {"project_page", "_read_metadata"} <= set(handed_over), handed_over
+    assert {"_read_page", "_read_metadata"} <= set(handed_over), handed_over
 
     handed_over.clear()
     served_index.reset()
@@ -85,7 +85,7 @@ def test_a_lock_with_a_new_requirement_reads_only_that_from_the_index_in_the_poo
     result = lock_manifest(manifest, cache_dir=cache)
     assert [p.status for p in result.platforms] == ["written"]
     # the new project's page and metadata came from the index, through the pools; the rest from the cache
-    assert handed_over.count("project_page") == 1 and handed_over.count("_read_metadata") == 1, handed_over
+    assert handed_over.count("_read_page") == 1 and handed_over.count("_read_metadata") == 1, handed_over
     paths = [path for _, path, _ in served_index.requests]
     assert paths and all("extra" in path for path in paths), paths
     text = (proj / "requirements-rebuild-linux.txt").read_text()

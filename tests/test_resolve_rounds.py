@@ -84,3 +84,20 @@ def test_a_conflict_is_reported_as_resolvelib_reports_it() -> None:
     with pytest.raises(ResolutionImpossible) as ours:
         _resolve(RememberingResolver, index)
     assert [c.requirement for c in ours.value.causes] == [c.requirement for c in theirs.value.causes]
+
+
+def test_rounds_and_backtracks_are_counted_and_nothing_is_run_again_without_first() -> None:
+    """`Counts` for `lock --stats`: `x` 2 is pinned first, then `y` (one release) cannot go with
+    its `z`, so the resolver backjumps to `x` 1; with no `first` list it never runs again."""
+    index: Index = {
+        "app": {1: [("x", frozenset({1, 2})), ("y", frozenset({1}))]},
+        "x": {2: [("z", frozenset({2}))], 1: [("z", frozenset({1}))]},
+        "y": {1: [("z", frozenset({1}))]},
+        "z": {2: [], 1: []},
+    }
+    resolver = RememberingResolver(_Provider(index), BaseReporter())
+    result = resolver.resolve([("app", frozenset({1}))], max_rounds=10_000)
+    assert result.mapping["x"] == ("x", 1) and result.mapping["z"] == ("z", 1)
+    assert resolver.counts.backtracks > 0
+    assert resolver.counts.rounds > len(result.mapping)  # a backjump pushes a state too
+    assert resolver.counts.restarts == 0

@@ -70,6 +70,13 @@ if TYPE_CHECKING:
 )
 @click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, hidden=True)
 @quiet_option()
+@click.option(
+    "--stats",
+    "show_stats",
+    is_flag=True,
+    help="Say what the lock did: requests and bytes per host, cache hits, resolution rounds and "
+    "backtracks, CPU seconds of pages, metadata and resolution (also under `stats` in --json).",
+)
 @json_option(
     "Also write the result as JSON to FILE ('-': stdout): platforms, failures, differences; when "
     "nothing could be locked, ok false and the error."
@@ -90,6 +97,7 @@ def lock(
     quiet: bool,
     json_out: str | None,
     mirrors: tuple[str, ...],
+    show_stats: bool,
 ) -> None:
     """Resolve repro.toml into requirements-rebuild-<platform>.txt for every platform."""
     from kernodeck.lock.orchestrate import Format, lock_manifest
@@ -116,7 +124,8 @@ def lock(
             _write_json(json_out, {"ok": False, "check": check, "error": _error_json(e)})
         raise
     if json_out is not None:
-        _write_json(json_out, _json(result))
+        _write_json(json_out, _json(result, show_stats))
+    _report_stats(result, show_stats)
     if not quiet:
         for notice in result.notices:
             click.echo(f"note: {notice}", err=True)
@@ -237,8 +246,9 @@ def _error_json(e: KernodeckError) -> dict[str, Any]:
     }
 
 
-def _json(result: LockResult) -> dict[str, Any]:
-    return {
+def _json(result: LockResult, with_stats: bool = False) -> dict[str, Any]:
+    stats = {"stats": result.stats.to_json()} if with_stats and result.stats is not None else {}
+    return stats | {
         "ok": result.ok,
         "check": result.check,
         "platforms": [
@@ -264,6 +274,14 @@ def _json(result: LockResult) -> dict[str, Any]:
             {"platform": left.platform, "files": [str(f) for f in left.paths]} for left in result.left_over
         ],
     }
+
+
+def _report_stats(result: LockResult, asked: bool) -> None:
+    if not asked or result.stats is None:
+        return
+    click.echo("stats:", err=True)
+    for line in result.stats.lines():
+        click.echo(f"  {line}", err=True)
 
 
 def _failure_json(f: PlatformFailure) -> dict[str, Any]:

@@ -304,6 +304,7 @@ class IndexHttp:
         self.page_ttl = page_ttl
         self.cache = IndexCache((cache_dir or envvars.cache_dir()) if disk_cache else None)
         self.stats = ClientStats()
+        self._traffic: dict[str, list[int]] = {}  # host -> [requests, bytes] (`lock --stats`)
         self._stats_lock = threading.Lock()
         self._lock = threading.Lock()
         self._pages: dict[tuple[str, str, str], ProjectPage | NotFound] = {}
@@ -407,6 +408,21 @@ class IndexHttp:
         with self._stats_lock:
             for k, v in counts.items():
                 setattr(self.stats, k, getattr(self.stats, k) + v)
+
+    def _count_traffic(self, url: str, size: int) -> None:
+        parts = urlsplit(url)
+        host = parts.hostname or parts.netloc  # never the user-info
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        with self._stats_lock:
+            seen = self._traffic.setdefault(host, [0, 0])
+            seen[0] += 1
+            seen[1] += size
+
+    def traffic_by_host(self) -> dict[str, tuple[int, int]]:
+        """Answers received and their body bytes, per host (retries included)."""
+        with self._stats_lock:
+            return {h: (n, b) for h, (n, b) in self._traffic.items()}
 
     # -- sources and HTTP ----------------------------------------------------------------------------
 
@@ -525,6 +541,7 @@ class IndexHttp:
                     self._resets[host] = self._resets.get(host, 0) + 1
                     self._h1_hosts.add(host)
             else:
+                self._count_traffic(request_url, len(r.content))
                 if r.status_code not in _RETRY_STATUS or attempt == _ATTEMPTS - 1:
                     return r
                 last = None

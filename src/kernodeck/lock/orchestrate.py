@@ -64,6 +64,7 @@ from kernodeck.lock import replay as lockreplay
 from kernodeck.lock.convert import Format, Rendered, diff, platform_lock, render, stale_reasons
 from kernodeck.lock.inputs import default_index_for, lock_inputs_sha256, pin_inputs, stale_inputs
 from kernodeck.lock.mirrors import mirror_hint, mirrored, parse_mirrors, replace_all, unmirror
+from kernodeck.lock.stats import LockStats
 from kernodeck.lockfile.leftover import LeftOver, left_over, remove
 from kernodeck.lockfile.names import is_lock_file, manifest_file, pylock_filename, requirements_filename
 from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
@@ -169,6 +170,7 @@ class LockResult:
     adopted: tuple[PinReport, ...] = ()  # first lock after init: the preferred pins kept/changed
     # lock files of platforms the manifest no longer declares: removed by a lock, named by --check
     left_over: tuple[LeftOver, ...] = ()
+    stats: LockStats | None = None  # what the lock did (requests, cache hits, rounds, CPU)
 
     @property
     def ok(self) -> bool:
@@ -299,6 +301,7 @@ def lock_manifest(
             stacklevel=2,
         )
     started = time.perf_counter()
+    stats = LockStats()
     if fmt not in ("requirements", "pylock"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format requirements or --format pylock")
     plan = _plan(manifest_path, platforms, output_dir, upgrade, upgrade_packages, extra_inputs or {}, mirrors)
@@ -311,10 +314,17 @@ def lock_manifest(
     )
     if replay is not None:
         resolved = _replayed(replay, plan.names, progress)
+        stats.replayed = True
     else:
         with fewer_collections():  # index pages decode into many long-lived objects
             resolved = _resolve_and_render(
-                plan, fmt=fmt, offline=offline, refresh=refresh, cache_dir=cache_dir, progress=progress
+                plan,
+                fmt=fmt,
+                offline=offline,
+                refresh=refresh,
+                cache_dir=cache_dir,
+                progress=progress,
+                stats=stats,
             )
         if check and resolved.failures:
             resolved = replace(resolved, failures=_judged_on_disk(plan, resolved.failures, fmt))
@@ -341,6 +351,7 @@ def lock_manifest(
         if not platforms
         else [],
     )
+    result = replace(result, stats=stats.done())
     if not plan.firsts or check:  # the pin report is for a platform's first written lock only
         return result
     from kernodeck.manifest.pinreport import first_lock_reports
@@ -703,9 +714,10 @@ def _resolve_and_render(
     refresh: bool,
     cache_dir: str | os.PathLike[str] | None,
     progress: LockProgress | None,
+    stats: LockStats,
 ) -> Resolved:
     """Resolve every platform (jointly unless same-versions = "no"), render the files of those
-    that could be locked. Raises a bad-input error (exit 2) as it is."""
+    that could be locked (what it did counted in `stats`). Raises a bad-input error (exit 2) as it is."""
     from kernodeck.resolve import ResolveSettings, Session
 
     routing, per_platform, back = _routings(plan)
@@ -739,6 +751,7 @@ def _resolve_and_render(
         metadata_reads = session.metadata_reads
         # a lock without an optional index that was down is not replayed once it answers again
         pages = None if session.skipped else session.client.used_pages()
+        stats.take(session)
         plan.notices.extend(
             f"index {src.name!r} ({strip_userinfo(redact(src.url))}) could not be reached ({why}); it is "
             "optional = true, so this lock was made without it"

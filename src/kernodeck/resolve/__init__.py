@@ -7,6 +7,7 @@ requirement chain. The session (one index client, caches) is shared by every tar
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -102,8 +103,10 @@ def resolve_target(
         session, target, preferred=preferred, on_metadata=on_metadata, extra_constraints=extra_constraints
     )
     factory.on_likely = on_likely
-    resolver = RememberingResolver(Provider(factory), _Reporter(on_pin, on_candidate))
+    provider = Provider(factory)
+    resolver = RememberingResolver(provider, _Reporter(on_pin, on_candidate), provider.later)
     roots = factory.root_requirements()
+    started = time.thread_time()
     try:
         result = resolver.resolve(roots, max_rounds=MAX_ROUNDS)
     except ResolutionImpossible as e:
@@ -113,6 +116,9 @@ def resolve_target(
             f"cannot lock platform {target.name}: gave up after {e.round_count} resolution rounds",
             hint="narrow the requirements (upper bounds, constraints) so fewer combinations need trying",
         ) from None
+    finally:
+        session.add_cpu("resolution", time.thread_time() - started)
+        session.add_counts(resolver.counts)
 
     information = {ident: list(c.information) for ident, c in result.criteria.items()}
     return Resolution(target=target, pins=_pins(result.mapping, information, manifest_name))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ from kernodeck.resolve.requirements import (
     pins_exactly,
     strip_marker,
 )
+from kernodeck.resolve.rounds import Counts
 
 if TYPE_CHECKING:
     import httpx
@@ -269,6 +271,9 @@ class Session:
         self._io = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kernodeck-io")
         self.lookahead = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kernodeck-ahead")
         self.metadata_reads = 0
+        # `lock --stats`: the resolvers' rounds, and thread CPU seconds per kind of work
+        self.counts = Counts()
+        self.cpu = {"pages": 0.0, "metadata": 0.0, "resolution": 0.0}
         self._hits = self._misses = 0  # reads the cache answered in the asking thread, and not
         self.skipped: dict[IndexSource, str] = {}  # optional indexes that could not be reached
 
@@ -304,10 +309,28 @@ class Session:
             (source.url, name),
             quick,
             self._io,
-            self.client.project_page,
+            self._read_page,
             source,
             name,
         )
+
+    def _read_page(self, source: IndexSource, name: NormalizedName) -> ProjectPage | NotFound:
+        start = time.thread_time()
+        try:
+            return self.client.project_page(source, name)
+        finally:
+            self.add_cpu("pages", time.thread_time() - start)
+
+    def add_cpu(self, kind: str, seconds: float) -> None:
+        with self._lock:
+            self.cpu[kind] += seconds
+
+    def add_counts(self, counts: Counts) -> None:
+        """One resolution's rounds, backtracks and restarts, added to the lock's."""
+        with self._lock:
+            self.counts.rounds += counts.rounds
+            self.counts.backtracks += counts.backtracks
+            self.counts.restarts += counts.restarts
 
     def page(self, source: IndexSource, name: NormalizedName) -> ProjectPage | NotFound:
         return self.page_future(source, name).result()
@@ -339,7 +362,11 @@ class Session:
         return hit
 
     def _read_metadata(self, file: IndexFile) -> CoreMetadata:
-        md = self.client.metadata(file)
+        start = time.thread_time()
+        try:
+            md = self.client.metadata(file)
+        finally:
+            self.add_cpu("metadata", time.thread_time() - start)
         self._count_read()
         return md
 

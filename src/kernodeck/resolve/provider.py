@@ -29,15 +29,18 @@ class CandidateSource(Protocol):
     def get_dependencies(self, candidate: BaseCandidate) -> list[BaseRequirement]: ...
 
 
-Preference = tuple[bool, bool, bool, bool, str]
+Preference = tuple[bool, bool, bool, bool, bool, str]
 
 
 class Provider(AbstractProvider[BaseRequirement, BaseCandidate, str]):
     """Decides the order of work; candidate order (newest first, existing pins first) comes from
-    the factory. Preferences end in the identifier, so the order is repeatable."""
+    the factory. Preferences end in the identifier, so the order is repeatable. `later`: direct
+    requirements decided after the other direct ones (the resolver adds those that conflicted
+    with a direct requirement it had to walk back too far: `kernodeck.resolve.rounds`)."""
 
     def __init__(self, source: CandidateSource) -> None:
         self.source = source
+        self.later: list[str] = []
 
     def identify(self, requirement_or_candidate: BaseRequirement | BaseCandidate) -> str:
         return requirement_or_candidate.identifier
@@ -57,12 +60,14 @@ class Provider(AbstractProvider[BaseRequirement, BaseCandidate, str]):
             identifier in (c.requirement.identifier, c.parent.identifier if c.parent else None)
             for c in backtrack_causes
         )
-        # Smallest first: the interpreter, conflict causes, exact pins, then direct requirements.
+        # Smallest first: the interpreter, conflict causes, exact pins, direct requirements (those
+        # in `later` after the others), then the rest.
         return (
             identifier != PYTHON_IDENTIFIER,
             not in_causes,
             not pinned,
             not direct,
+            identifier in self.later,
             identifier,
         )
 
