@@ -11,6 +11,7 @@ import pytest
 from kernodeck.handover.bundle import write_bundle
 from kernodeck.handover.checkfiles import scripts_of, warnings
 from kernodeck.manifest.load import load_manifest
+from tests.fixtures.fresh_lock import empty_lock
 
 
 def _git(folder: Path, *args: str) -> str:
@@ -37,6 +38,7 @@ def _project(tmp_path: Path, run: str, *, pin: bool = True) -> Path:
         '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'
         f'{code}[[check]]\nname = "sample"\nrun = {run}\n'
     )
+    empty_lock(proj / "repro.toml", "linux-x86_64")  # a bundle needs a usable lock per platform
     return proj
 
 

@@ -151,7 +151,7 @@ def test_cli_options_reach_the_renderer(tmp_path: Path) -> None:
     assert "interpreter: 1 difference (software)" in ANSI.sub("", res.output)
     res = CliRunner().invoke(cli, ["diff", str(a), str(b), "--color", "never", "-q"])
     assert "\x1b[" not in res.output and "3.11.9" not in res.output
-    assert json.loads(CliRunner().invoke(cli, ["diff", str(a), str(b), "--json"]).output)["layers"] == [
+    assert json.loads(CliRunner().invoke(cli, ["diff", str(a), str(b), "--json"]).stdout)["layers"] == [
         "interpreter"
     ]
 

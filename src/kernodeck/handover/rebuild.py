@@ -74,6 +74,7 @@ from kernodeck.platforms import (
     os_of_sys_platform,
 )
 from kernodeck.report import Report, Status, Step
+from kernodeck.support import envvars
 from kernodeck.support.conflicts import conflict_regions
 from kernodeck.support.fsio import atomic_write_text, nearest_existing
 from kernodeck.support.urls import redact
@@ -501,7 +502,7 @@ def _mirror_swaps(
     from kernodeck.lock.mirrors import parse_mirrors
 
     env = os.environ if environ is None else environ
-    parsed = parse_mirrors(manifest, env.get("KERNODECK_MIRRORS", "").split() if mirrors is None else mirrors)
+    parsed = parse_mirrors(manifest, envvars.MIRRORS.words(env) if mirrors is None else mirrors)
     return (
         mirror_swaps(manifest, parsed, reqs.read_text(encoding="utf-8", errors="replace")) if parsed else []
     )

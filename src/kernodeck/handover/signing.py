@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernodeck.errors import UsageError
+from kernodeck.support import envvars
 
 #: The SSHSIG namespace of a bundle signature: a signature made for git or for e-mail never
 #: passes as one (and one made here never passes as theirs).
 NAMESPACE = "kernodeck-bundle"
 #: Where the receiver's allowed signers file is named when --allowed-signers is not given.
-ALLOWED_SIGNERS_VARIABLE = "KERNODECK_ALLOWED_SIGNERS"
+ALLOWED_SIGNERS_VARIABLE = envvars.ALLOWED_SIGNERS.name
 
 _GOOD = re.compile(r'^Good "[^"]*" signature (?:for (?P<who>.+?) )?with (?P<key>\S+ key \S+)', re.M)
 _TIMEOUT = 60

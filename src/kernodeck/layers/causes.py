@@ -15,6 +15,7 @@ class StepCause(str, Enum):
 
     ARCH_MISSING = "arch-missing"
     BAD_LOCKFILE = "bad-lockfile"
+    BAD_SIGNATURE = "bad-signature"
     BROKEN_REQUIREMENT = "broken-requirement"
     BUNDLE_MODIFIED = "bundle-modified"
     BUNDLE_UNREADABLE = "bundle-unreadable"
@@ -37,7 +38,7 @@ class StepCause(str, Enum):
     HASH_MISMATCH = "hash-mismatch"
     INCOMPATIBLE_PLATFORM = "incompatible-platform"
     INTERRUPTED_LOCK = "interrupted-lock"
-    KERNODECK_BESIDE_THE_LOCK = "kernodeck-beside-the-lock"
+    TOOL_BESIDE_THE_LOCK = "kernodeck-beside-the-lock"
     MEMORY = "memory"
     MISSING = "missing"
     NO_CODE_REFERENCE = "no-code-reference"

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernodeck.gitstate import GitState, git_state, later_commits_touch_only_kernodeck_files, run_git
 from kernodeck.handover import sums as bundlesums
+from kernodeck.layers.causes import StepCause
 from kernodeck.layers.context import Context, short
 from kernodeck.layers.data import file_step
 from kernodeck.lockfile.names import INVENTORY_NAME
@@ -373,7 +374,7 @@ def _signature_steps(folder: Path) -> list[Step]:
                 "signature",
                 f"{bundlesums.SIGNATURE}: {found.reason}",
                 hint="the bundle was not signed by someone you trust, or was modified after it was signed",
-                details={**details, "cause": "bad-signature"},
+                details={**details, "cause": StepCause.BAD_SIGNATURE},
             )
         ]
     details.update(signer=found.identity, key=found.key)

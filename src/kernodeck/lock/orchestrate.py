@@ -751,7 +751,6 @@ def _resolve_and_render(
         metadata_reads = session.metadata_reads
         # a lock without an optional index that was down is not replayed once it answers again
         pages = None if session.skipped else session.client.used_pages()
-        stats.take(session)
         plan.notices.extend(
             f"index {src.name!r} ({strip_userinfo(redact(src.url))}) could not be reached ({why}); it is "
             "optional = true, so this lock was made without it"
@@ -759,6 +758,7 @@ def _resolve_and_render(
         )
     finally:
         session.close()
+        stats.take(session)  # after the lookahead's last request: every request counted
         if progress is not None:
             progress.close()
         _note_refused_cache(session.client.cache, plan.notices)

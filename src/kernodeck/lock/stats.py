@@ -38,7 +38,7 @@ class LockStats:
     cpu: dict[str, float] = field(default_factory=dict)  # pages, metadata, resolution
 
     def take(self, session: Session) -> None:
-        """Read the session's figures (before it closes)."""
+        """Read the session's figures (once it is closed: its threads have made their last request)."""
         client = session.client
         self.traffic = client.traffic_by_host()
         c = client.stats

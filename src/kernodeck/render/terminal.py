@@ -466,28 +466,35 @@ def diff_lines(
     """`kernodeck diff` as lines: a heading per layer with its count and cause, one line per
     difference with the two values below it, the summary last."""
     w = _Writer(width, verbose, _SYMBOLS if unicode else _ASCII_SYMBOLS, unicode)
-    mark = _DIFFERS[0] if unicode else _DIFFERS[1]
     w.add("kernodeck diff", "title")
     w.add(f"A: {result.a}", indent=STEP_INDENT)
     w.add(f"B: {result.b}", indent=STEP_INDENT)
+    _diff_layers(w, result, _DIFFERS[0] if unicode else _DIFFERS[1], brief=quiet and not verbose)
+    _diff_tail(w, result, quiet)
+    w.add(result.summary, "ok" if result.identical else "bad")
+    return w.lines
+
+
+def _diff_layers(w: _Writer, result: DiffResult, mark: str, *, brief: bool) -> None:
+    """A heading per layer with its count and cause; unless `brief`, each difference and its values."""
     by_layer: dict[str, list[Any]] = {}
     for group in result.groups.values():
         for d in group:
             by_layer.setdefault(d.layer, []).append(d)
     order = [*result.layers, *(layer for layer in by_layer if layer not in result.layers)]
-    for layer in order:
-        diffs = by_layer.get(layer) or []
-        if not diffs:
-            continue
+    for layer in (x for x in order if by_layer.get(x)):
+        diffs = by_layer[layer]
         n = len(diffs)
         w.add(f"{layer}: {n} difference{'s' if n != 1 else ''} ({diffs[0].cause})", "heading")
-        if quiet and not verbose:
-            continue
-        for d in diffs:
+        for d in [] if brief else diffs:
             w.add(f"{STEP_INDENT}{mark} {d.item}: {d.what}", "warning", rest=STEP_INDENT + "    ")
             if d.what not in ("only in A", "only in B") or d.a is not None or d.b is not None:
                 w.field("A", _compact(d.a) if d.a is not None else "none", limit=FIELD_LINES["observed"])
                 w.field("B", _compact(d.b) if d.b is not None else "none", limit=FIELD_LINES["observed"])
+
+
+def _diff_tail(w: _Writer, result: DiffResult, quiet: bool) -> None:
+    """The measurements side by side (never compared), the steps not compared, the notes."""
     if result.measurements and not quiet:
         w.add("measurements (shown, never compared): A | B", "heading")
         for m in result.measurements:
@@ -499,8 +506,6 @@ def diff_lines(
         )
     for note in result.notes:
         w.add(f"note: {note}")
-    w.add(result.summary, "ok" if result.identical else "bad")
-    return w.lines
 
 
 def render_diff(

@@ -128,8 +128,16 @@ MIRRORS = EnvVar(
     "KERNODECK_MIRRORS",
     "list",
     "",
-    "`kernodeck lock --mirror`'s default: fetch a declared index's files from a mirror "
-    "(`NAME=URL`, NAME a declared index or `default`); the lock files keep the declared index.",
+    "`kernodeck lock --mirror` and `kernodeck rebuild --mirror`'s default: fetch a declared index's "
+    "files from a mirror (`NAME=URL`, NAME a declared index or `default`); the lock files keep the "
+    "declared index.",
+)
+ALLOWED_SIGNERS = EnvVar(
+    "KERNODECK_ALLOWED_SIGNERS",
+    "path",
+    "",
+    "`kernodeck rebuild --allowed-signers`'s default: git's allowed_signers file a bundle's SSH "
+    "signature must match; unset, a signature is reported, not required.",
 )
 TORCH_TIMEOUT = EnvVar(
     "KERNODECK_TORCH_TIMEOUT",
