@@ -11,7 +11,7 @@ from kernodeck.layers.context import Context, short
 from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, escaping_link, outside_message
 from kernodeck.manifest.schema import Data, Manifest, Weights
 from kernodeck.probe.facts import Facts
-from kernodeck.report import Step
+from kernodeck.report import Step, Where
 
 LAYER = "data"
 
@@ -266,7 +266,26 @@ def _weights(w: Weights, ctx: Context, facts: Facts | None) -> list[Step]:
 
 
 def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
-    steps = [_data(d, ctx, facts) for d in manifest.data]
-    for w in manifest.weights:
-        steps.extend(_weights(w, ctx, facts))
+    steps = [_located(_data(d, ctx, facts), ctx, "data", i) for i, d in enumerate(manifest.data)]
+    for i, w in enumerate(manifest.weights):
+        steps.extend(_located(s, ctx, "weights", i) for s in _weights(w, ctx, facts))
     return steps
+
+
+#: The causes of a step whose file is there but holds other bytes than the reference's.
+_DIFFERENT = frozenset({"hash-mismatch", "size-mismatch"})
+
+
+def _located(step: Step, ctx: Context, table: str, index: int) -> Step:
+    """The step, pointing at the project file itself when its bytes differ, else at its entry in
+    the manifest (`[[data]]` / `[[weights]]` number `index`)."""
+    path = step.details.get("path")
+    if (
+        step.details.get("cause") in _DIFFERENT
+        and step.details.get("kind") == "file"
+        and isinstance(path, str)
+    ):
+        step.where = Where(file=path)
+    else:
+        step.where = ctx.lines.where(table, index)
+    return step

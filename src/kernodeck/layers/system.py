@@ -11,7 +11,7 @@ from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.platforms import norm_arch
 from kernodeck.probe.facts import Facts
-from kernodeck.report import Step
+from kernodeck.report import Status, Step, Where
 
 LAYER = "system"
 
@@ -138,7 +138,29 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                 steps.append(Step.passed(LAYER, "libc", expected=libc_exp, observed=libc_obs))
     steps += _nvidia(manifest, facts, ctx)
     steps += _rocm(manifest, facts, ctx)
+    for step in steps:
+        if step.status in (Status.FAILED, Status.WARNING):
+            step.where = _where(step.name, manifest, ctx)
     return steps
+
+
+#: The `[system]` key each driver step checks.
+_SYSTEM_KEYS = {"nvidia-driver": "nvidia-driver", "driver-for-cuda": "cuda", "amdgpu-driver": "rocm"}
+
+
+def _where(name: str, manifest: Manifest, ctx: Context) -> Where | None:
+    """The key of the chosen `[[platform]]` entry a step checks (os, arch, libc), or its `[system]`
+    key; a driver the platform's backend asks for, where `[system]` does not name it: the entry."""
+    index = next(
+        (i for i, p in enumerate(manifest.platform) if ctx.platform and p.name == ctx.platform.name), None
+    )
+    platform = ctx.lines.where("platform", index, name) if index is not None else None
+    key = _SYSTEM_KEYS.get(name)
+    if key is None:
+        return platform
+    return ctx.lines.where("system", key) or (
+        ctx.lines.where("platform", index) if index is not None else None
+    )
 
 
 def _nvidia(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
