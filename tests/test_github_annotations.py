@@ -1,0 +1,185 @@
+"""GitHub annotations point at the line that explains them (#44.1): the `[[data]]`, `[[check]]`,
+`[packages]` or `[determinism]` entry in repro.toml, the pin's line in the lock file, the data file
+itself; warnings are `::warning`; titles name the step once. Read back with the runner's rules
+(`tests.fixtures.runner_commands`) from a real manifest and lock file written in tmp_path."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import sys
+from pathlib import Path
+
+from kernodeck import checks
+from kernodeck.manifest import load_manifest
+from kernodeck.manifest.where import ManifestLines
+from kernodeck.render.github import github_annotations, github_outputs, repository_folder
+from kernodeck.report import Report, Step, Where
+from tests.fixtures.runner_commands import Command, runner_commands
+from tests.fixtures.verify_project import MANIFEST, load, project, run
+
+LOCK = "requirements-rebuild-linux-x86_64-cpu.txt"
+
+DATA = """
+[[data]]
+name = "samples"
+path = "data/samples.csv"
+sha256 = "{samples}"
+
+[[data]]
+name = "labels"
+path = "data/labels.csv"
+sha256 = "{labels}"
+size = 12
+
+[determinism.env]
+PYTHONHASHSEED = "0"
+"""
+
+
+def _line(path: Path, start: str, nth: int = 1) -> int:
+    """The 1-based number of the `nth` line of `path` that starts with `start`."""
+    found = [n for n, text in enumerate(path.read_text().splitlines(), start=1) if text.startswith(start)]
+    return found[nth - 1]
+
+
+def _annotations(report: Report, folder: Path, env: dict[str, str]) -> dict[str, Command]:
+    """The runner's reading of the annotations, by title (each title once)."""
+    out = io.StringIO()
+    github_outputs(report, out, env={"GITHUB_ACTIONS": "true", **env}, folder=folder)
+    commands, stopped = runner_commands(out.getvalue())
+    assert not stopped
+    by_title = {c.props["title"]: c for c in commands}
+    assert len(by_title) == len(commands), "a title names one step"
+    return by_title
+
+
+def _project(workspace: Path) -> Path:
+    """A project in `workspace`/ml: a lock with filelock pinned wrong and sympy left out, a data file
+    with other bytes than recorded, a missing one, an unset `[determinism]` variable."""
+    facts = load("cpu_linux")
+    pins = {d["name"]: d["version"] for d in facts["distributions"] if d["name"] not in ("pip", "setuptools")}
+    pins["filelock"] = "0.0.1"
+    del pins["sympy"]
+    folder = workspace / "ml"
+    folder.mkdir()
+    manifest = project(folder, facts, "linux-x86_64-cpu", pins=pins)
+    (folder / "data").mkdir()
+    (folder / "data" / "samples.csv").write_text("id,text\n1,changed\n")
+    recorded = hashlib.sha256(b"id,text\n1,original\n").hexdigest()
+    manifest.write_text(manifest.read_text() + DATA.format(samples=recorded, labels="0" * 64))
+    return folder
+
+
+def test_every_annotation_points_at_the_line_that_explains_it(tmp_path: Path) -> None:
+    folder = _project(tmp_path)
+    report = run(folder, load("cpu_linux"), only=["system", "packages", "data"])
+    notes = _annotations(report, folder, {"GITHUB_WORKSPACE": str(tmp_path)})
+    manifest, lock = folder / "repro.toml", folder / LOCK
+
+    pin = notes["kernodeck verify: packages/pin:filelock"]
+    assert pin.name == "error" and pin.props["file"] == f"ml/{LOCK}"
+    assert pin.props["line"] == str(_line(lock, "filelock==0.0.1")) and "endLine" not in pin.props
+
+    unlocked = notes["kernodeck verify: packages/unlocked"]  # a warning, where they would be added
+    assert unlocked.name == "warning" and "sympy" in unlocked.data
+    assert unlocked.props["file"] == "ml/repro.toml"
+    assert unlocked.props["line"] == str(_line(manifest, "[packages]"))
+
+    samples = notes["kernodeck verify: data:samples"]  # the data file itself: its bytes differ
+    assert samples.name == "error" and samples.props == {
+        "file": "ml/data/samples.csv",
+        "title": "kernodeck verify: data:samples",
+    }
+    labels = notes["kernodeck verify: data:labels"]  # missing: its [[data]] entry, header to last key
+    assert labels.props["file"] == "ml/repro.toml"
+    assert labels.props["line"] == str(_line(manifest, "[[data]]", nth=2))
+    assert labels.props["endLine"] == str(_line(manifest, "size = 12"))
+
+    seed = notes["kernodeck verify: system/determinism:env:PYTHONHASHSEED"]
+    assert seed.props["file"] == "ml/repro.toml"
+    assert seed.props["line"] == str(_line(manifest, "PYTHONHASHSEED"))
+
+    failed_or_warned = [s for s in report.steps if s.status.value in ("failed", "warning")]
+    assert len(notes) == len(failed_or_warned)  # passed and skipped steps are not annotated
+    assert not any(t.count("data") > 1 for t in notes)  # the step is named once
+    for note in notes.values():  # every file named is there, under the workspace
+        assert (tmp_path / note.props["file"]).is_file(), note.props["file"]
+
+
+def test_the_report_carries_where_without_host_paths(tmp_path: Path) -> None:
+    folder = _project(tmp_path)
+    report = run(folder, load("cpu_linux"), only=["data"])
+    text = report.to_json()
+    assert str(tmp_path) not in text
+    back = Report.from_json(text)
+    (labels,) = [s for s in back.steps if s.name == "data:labels"]
+    manifest = folder / "repro.toml"
+    assert labels.where == Where(
+        file="repro.toml", line=_line(manifest, "[[data]]", nth=2), end_line=_line(manifest, "size = 12")
+    )
+
+
+def test_files_are_relative_to_the_git_root_or_the_manifest_folder(tmp_path: Path) -> None:
+    step = Step.failed("packages", "pin:numpy", "wrong", where=Where(file=LOCK, line=7))
+    report = Report(steps=[step])
+    nested = tmp_path / "repo" / "projects" / "a"
+    nested.mkdir(parents=True)
+    (tmp_path / "repo" / ".git").mkdir()
+    (note,) = _annotations(report, nested, {}).values()
+    assert note.props["file"] == f"projects/a/{LOCK}" and note.props["line"] == "7"
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (note,) = _annotations(report, alone, {}).values()
+    assert note.props["file"] == LOCK  # no repository: the manifest's folder
+
+    # a manifest outside $GITHUB_WORKSPACE: no file the runner could find, rather than a wrong one
+    assert repository_folder(alone, {"GITHUB_WORKSPACE": str(nested)}) is None
+    (line,) = github_annotations(report, None)
+    assert line.startswith("::error title=") and "file=" not in line
+
+
+CHECKS = """
+[[check]]
+name = "embed"
+run = ["python", "-c", "pass"]
+
+[[check.output]]
+path = "present.json"
+
+[[check.output]]
+path = "vectors.json"
+
+[[check]]
+name = "crash"
+run = ["python", "-c", "raise SystemExit(3)"]
+timeout = 60
+"""
+
+
+def test_check_steps_point_at_their_check_and_output_entries(tmp_path: Path) -> None:
+    manifest = tmp_path / "repro.toml"
+    manifest.write_text(MANIFEST.format(system="") + CHECKS)
+    steps = checks.steps(
+        load_manifest(manifest),
+        tmp_path,
+        sys.executable,
+        out_dir=tmp_path / "out",
+        lines=ManifestLines(manifest),
+    )
+    by_name = {s.name: s for s in steps}
+    outputs = by_name["embed/vectors.json: exists"]
+    assert outputs.status.value == "failed"
+    assert outputs.where == Where(
+        file="repro.toml",
+        line=_line(manifest, "[[check.output]]", nth=2),
+        end_line=_line(manifest, 'path = "vectors.json"'),
+    )
+    crash = by_name["crash: run"]
+    assert crash.status.value == "failed" and crash.where == Where(
+        file="repro.toml", line=_line(manifest, "[[check]]", nth=2), end_line=_line(manifest, "timeout = 60")
+    )
+    first = by_name["embed: run"].where
+    assert first is not None and first.line == _line(manifest, "[[check]]")
+    assert first.end_line == _line(manifest, 'run = ["python", "-c", "pass"]')  # its outputs are their own
