@@ -183,3 +183,33 @@ def test_check_steps_point_at_their_check_and_output_entries(tmp_path: Path) -> 
     first = by_name["embed: run"].where
     assert first is not None and first.line == _line(manifest, "[[check]]")
     assert first.end_line == _line(manifest, 'run = ["python", "-c", "pass"]')  # its outputs are their own
+
+
+GPU = """
+[system]
+nvidia-driver = ">=560.28"
+
+[system.gpu]
+count = ">=1"
+memory-gib = ">=2000"
+"""
+
+
+def test_requirement_and_gpu_steps_point_at_their_keys(tmp_path: Path) -> None:
+    facts = load("h100_cu126")
+    manifest = project(tmp_path, facts, "linux-x86_64-cu126", system=GPU)
+    text = manifest.read_text()
+    manifest.write_text(
+        text.replace(
+            'requirements = ["torch==2.6.*", "numpy>=2"]', 'requirements = [\n  "torch",\n  "numpy>=99",\n]'
+        )
+    )
+    report = run(tmp_path, facts, platform="linux-x86_64-cu126", only=["packages", "system", "device"])
+    notes = _annotations(report, tmp_path, {"GITHUB_WORKSPACE": str(tmp_path)})
+    numpy = [
+        n for t, n in notes.items() if t.startswith("kernodeck verify: packages/") and "numpy>=99" in n.data
+    ]
+    assert len(numpy) == 1 and numpy[0].props["file"] == "repro.toml"
+    assert numpy[0].props["line"] == str(_line(manifest, '  "numpy>=99"'))
+    memory = notes["kernodeck verify: device/gpu-memory"]
+    assert memory.name == "error" and memory.props["line"] == str(_line(manifest, "memory-gib"))
