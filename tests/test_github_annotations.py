@@ -10,6 +10,8 @@ import io
 import sys
 from pathlib import Path
 
+import pytest
+
 from kernodeck import checks
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.where import ManifestLines
@@ -213,3 +215,29 @@ def test_requirement_and_gpu_steps_point_at_their_keys(tmp_path: Path) -> None:
     assert numpy[0].props["line"] == str(_line(manifest, '  "numpy>=99"'))
     memory = notes["kernodeck verify: device/gpu-memory"]
     assert memory.name == "error" and memory.props["line"] == str(_line(manifest, "memory-gib"))
+
+
+def test_kernodeck_check_annotates_the_failed_check_on_its_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernodeck.cli import main
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    manifest = folder / "repro.toml"
+    manifest.write_text(MANIFEST.format(system="") + CHECKS)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    code = main(["check", str(manifest), "crash", "--python", sys.executable, "--out", str(tmp_path / "out")])
+    assert code == 1
+    commands, stopped = runner_commands(capsys.readouterr().out)
+    assert not stopped
+    (error,) = [c for c in commands if c.name == "error"]
+    assert error.props == {
+        "file": "project/repro.toml",
+        "line": str(_line(manifest, "[[check]]", nth=2)),
+        "endLine": str(_line(manifest, "timeout = 60")),
+        "title": "kernodeck check: application/crash: run",
+    }
+    assert error.data.startswith("crash: ")
