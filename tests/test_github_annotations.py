@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import io
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from kernodeck import checks
+from kernodeck.api import verify
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.where import ManifestLines
 from kernodeck.render.github import github_annotations, github_outputs, repository_folder
@@ -241,3 +244,32 @@ def test_kernodeck_check_annotates_the_failed_check_on_its_lines(
         "title": "kernodeck check: application/crash: run",
     }
     assert error.data.startswith("crash: ")
+
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_dirty_tree_is_a_warning_on_allow_dirty_and_a_changed_config_on_itself(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    folder = repo / "ml"
+    folder.mkdir(parents=True)
+    (folder / "conf.yaml").write_text("a: 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "c"]):
+        subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True)
+    conf = hashlib.sha256(b"a: 1\n").hexdigest()
+    code = f'\n[code]\nrevision = "{head.stdout.strip()}"\nallow-dirty = true\n\n[[code.config]]\npath = "conf.yaml"\nsha256 = "{conf}"\n'
+    manifest = folder / "repro.toml"
+    manifest.write_text(MANIFEST.format(system="") + code)
+    (folder / "conf.yaml").write_text("a: 2\n")
+    report = verify(manifest, only=["code"], cache_dir=tmp_path / "cache")
+    notes = _annotations(report, folder, {})  # no $GITHUB_WORKSPACE: the folder holding .git
+    dirty = notes["kernodeck verify: code/clean-tree"]
+    assert dirty.name == "warning" and "conf.yaml" in dirty.data
+    assert dirty.props["file"] == "ml/repro.toml" and dirty.props["line"] == str(
+        _line(manifest, "allow-dirty")
+    )
+    config = notes["kernodeck verify: code/config:conf.yaml"]
+    assert config.name == "error" and config.props["file"] == "ml/conf.yaml" and "line" not in config.props
+    assert set(notes) == {"kernodeck verify: code/clean-tree", "kernodeck verify: code/config:conf.yaml"}

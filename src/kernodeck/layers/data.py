@@ -266,9 +266,9 @@ def _weights(w: Weights, ctx: Context, facts: Facts | None) -> list[Step]:
 
 
 def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
-    steps = [_located(_data(d, ctx, facts), ctx, "data", i) for i, d in enumerate(manifest.data)]
+    steps = [located(_data(d, ctx, facts), ctx, "data", i) for i, d in enumerate(manifest.data)]
     for i, w in enumerate(manifest.weights):
-        steps.extend(_located(s, ctx, "weights", i) for s in _weights(w, ctx, facts))
+        steps.extend(located(s, ctx, "weights", i) for s in _weights(w, ctx, facts))
     return steps
 
 
@@ -276,9 +276,9 @@ def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
 _DIFFERENT = frozenset({"hash-mismatch", "size-mismatch"})
 
 
-def _located(step: Step, ctx: Context, table: str, index: int) -> Step:
-    """The step, pointing at the project file itself when its bytes differ, else at its entry in
-    the manifest (`[[data]]` / `[[weights]]` number `index`)."""
+def located(step: Step, ctx: Context, *loc: str | int) -> Step:
+    """A `file_step`, pointing at the project file itself when its bytes differ, else at its
+    entry in the manifest (`"data", 0`: the first `[[data]]`)."""
     path = step.details.get("path")
     if (
         step.details.get("cause") in _DIFFERENT
@@ -287,5 +287,5 @@ def _located(step: Step, ctx: Context, table: str, index: int) -> Step:
     ):
         step.where = Where(file=path)
     else:
-        step.where = ctx.lines.where(table, index)
+        step.where = ctx.lines.where(*loc)
     return step
