@@ -273,3 +273,30 @@ def test_a_dirty_tree_is_a_warning_on_allow_dirty_and_a_changed_config_on_itself
     config = notes["kernodeck verify: code/config:conf.yaml"]
     assert config.name == "error" and config.props["file"] == "ml/conf.yaml" and "line" not in config.props
     assert set(notes) == {"kernodeck verify: code/clean-tree", "kernodeck verify: code/config:conf.yaml"}
+
+
+RESUME = f"""
+[resume]
+run = ["python", "-c", "pass"]
+
+[resume.checkpoint]
+path = "ckpt.pt"
+sha256 = "{"0" * 64}"
+"""
+
+
+def test_resume_steps_point_at_the_resume_table_they_check(tmp_path: Path) -> None:
+    manifest = tmp_path / "repro.toml"
+    manifest.write_text(MANIFEST.format(system="") + RESUME)
+    steps = checks.resume_steps(
+        load_manifest(manifest),
+        tmp_path,
+        sys.executable,
+        out_dir=tmp_path / "out",
+        lines=ManifestLines(manifest),
+    )
+    failed = [s for s in steps if s.status.value == "failed"]
+    assert failed and failed[0].name.startswith("checkpoint ckpt.pt")
+    assert failed[0].where == Where(
+        file="repro.toml", line=_line(manifest, "[resume.checkpoint]"), end_line=_line(manifest, "sha256 =")
+    )

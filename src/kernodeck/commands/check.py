@@ -220,12 +220,10 @@ def _run(
     from kernodeck import checks
     from kernodeck.manifest.where import ManifestLines
 
-    root = path.parent.resolve()
+    root, lines = path.parent.resolve(), ManifestLines(path)
     out: list[Step] = []
     if names is not None:
-        out += checks.steps(
-            manifest, root, target, names=names or None, out_dir=out_dir, lines=ManifestLines(path)
-        )
+        out += checks.steps(manifest, root, target, names=names or None, out_dir=out_dir, lines=lines)
     if resume:
-        out += checks.resume_steps(manifest, root, target, out_dir=out_dir)
+        out += checks.resume_steps(manifest, root, target, out_dir=out_dir, lines=lines)
     return out

@@ -375,7 +375,7 @@ def _application(layer: Layer, manifest: Manifest, ctx: Context) -> list[Step]:
 
     if layer == "application":
         return checks.steps(manifest, ctx.root, ctx.python, lines=ctx.lines)
-    return checks.resume_steps(manifest, ctx.root, ctx.python)
+    return checks.resume_steps(manifest, ctx.root, ctx.python, lines=ctx.lines)
 
 
 def inventory(facts: Facts) -> dict[str, Any]:
