@@ -300,3 +300,15 @@ def test_resume_steps_point_at_the_resume_table_they_check(tmp_path: Path) -> No
     assert failed[0].where == Where(
         file="repro.toml", line=_line(manifest, "[resume.checkpoint]"), end_line=_line(manifest, "sha256 =")
     )
+
+
+def test_a_platform_mismatch_points_at_the_chosen_platform_s_key(tmp_path: Path) -> None:
+    facts = load("cpu_linux")
+    project(tmp_path, facts, "linux-x86_64-cu126")
+    facts["platform"]["machine"] = "aarch64"
+    report = run(tmp_path, facts, platform="linux-x86_64-cu126", only=["system"])
+    manifest = tmp_path / "repro.toml"
+    (arch,) = [s for s in report.steps if s.name == "arch"]
+    assert arch.status.value == "failed"
+    # the second [[platform]]'s arch line, not the first one's
+    assert arch.where == Where(file="repro.toml", line=_line(manifest, 'arch = "x86_64"', nth=2))
