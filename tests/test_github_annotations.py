@@ -312,3 +312,21 @@ def test_a_platform_mismatch_points_at_the_chosen_platform_s_key(tmp_path: Path)
     assert arch.status.value == "failed"
     # the second [[platform]]'s arch line, not the first one's
     assert arch.where == Where(file="repro.toml", line=_line(manifest, 'arch = "x86_64"', nth=2))
+
+
+def test_kernodeck_verify_annotates_a_changed_data_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernodeck.cli import main
+
+    folder = _project(tmp_path)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    code = main(["verify", str(folder), "--only", "data", "--python", sys.executable])
+    assert code == 1
+    commands, stopped = runner_commands(capsys.readouterr().out)
+    assert not stopped
+    errors = {c.props["title"]: c.props for c in commands if c.name == "error"}
+    assert errors["kernodeck verify: data:samples"]["file"] == "ml/data/samples.csv"
+    assert errors["kernodeck verify: data:labels"]["file"] == "ml/repro.toml"
