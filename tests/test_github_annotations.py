@@ -330,3 +330,25 @@ def test_kernodeck_verify_annotates_a_changed_data_file(
     errors = {c.props["title"]: c.props for c in commands if c.name == "error"}
     assert errors["kernodeck verify: data:samples"]["file"] == "ml/data/samples.csv"
     assert errors["kernodeck verify: data:labels"]["file"] == "ml/repro.toml"
+
+
+def test_a_changed_data_folder_points_at_its_first_changed_file(tmp_path: Path) -> None:
+    from kernodeck.fingerprint import FingerprintCache, listing_path, listing_text
+
+    facts = load("cpu_linux")
+    manifest = project(tmp_path, facts, "linux-x86_64-cpu")
+    shards = tmp_path / "data" / "shards"
+    shards.mkdir(parents=True)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (shards / name).write_text(name)
+    fp = FingerprintCache().fingerprint(shards)
+    kept = listing_path(tmp_path, fp.sha256)  # what `kernodeck capture` keeps beside the manifest
+    kept.parent.mkdir(parents=True)
+    kept.write_text(listing_text(fp.listing))
+    manifest.write_text(
+        manifest.read_text() + f'\n[[data]]\nname = "shards"\npath = "data/shards"\nsha256 = "{fp.sha256}"\n'
+    )
+    (shards / "b.txt").write_text("changed")
+    (step,) = [s for s in run(tmp_path, facts, only=["data"]).steps if s.name == "data:shards"]
+    assert step.status.value == "failed" and step.details["changed"] == ["b.txt"]
+    assert step.where == Where(file="data/shards/b.txt")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from pathlib import Path
+from typing import Any
 
 from kernodeck import hfcache
 from kernodeck.fingerprint import Fingerprint, compare_listings, recorded_listing
@@ -277,15 +279,20 @@ _DIFFERENT = frozenset({"hash-mismatch", "size-mismatch"})
 
 
 def located(step: Step, ctx: Context, *loc: str | int) -> Step:
-    """A `file_step`, pointing at the project file itself when its bytes differ, else at its
-    entry in the manifest (`"data", 0`: the first `[[data]]`)."""
-    path = step.details.get("path")
-    if (
-        step.details.get("cause") in _DIFFERENT
-        and step.details.get("kind") == "file"
-        and isinstance(path, str)
-    ):
-        step.where = Where(file=path)
-    else:
-        step.where = ctx.lines.where(*loc)
+    """A `file_step`, pointing at the project file itself when its bytes differ (in a folder:
+    the first file changed or added), else at its entry in the manifest (`"data", 0`: the first
+    `[[data]]`)."""
+    differing = _differing_file(step.details)
+    step.where = Where(file=differing) if differing is not None else ctx.lines.where(*loc)
     return step
+
+
+def _differing_file(details: dict[str, Any]) -> str | None:
+    """The project file whose bytes differ from the reference's, when `details` name one."""
+    path = details.get("path")
+    if details.get("cause") not in _DIFFERENT or not isinstance(path, str):
+        return None
+    if details.get("kind") == "file":
+        return path
+    inside = [*details.get("changed", []), *details.get("added", [])]
+    return posixpath.join(path, inside[0]) if inside else None
