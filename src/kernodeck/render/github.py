@@ -9,7 +9,7 @@ annotations or end a group. So under GitHub Actions (`GITHUB_ACTIONS=true`):
 
 - every failed step becomes one `::error title=…::message` (an optional one, and every warning,
   `::warning`; a hint it shares with an earlier one is given there only: `hint: as for
-  pin:torch`), its title naming the step once, with `file=`, `line=` (and `endLine=`) where the
+  packages/pin:torch`), its title naming the step once, with `file=`, `line=` (and `endLine=`) where the
   step says what explains it (`Step.where`: its manifest entry, its lock-file pin, the data file),
   the file relative to the repository root ($GITHUB_WORKSPACE, else the folder holding `.git`,
   else the manifest's folder), so it shows on the pull request's diff; properties and the
