@@ -306,12 +306,13 @@ def test_a_platform_mismatch_points_at_the_chosen_platform_s_key(tmp_path: Path)
     facts = load("cpu_linux")
     project(tmp_path, facts, "linux-x86_64-cu126")
     facts["platform"]["machine"] = "aarch64"
+    facts["platform"]["glibc"] = "2.17"
     report = run(tmp_path, facts, platform="linux-x86_64-cu126", only=["system"])
     manifest = tmp_path / "repro.toml"
-    (arch,) = [s for s in report.steps if s.name == "arch"]
-    assert arch.status.value == "failed"
-    # the second [[platform]]'s arch line, not the first one's
-    assert arch.where == Where(file="repro.toml", line=_line(manifest, 'arch = "x86_64"', nth=2))
+    failed = {s.name: s.where for s in report.steps if s.status.value == "failed"}
+    # the second [[platform]]'s arch line, not the first one's; the glibc it declares
+    assert failed["arch"] == Where(file="repro.toml", line=_line(manifest, 'arch = "x86_64"', nth=2))
+    assert failed["libc"] == Where(file="repro.toml", line=_line(manifest, 'glibc = "2.28"'))
 
 
 def test_kernodeck_verify_annotates_a_changed_data_file(

@@ -149,18 +149,18 @@ _SYSTEM_KEYS = {"nvidia-driver": "nvidia-driver", "driver-for-cuda": "cuda", "am
 
 
 def _where(name: str, manifest: Manifest, ctx: Context) -> Where | None:
-    """The key of the chosen `[[platform]]` entry a step checks (os, arch, libc), or its `[system]`
-    key; a driver the platform's backend asks for, where `[system]` does not name it: the entry."""
-    index = next(
-        (i for i, p in enumerate(manifest.platform) if ctx.platform and p.name == ctx.platform.name), None
-    )
-    platform = ctx.lines.where("platform", index, name) if index is not None else None
-    key = _SYSTEM_KEYS.get(name)
-    if key is None:
-        return platform
-    return ctx.lines.where("system", key) or (
-        ctx.lines.where("platform", index) if index is not None else None
-    )
+    """The key of the chosen `[[platform]]` entry a step checks (os, arch, and for libc the one of
+    glibc, musl, macos it declares, else the entry), or its `[system]` key; a driver the
+    platform's backend asks for, where `[system]` does not name it: the entry."""
+    p = ctx.platform
+    index = next((i for i, q in enumerate(manifest.platform) if p is not None and q.name == p.name), None)
+    if p is None or index is None:
+        return ctx.lines.where("system", _SYSTEM_KEYS[name]) if name in _SYSTEM_KEYS else None
+    if name == "libc":
+        name = "musl" if p.musl else "glibc" if p.glibc else "macos" if p.macos else name
+    if name not in _SYSTEM_KEYS:
+        return ctx.lines.where("platform", index, name)
+    return ctx.lines.where("system", _SYSTEM_KEYS[name]) or ctx.lines.where("platform", index)
 
 
 def _nvidia(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
