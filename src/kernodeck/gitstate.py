@@ -26,6 +26,14 @@ class GitState:
         return bool(self.changed)
 
 
+def git_toplevel(path: Path) -> Path | None:
+    """The nearest folder above `path` holding `.git`, found without running git."""
+    for p in (path, *path.parents):
+        if (p / ".git").exists():
+            return p
+    return None
+
+
 def run_git(folder: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str] | None:
     """`git -C folder ARGS`; None when git cannot run at all."""
     try:

@@ -28,6 +28,21 @@ class Status(str, Enum):
     WARNING = "warning"
 
 
+class Where(Model):
+    """Where the cause of a step is written: the manifest entry it checks, the pin's line in the
+    lock file, the data file itself. `file` is relative to the manifest's folder ('/'-separated,
+    never a host path); GitHub annotations point there (`kernodeck.render.github`)."""
+
+    model_config = {"extra": "forbid"}
+
+    file: str
+    """The file, relative to the manifest's folder."""
+    line: int | None = None
+    """The first line (1-based); null for the whole file."""
+    end_line: int | None = None
+    """The last line of a multi-line entry (an `[[array]]` entry's table); null for one line."""
+
+
 class Step(Model):
     """One thing that was checked."""
 
@@ -54,6 +69,8 @@ class Step(Model):
     or was skipped."""
     seconds: float | None = None
     """How long it took (a measurement; reports written before `measurements` carry only this one)."""
+    where: Where | None = None
+    """The line that explains it (its manifest entry, lock-file pin or data file), if known."""
     measurements: dict[str, float] = {}
     """Numbers measured while checking (milliseconds, relative errors, throughputs, memory): shown
     beside the facts, never compared as facts (`kernodeck diff` lists them side by side)."""

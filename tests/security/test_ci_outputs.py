@@ -1,12 +1,7 @@
 """Hostile text from a checked program in the CI outputs of a report: GitHub Actions workflow
 commands, control characters, Markdown markup, and concurrent writers of the step summary.
 
-The GitHub runner's parsing is reimplemented here from its rules (actions/runner,
-ActionCommandManager and ActionCommand.TryParseV2 / TryParse): every line (split at `\\n`,
-`\\r`; here also at every other line break Python knows, to be stricter), leading whitespace
-trimmed, is a command when it starts with `::name props::data`; any line holding `##[name props]data`
-is one too; the names are the registered commands, compared without case; after
-`::stop-commands::TOKEN` nothing is a command until `::TOKEN::`.
+The GitHub runner's parsing of the log is `tests.fixtures.runner_commands`.
 """
 
 from __future__ import annotations
@@ -17,7 +12,6 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -30,98 +24,9 @@ from kernodeck.render.junit import junit_xml
 from kernodeck.render.markdown import markdown_summary
 from kernodeck.render.terminal import render_report
 from kernodeck.report import Report, Step
+from tests.fixtures.runner_commands import runner_commands
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-#: The runner's registered commands (ActionCommandManager's extensions and its own).
-REGISTERED = frozenset(
-    {
-        "add-mask",
-        "add-path",
-        "add-matcher",
-        "remove-matcher",
-        "debug",
-        "notice",
-        "warning",
-        "error",
-        "group",
-        "endgroup",
-        "echo",
-        "save-state",
-        "set-env",
-        "set-output",
-        "stop-commands",
-        "internal-set-repo-path",
-    }
-)
-
-
-@dataclass
-class Command:
-    name: str
-    props: dict[str, str] = field(default_factory=dict)
-    data: str = ""
-
-
-def _unescape_data(text: str) -> str:
-    return text.replace("%0D", "\r").replace("%0A", "\n").replace("%25", "%")
-
-
-def _unescape_property(text: str) -> str:
-    return _unescape_data(text.replace("%3A", ":").replace("%2C", ","))
-
-
-def _command(info: str, data: str, registered: set[str], sep: str) -> Command | None:
-    name, _, props = info.partition(" ")
-    if name.lower() not in registered:
-        return None
-    cmd = Command(name)
-    for prop in (p for p in props.strip().split(sep) if p):
-        key, eq, value = prop.partition("=")
-        if eq and key and value:
-            cmd.props[key] = _unescape_property(value)
-    cmd.data = _unescape_data(data)
-    return cmd
-
-
-def _parse(line: str, registered: set[str]) -> Command | None:
-    text = line.lstrip()
-    if text.startswith("::"):  # TryParseV2
-        end = text.find("::", 2)
-        if end >= 0:
-            cmd = _command(text[2:end], text[end + 2 :], registered, ",")
-            if cmd is not None:
-                return cmd
-    start = line.find("##[")  # TryParse (the older form, anywhere in the line)
-    if start < 0:
-        return None
-    close = line.find("]", start)
-    if close < 0:
-        return None
-    return _command(line[start + 3 : close], line[close + 1 :], registered, ";")
-
-
-def runner_commands(log: str) -> tuple[list[Command], bool]:
-    """The commands the runner would process in `log`, and whether it ends with commands stopped."""
-    registered = set(REGISTERED)
-    token: str | None = None
-    seen: list[Command] = []
-    for line in log.splitlines():
-        cmd = _parse(line, registered)
-        if cmd is None:
-            continue
-        if token is not None:
-            if cmd.name.lower() == token:
-                registered.discard(token)
-                token = None
-            continue
-        if cmd.name == "stop-commands":
-            assert cmd.data and cmd.data.lower() not in REGISTERED  # the runner refuses these
-            token = cmd.data.lower()
-            registered.add(token)
-        seen.append(cmd)
-    return seen, token is not None
-
 
 #: What a checked program's stderr can hold to take over the log.
 FORGED = "".join(

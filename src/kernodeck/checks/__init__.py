@@ -19,6 +19,7 @@ from kernodeck.checks.resume import resume_steps
 from kernodeck.checks.runner import RunResult, expand_argv, fresh_out, make_base, run_command, target_env
 from kernodeck.errors import UsageError
 from kernodeck.manifest.schema import Check, Manifest
+from kernodeck.manifest.where import ManifestLines
 from kernodeck.report import Step
 
 __all__ = ["LAYER", "resume_steps", "run_check", "select_checks", "steps"]
@@ -98,9 +99,11 @@ def steps(
     names: Sequence[str] | None = None,
     out_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
+    lines: ManifestLines | None = None,
 ) -> list[Step]:
     """Run the selected checks with the target interpreter `python` in the manifest folder `root`
-    and judge every declared output; one Step per run and per criterion (layer "application")."""
+    and judge every declared output; one Step per run and per criterion (layer "application"),
+    each pointing at its `[[check]]` (or `[[check.output]]`) entry in `lines`, the manifest's."""
     selected = select_checks(manifest, names)
     root = root.resolve()
     if not selected:
@@ -108,14 +111,25 @@ def steps(
     base = make_base(out_dir)
     out: list[Step] = []
     for check in selected:
+        index = next(i for i, c in enumerate(manifest.check) if c.name == check.name)
         result, run_step = run_check(check, manifest, root, python, base=base, env=env)
-        out.append(run_step)
+        out.append(_located(run_step, lines, "check", index))
         if not result.ok:
             out.extend(
                 Step.skipped(LAYER, f"{check.name}/{o.path}", f"skipped: {check.name} did not run to the end")
                 for o in check.output
             )
             continue
-        for o in check.output:
-            out.extend(evaluate(check.name, o, result.out, root))
+        for n, o in enumerate(check.output):
+            out.extend(
+                _located(s, lines, "check", index, "output", n)
+                for s in evaluate(check.name, o, result.out, root)
+            )
     return out
+
+
+def _located(step: Step, lines: ManifestLines | None, *loc: str | int) -> Step:
+    """The step, pointing at the manifest entry at `loc` when `lines` are given."""
+    if lines is not None:
+        step.where = lines.where(*loc)
+    return step

@@ -20,6 +20,7 @@ from kernodeck.checks.runner import expand_argv, fresh_out, make_base, resolve_p
 from kernodeck.fingerprint import sha256_file
 from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, outside_message
 from kernodeck.manifest.schema import Manifest, Resume, Trajectory
+from kernodeck.manifest.where import ManifestLines
 from kernodeck.probe import launch
 from kernodeck.report import Step
 
@@ -69,8 +70,27 @@ def resume_steps(
     out_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
     record: bool = False,
+    lines: ManifestLines | None = None,
 ) -> list[Step]:
-    """The `[resume]` checks, in order (layer "resume")."""
+    """The `[resume]` checks, in order (layer "resume"), each pointing at what it checks in
+    `lines` (the manifest's): `[resume.checkpoint]`, `run`, `[resume.trajectory]`."""
+    steps = _resume_steps(manifest, root, python, out_dir=out_dir, env=env, record=record)
+    if lines is not None and manifest.resume is not None:
+        for step in steps:
+            key = next((k for k in ("checkpoint", "trajectory") if step.name.startswith(k)), "run")
+            step.where = lines.where("resume", key)
+    return steps
+
+
+def _resume_steps(
+    manifest: Manifest,
+    root: Path,
+    python: str,
+    *,
+    out_dir: Path | None,
+    env: Mapping[str, str] | None,
+    record: bool,
+) -> list[Step]:
     r = manifest.resume
     python = resolve_python(python)
     root = root.resolve()

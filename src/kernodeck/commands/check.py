@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,10 @@ from kernodeck.commands.options import (
 )
 from kernodeck.lockfile.names import manifest_file
 from kernodeck.render.output import OutputOptions
+
+if TYPE_CHECKING:
+    from kernodeck.manifest.schema import Manifest
+    from kernodeck.report import Step
 
 
 def split_manifest(args: tuple[str, ...], old_manifest: str | None) -> tuple[Path, tuple[str, ...]]:
@@ -132,7 +137,6 @@ def check(
     path ending in .toml or a folder; NAME: only these checks (`resume`: the resume check).
     With --repeat N, measure how much every output varies instead, and what criterion that
     evidence supports."""
-    from kernodeck import checks
     from kernodeck.interpreters import choose
     from kernodeck.manifest import load_manifest
     from kernodeck.render import emit
@@ -184,10 +188,8 @@ def check(
         report.add(*rec.steps)
         written, changes = rec.written, rec.changes
     else:
-        if check_names or not names:
-            report.add(*checks.steps(manifest, root, target, names=check_names or None, out_dir=out_dir))
-        if with_resume:
-            report.add(*checks.resume_steps(manifest, root, target, out_dir=out_dir))
+        wanted = check_names if check_names or not names else None
+        report.add(*_run(manifest, path, target, wanted, with_resume, out_dir))
     report.seconds = round(time.perf_counter() - started, 3)  # a measurement, shown in the summary
     det = next((s.details["determinism"] for s in report.steps if "determinism" in s.details), None)
     if det is not None:
@@ -198,7 +200,7 @@ def check(
         report.write_json(json_out)  # first: whatever another output meets, the JSON is written
     # The shared report renderer (kernodeck.render); with `--json -` stdout carries the JSON, so
     # the human report goes to stderr.
-    emit(report, output, human_stream(json_out))
+    emit(report, output, human_stream(json_out), folder=root)
     if record and report.ok:
         click.echo(
             f"recorded {len(written)} file(s): {', '.join(written) or 'none'}; "
@@ -208,3 +210,20 @@ def check(
     if to_stdout:
         click.echo(report.to_json(), nl=False)
     click.get_current_context().exit(report.exit_code)
+
+
+def _run(
+    manifest: Manifest, path: Path, target: str, names: list[str] | None, resume: bool, out_dir: Path | None
+) -> list[Step]:
+    """The steps of the checks named (all for an empty list, none for None) and of the resume
+    check, each pointing at its entry in the manifest at `path`."""
+    from kernodeck import checks
+    from kernodeck.manifest.where import ManifestLines
+
+    root, lines = path.parent.resolve(), ManifestLines(path)
+    out: list[Step] = []
+    if names is not None:
+        out += checks.steps(manifest, root, target, names=names or None, out_dir=out_dir, lines=lines)
+    if resume:
+        out += checks.resume_steps(manifest, root, target, out_dir=out_dir, lines=lines)
+    return out

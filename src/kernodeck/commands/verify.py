@@ -165,7 +165,7 @@ def verify(
     )
     if json_out is not None:
         write_json_report(report, json_out)
-    emit(report, output, human_stream(json_out))
+    emit(report, output, human_stream(json_out), folder=manifest_file(manifest).parent)
     if log_to:
         from kernodeck.trackers import log_report
 

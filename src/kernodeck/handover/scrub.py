@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernodeck.gitstate import git_toplevel
 from kernodeck.support.envvars import CACHE_DIR
 from kernodeck.support.urls import URL_USERINFO
 
@@ -250,7 +251,7 @@ class Scrubber:
         if project_dir is not None:
             proj = Path(project_dir).absolute()
             pairs.append((proj, "<project>"))
-            top = _git_toplevel(proj)
+            top = git_toplevel(proj)
             if top is not None:
                 pairs.append((top, "<repo>"))
         pairs.append((sys.prefix, "<prefix>"))
@@ -402,11 +403,3 @@ def netrc_passwords(path: str | Path) -> list[str]:
     for _login, account, password in parsed.hosts.values():
         out += [v for v in (password, account) if v and len(v) >= 4]
     return out
-
-
-def _git_toplevel(path: Path) -> Path | None:
-    """The nearest folder above `path` holding `.git`, found without running git."""
-    for p in (path, *path.parents):
-        if (p / ".git").exists():
-            return p
-    return None

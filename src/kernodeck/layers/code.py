@@ -19,7 +19,7 @@ from kernodeck.gitstate import GitState, git_state, later_commits_touch_only_ker
 from kernodeck.handover import sums as bundlesums
 from kernodeck.layers.causes import StepCause
 from kernodeck.layers.context import Context, short
-from kernodeck.layers.data import file_step
+from kernodeck.layers.data import file_step, located
 from kernodeck.lockfile.names import INVENTORY_NAME
 from kernodeck.manifest.schema import Code, Manifest
 from kernodeck.probe.facts import Facts
@@ -57,9 +57,24 @@ def is_bundle(folder: Path) -> bool:
 
 
 def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
+    """The revision, the tree and the config files, each pointing at its `[code]` key (a config
+    file whose bytes differ: the file itself)."""
     code = manifest.code
     if code is None:
         return []
+    configs = {f"config:{cf.path}": i for i, cf in enumerate(code.config)}
+    steps = []
+    for step in _steps(manifest, code, ctx):
+        if step.name in configs:
+            steps.append(located(step, ctx, "code", "config", configs[step.name]))
+        else:
+            step.where = ctx.lines.where("code", "allow-dirty" if step.name == "clean-tree" else "revision")
+            steps.append(step)
+    return steps
+
+
+def _steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
+    """The steps of the `[code]` table, in order."""
     steps: list[Step] = []
     git = shutil.which("git") is not None
     head = _git(ctx, "rev-parse", "HEAD") if git else None

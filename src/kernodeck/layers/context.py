@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from kernodeck.backends import Backend, parse_backend
 from kernodeck.fingerprint import FingerprintCache
 from kernodeck.manifest.schema import Platform
+from kernodeck.manifest.where import ManifestLines
 from kernodeck.report import Status, Step
 
 
@@ -25,6 +27,11 @@ class Context:
     steps: list[Step] = field(default_factory=list)
     #: The checked process is the application's (require()): its torch settings are observed.
     application: bool = False
+
+    @cached_property
+    def lines(self) -> ManifestLines:
+        """Where the manifest's entries are written (read once, when a step first asks)."""
+        return ManifestLines(self.manifest_file)
 
     @property
     def backend(self) -> Backend | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from pathlib import Path
+from typing import Any
 
 from kernodeck import hfcache
 from kernodeck.fingerprint import Fingerprint, compare_listings, recorded_listing
@@ -11,7 +13,7 @@ from kernodeck.layers.context import Context, short
 from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, escaping_link, outside_message
 from kernodeck.manifest.schema import Data, Manifest, Weights
 from kernodeck.probe.facts import Facts
-from kernodeck.report import Step
+from kernodeck.report import Step, Where
 
 LAYER = "data"
 
@@ -266,7 +268,31 @@ def _weights(w: Weights, ctx: Context, facts: Facts | None) -> list[Step]:
 
 
 def check(manifest: Manifest, facts: Facts | None, ctx: Context) -> list[Step]:
-    steps = [_data(d, ctx, facts) for d in manifest.data]
-    for w in manifest.weights:
-        steps.extend(_weights(w, ctx, facts))
+    steps = [located(_data(d, ctx, facts), ctx, "data", i) for i, d in enumerate(manifest.data)]
+    for i, w in enumerate(manifest.weights):
+        steps.extend(located(s, ctx, "weights", i) for s in _weights(w, ctx, facts))
     return steps
+
+
+#: The causes of a step whose file is there but holds other bytes than the reference's.
+_DIFFERENT = frozenset({"hash-mismatch", "size-mismatch"})
+
+
+def located(step: Step, ctx: Context, *loc: str | int) -> Step:
+    """A `file_step`, pointing at the project file itself when its bytes differ (in a folder:
+    the first file changed or added), else at its entry in the manifest (`"data", 0`: the first
+    `[[data]]`)."""
+    differing = _differing_file(step.details)
+    step.where = Where(file=differing) if differing is not None else ctx.lines.where(*loc)
+    return step
+
+
+def _differing_file(details: dict[str, Any]) -> str | None:
+    """The project file whose bytes differ from the reference's, when `details` name one."""
+    path = details.get("path")
+    if details.get("cause") not in _DIFFERENT or not isinstance(path, str):
+        return None
+    if details.get("kind") == "file":
+        return path
+    inside = [*details.get("changed", []), *details.get("added", [])]
+    return posixpath.join(path, inside[0]) if inside else None

@@ -21,6 +21,7 @@ from kernodeck.layers import Layer
 from kernodeck.layers.causes import StepCause
 from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest
+from kernodeck.manifest.where import ManifestLines
 from kernodeck.probe.facts import Facts
 from kernodeck.report import Step
 
@@ -30,10 +31,15 @@ APPLY_HINT = (
 )
 
 
-def env_steps(manifest: Manifest, facts: Facts) -> list[Step]:
-    """One step per `[determinism] env` variable, against the checked process's environment."""
+def env_steps(manifest: Manifest, facts: Facts, lines: ManifestLines | None = None) -> list[Step]:
+    """One step per `[determinism] env` variable, against the checked process's environment,
+    each pointing at the variable's line in `lines` (the manifest's)."""
     declared = manifest.determinism.env if manifest.determinism else {}
-    return [_env_step(name, want, facts.env.get(name)) for name, want in sorted(declared.items())]
+    steps = [_env_step(name, want, facts.env.get(name)) for name, want in sorted(declared.items())]
+    if lines is not None:
+        for step, name in zip(steps, sorted(declared), strict=True):
+            step.where = lines.where("determinism", "env", name)
+    return steps
 
 
 def _env_step(name: str, want: str, have: str | None) -> Step:
@@ -70,7 +76,10 @@ def torch_steps(manifest: Manifest, ctx: Context) -> list[Step]:
             Step.skipped(Layer.BACKEND, f"determinism:{key}", why, expected=value, details={"cause": cause})
             for key, value in declared.items()
         ]
-    return [_torch_step(key, value, observed.get(key)) for key, value in declared.items()]
+    steps = [_torch_step(key, value, observed.get(key)) for key, value in declared.items()]
+    for step, key in zip(steps, declared, strict=True):
+        step.where = ctx.lines.where("determinism", key)
+    return steps
 
 
 def _torch_step(key: str, want: Any, have: Any) -> Step:

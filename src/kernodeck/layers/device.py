@@ -234,7 +234,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                 )
             )
     if usable and kind in ("cuda", "rocm", "any") and t.cuda_available:
-        steps += _gpu_expectations(manifest, devices)
+        steps += _gpu_expectations(manifest, devices, ctx)
         for d in devices:
             ok, code = _arch_ok(d, build or "cuda", t.arch_list)
             name = f"arch:{d.index}"
@@ -261,7 +261,24 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
     return steps
 
 
-def _gpu_expectations(manifest: Manifest, devices: list[TorchDevice]) -> list[Step]:
+#: The `[system.gpu]` key each expectation step checks.
+_GPU_KEYS = {
+    "gpu-count": "count",
+    "gpu-name": "name",
+    "compute-capability": "compute-capability",
+    "gpu-memory": "memory-gib",
+}
+
+
+def _gpu_expectations(manifest: Manifest, devices: list[TorchDevice], ctx: Context) -> list[Step]:
+    """The `[system.gpu]` expectations, each pointing at its key in the manifest."""
+    steps = _gpu_steps(manifest, devices)
+    for step in steps:
+        step.where = ctx.lines.where("system", "gpu", _GPU_KEYS[step.name])
+    return steps
+
+
+def _gpu_steps(manifest: Manifest, devices: list[TorchDevice]) -> list[Step]:
     g = manifest.system.gpu
     if g is None:
         return []

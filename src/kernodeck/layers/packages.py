@@ -21,8 +21,9 @@ from kernodeck.layers.contract import required_by
 from kernodeck.layers.unselected import part_hint, unselected
 from kernodeck.lockfile.read import LockFile, LockfileError, Pin, lockfile_path, read_lockfile
 from kernodeck.manifest.schema import Manifest
+from kernodeck.manifest.where import lock_where
 from kernodeck.probe.facts import Distribution, Facts
-from kernodeck.report import Step
+from kernodeck.report import Status, Step
 
 LAYER = "packages"
 
@@ -95,6 +96,11 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
         steps = [Step.skipped(LAYER, "lockfile", "no platform selected", details={"cause": "no-platform"})]
         return steps + requirements.check(manifest, facts, ctx, reported=set())
     lock, lock_step = load_lock(ctx)
+    if lock_step.details.get("cause") == "no-lockfile":  # what it would be locked from
+        lock_step.where = ctx.lines.where("packages")
+    elif lock_step.status is Status.FAILED:
+        path = lockfile_path(ctx.manifest_file.parent, ctx.platform.name)
+        lock_step.where = lock_where(path, ctx.root)
     steps = [lock_step]
     if lock is None:
         steps.append(
@@ -103,7 +109,9 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
             )
         )
         return steps + requirements.check(manifest, facts, ctx, reported=set())
-    steps += _stale(lock, ctx)
+    for stale in _stale(lock, ctx):
+        stale.where = lock_where(lock.path, ctx.root)
+        steps.append(stale)
     pin_steps, wrong_env, pins = _pin_steps(lock, facts, ctx)
     steps += pin_steps
     failed = {canonicalize_name(s.name.partition(":")[2]) for s in pin_steps if s.name.startswith("pin:")}
@@ -134,12 +142,15 @@ def _pin_steps(lock: LockFile, facts: Facts, ctx: Context) -> tuple[list[Step], 
     missing = [pin for pin in pins if pin.key not in installed]
     wrong_env = is_wrong_environment(len(missing), len(pins))
     steps = [_wrong_environment_step(missing, len(pins), install, lock.path.name)] if wrong_env else []
+    for env_step in steps:
+        env_step.where = lock_where(lock.path, ctx.root)
     for pin in pins:
         d = installed.get(pin.key)
         if d is None and wrong_env:
             continue  # listed in the one "environment" step
         step = _pin_step(pin, d, _reinstall_hint(install, lock.path.name))
         if step is not None:
+            step.where = lock_where(lock.path, ctx.root, pin.line)
             steps.append(step)
     return steps, wrong_env, pins
 
@@ -220,7 +231,9 @@ def _beyond_lock(manifest: Manifest, facts: Facts, ctx: Context, lock: LockFile)
     steps += [_project_step(d) for d in project]
     strangers = unlocked - own - {d.key for d in project}
     if strangers:
-        steps.append(_unlocked_step(manifest, facts, ctx, strangers))
+        step = _unlocked_step(manifest, facts, ctx, strangers)
+        step.where = ctx.lines.where("packages")  # where they would be added
+        steps.append(step)
     shadowed = facts.duplicated()
     if shadowed:
         steps.append(

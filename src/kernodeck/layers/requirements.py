@@ -27,7 +27,7 @@ from kernodeck.layers.causes import StepCause
 from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest
 from kernodeck.probe.facts import Distribution, Facts
-from kernodeck.report import Step
+from kernodeck.report import Step, Where
 
 LAYER = "packages"
 
@@ -39,6 +39,7 @@ class Declared:
     requirement: Requirement
     where: str  # "repro.toml", "requirements.txt" (a `from` source)
     constraint: bool = False
+    at: Where | None = None  # its line in the manifest (for a `from` source: the `from` key's)
 
 
 def declared(manifest: Manifest, ctx: Context) -> tuple[list[Declared], bool, str | None]:
@@ -46,8 +47,11 @@ def declared(manifest: Manifest, ctx: Context) -> tuple[list[Declared], bool, st
     reading a `from` source or None)."""
     pk = manifest.packages
     name = ctx.manifest_file.name
-    out = [Declared(r, name) for r in _parse(pk.requirements)]
-    out += [Declared(r, name, constraint=True) for r in _parse(pk.constraints)]
+    out = [
+        Declared(r, name, constraint=key == "constraints", at=ctx.lines.where("packages", key, i))
+        for key, texts in (("requirements", pk.requirements), ("constraints", pk.constraints))
+        for i, r in _parse(texts)
+    ]
     allow = pk.prereleases
     problem = None
     if pk.from_:
@@ -59,17 +63,18 @@ def declared(manifest: Manifest, ctx: Context) -> tuple[list[Declared], bool, st
             problem = e.issues[0].message if e.issues else e.message
         else:
             allow = allow or sources.prereleases
-            where = ", ".join(pk.from_)
-            out += [Declared(r, where) for r in _parse(sources.requirements)]
-            out += [Declared(r, where, constraint=True) for r in _parse(sources.constraints)]
+            where, at = ", ".join(pk.from_), ctx.lines.where("packages", "from")
+            out += [Declared(r, where, at=at) for _, r in _parse(sources.requirements)]
+            out += [Declared(r, where, constraint=True, at=at) for _, r in _parse(sources.constraints)]
     return out, allow, problem
 
 
-def _parse(texts: Iterable[str]) -> list[Requirement]:
+def _parse(texts: Iterable[str]) -> list[tuple[int, Requirement]]:
+    """The requirements that parse, each with its index among `texts`."""
     out = []
-    for text in texts:
+    for i, text in enumerate(texts):
         try:
-            out.append(Requirement(text))
+            out.append((i, Requirement(text)))
         except InvalidRequirement:  # the manifest's loader and the source readers report these
             continue
     return out
@@ -87,6 +92,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context, *, reported: set[Norma
                 f"the manifest's requirements cannot be read: {problem}",
                 hint="fix the `[packages] from` source, then run `kernodeck lock`",
                 details={"cause": StepCause.SOURCE_UNREADABLE},
+                where=ctx.lines.where("packages", "from"),
             )
         ]
     env = {**facts.markers, "extra": ""}
@@ -101,6 +107,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context, *, reported: set[Norma
         if step is None:
             met += 1
         else:
+            step.where = item.at
             steps.append(step)
     if applicable and not any(s.status.value == "failed" for s in steps):
         steps.append(

@@ -53,7 +53,7 @@ _FACT_LAYERS: dict[Layer, tuple[FactLayer, ...]] = {
     Layer.INTERPRETER: (interpreter.check,),
     Layer.PACKAGES: (packages.check,),
     Layer.CONTRACT: (contract.check,),
-    Layer.SYSTEM: (system.check, lambda m, f, c: determinism.env_steps(m, f)),
+    Layer.SYSTEM: (system.check, lambda m, f, c: determinism.env_steps(m, f, c.lines)),
     Layer.BACKEND: (backend.check, lambda m, f, c: determinism.torch_steps(m, c)),
     Layer.DEVICE: (device.check,),
 }
@@ -374,8 +374,8 @@ def _application(layer: Layer, manifest: Manifest, ctx: Context) -> list[Step]:
     from kernodeck import checks  # imported when a check runs: verify without checks stays light
 
     if layer == "application":
-        return checks.steps(manifest, ctx.root, ctx.python)
-    return checks.resume_steps(manifest, ctx.root, ctx.python)
+        return checks.steps(manifest, ctx.root, ctx.python, lines=ctx.lines)
+    return checks.resume_steps(manifest, ctx.root, ctx.python, lines=ctx.lines)
 
 
 def inventory(facts: Facts) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.platforms import norm_arch
 from kernodeck.probe.facts import Facts
-from kernodeck.report import Step
+from kernodeck.report import Status, Step, Where
 
 LAYER = "system"
 
@@ -138,7 +138,29 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
                 steps.append(Step.passed(LAYER, "libc", expected=libc_exp, observed=libc_obs))
     steps += _nvidia(manifest, facts, ctx)
     steps += _rocm(manifest, facts, ctx)
+    for step in steps:
+        if step.status in (Status.FAILED, Status.WARNING):
+            step.where = _where(step.name, manifest, ctx)
     return steps
+
+
+#: The `[system]` key each driver step checks.
+_SYSTEM_KEYS = {"nvidia-driver": "nvidia-driver", "driver-for-cuda": "cuda", "amdgpu-driver": "rocm"}
+
+
+def _where(name: str, manifest: Manifest, ctx: Context) -> Where | None:
+    """The key of the chosen `[[platform]]` entry a step checks (os, arch, and for libc the one of
+    glibc, musl, macos it declares, else the entry), or its `[system]` key; a driver the
+    platform's backend asks for, where `[system]` does not name it: the entry."""
+    p = ctx.platform
+    index = next((i for i, q in enumerate(manifest.platform) if p is not None and q.name == p.name), None)
+    if p is None or index is None:
+        return ctx.lines.where("system", _SYSTEM_KEYS[name]) if name in _SYSTEM_KEYS else None
+    if name == "libc":
+        name = "musl" if p.musl else "glibc" if p.glibc else "macos" if p.macos else name
+    if name not in _SYSTEM_KEYS:
+        return ctx.lines.where("platform", index, name)
+    return ctx.lines.where("system", _SYSTEM_KEYS[name]) or ctx.lines.where("platform", index)
 
 
 def _nvidia(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:

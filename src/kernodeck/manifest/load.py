@@ -58,7 +58,7 @@ def load_manifest(path: str | Path = "repro.toml") -> Manifest:
 def loads_manifest(text: str, filename: str = "repro.toml") -> Manifest:
     """Validate manifest text; raises ManifestError carrying every problem found."""
     data = parse_toml(text, filename)
-    locator = _Locator(text)
+    locator = Locator(text)
     try:
         manifest = Manifest.model_validate(data, by_alias=True, by_name=False)
     except RecursionError:
@@ -116,7 +116,7 @@ def _shown_loc(loc: Loc) -> str:
     )
 
 
-def _issue(filename: str, locator: _Locator, loc: Loc, message: str, hint: str | None = None) -> Issue:
+def _issue(filename: str, locator: Locator, loc: Loc, message: str, hint: str | None = None) -> Issue:
     return Issue(filename, _shown_loc(loc), _shorten_quoted(message), line=locator.line_of(loc), hint=hint)
 
 
@@ -129,7 +129,7 @@ def _clean_loc(loc: tuple[Any, ...]) -> Loc:
     return tuple(out)
 
 
-def _issue_from_error(err: Any, filename: str, locator: _Locator, data: dict[str, Any]) -> Issue:
+def _issue_from_error(err: Any, filename: str, locator: Locator, data: dict[str, Any]) -> Issue:
     loc = _clean_loc(tuple(err["loc"]))
     kind = err["type"]
     msg = str(err["msg"])
@@ -226,7 +226,7 @@ def _dedupe(issues: list[Issue]) -> list[Issue]:
     return out
 
 
-class _Locator:
+class Locator:
     """Maps dotted locations to line numbers with a line scan of the TOML text.
 
     Handles [tables], [[arrays of tables]] (nested too), `key = value` lines, dotted keys, and the

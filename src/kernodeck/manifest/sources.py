@@ -58,13 +58,13 @@ class SourceSet:
 
 
 def _from_line(manifest_file: Path, index: int) -> int | None:
-    from kernodeck.manifest.load import _Locator
+    from kernodeck.manifest.load import Locator
 
     try:
         text = manifest_file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    return _Locator(text).line_of(("packages", "from", index))
+    return Locator(text).line_of(("packages", "from", index))
 
 
 def source_problem(root: Path, path: Path, *, external: bool) -> tuple[str, str | None] | None:

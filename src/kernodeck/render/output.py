@@ -26,8 +26,14 @@ class OutputOptions:
     html: Path | None = None
 
 
-def emit(report: Report, options: OutputOptions | None = None, stream: IO[str] | None = None) -> None:
-    """Print the human report to `stream` (stdout) and write the requested files."""
+def emit(
+    report: Report,
+    options: OutputOptions | None = None,
+    stream: IO[str] | None = None,
+    folder: Path | None = None,
+) -> None:
+    """Print the human report to `stream` (stdout) and write the requested files; `folder`: the
+    manifest's, where the files GitHub annotations point at are (None: the current folder)."""
     from kernodeck.render.github import commands_stopped, github_outputs
     from kernodeck.render.markdown import write_markdown
     from kernodeck.render.terminal import render_report
@@ -41,7 +47,7 @@ def emit(report: Report, options: OutputOptions | None = None, stream: IO[str] |
     if opts.markdown is not None:
         write_markdown(report, opts.markdown)
     # annotations first: the human report's summary stays the last line
-    github_outputs(report, out)
+    github_outputs(report, out, folder=folder)
     with commands_stopped(out):  # under GitHub Actions no line of the report is a command
         render_report(report, out, color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     if opts.html is not None:
