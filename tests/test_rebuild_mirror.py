@@ -15,6 +15,7 @@ from kernodeck.handover.installer_env import mirror_swaps, mirrored_requirements
 from kernodeck.handover.rebuild import plan_rebuild, run_rebuild
 from kernodeck.manifest.load import load_manifest
 from kernodeck.report import Report, Status
+from tests.fixtures.fresh_lock import stamp_lock
 from tests.fixtures.index_factory import IndexFactory
 
 LOCK = """\
@@ -163,6 +164,7 @@ def test_the_explicit_index_is_never_asked_for_other_packages(tmp_path: Path) ->
             special=factory.artifact("special-1.0-py3-none-any.whl", index="explicit").sha256,
         )
         (manifest.parent / "requirements-rebuild-linux-x86_64.txt").write_text(lock)
+        stamp_lock(manifest, "linux-x86_64")  # as `kernodeck lock` writes it: rebuild uses no other
         plan = plan_rebuild(manifest, dest=tmp_path / "v", python=sys.executable, mirrors=[], environ=env)
         report = run_rebuild(plan, environ=env, compute=False, verify=lambda *a, **k: Report()).report
         install = next(s for s in report.steps if s.name == "install")
