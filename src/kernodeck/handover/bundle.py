@@ -50,6 +50,7 @@ from kernodeck.index.sources import locker_pip_settings
 from kernodeck.lockfile.names import (
     PYLOCK_PREFIX,
     REQUIREMENTS_PREFIX,
+    is_edit_lock,
     manifest_file,
     pylock_filename,
     requirements_filename,
@@ -253,6 +254,8 @@ def code_files(folder: Path, exclude: set[str]) -> tuple[list[str], list[str]]:
             continue
         base = parts[-1]
         if base.startswith((REQUIREMENTS_PREFIX, PYLOCK_PREFIX)) or base in (INVENTORY_FILE, BUNDLE_SUMS):
+            continue
+        if is_edit_lock(base):  # capture's edit lock: Kernodeck's own, never code
             continue
         if any(
             (folder / PurePosixPath(*parts[:i]) / marker).exists()
@@ -915,11 +918,9 @@ def _stage_manifest_and_locks(b: _Bundling) -> None:
 
 def _lock_input_files(m: Manifest, manifest_path: Path) -> list[str]:
     """The files `[packages] from` reads (relative to the manifest's folder)."""
-    if not m.packages.from_:
-        return []
-    from kernodeck.manifest.sources import read_sources
+    from kernodeck.manifest.sources import input_files
 
-    return sorted(read_sources(m, manifest_path).inputs)
+    return input_files(m, manifest_path)
 
 
 def _stage_observed(b: _Bundling) -> None:

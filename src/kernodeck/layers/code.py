@@ -9,6 +9,7 @@ ties the code to a revision.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -206,10 +207,16 @@ def _dirty_step(code: Code, msg: str, observed: Any, hint: str, details: dict[st
 # --- a bundle outside git ---------------------------------------------------------------------
 
 
-def _not_code(manifest: Manifest) -> set[str]:
+def _not_code(manifest: Manifest, manifest_file: Path) -> set[str]:
     """Bundle files that are not the project's code: what the manifest names as config, data,
-    weights, checkpoint or reference output (each checked by its own step or layer)."""
+    weights, checkpoint or reference output (each checked by its own step or layer), and the files
+    `[packages] from` reads (the bundle carries them as lock inputs, not as code)."""
+    from kernodeck.errors import KernodeckError
+    from kernodeck.manifest.sources import input_files
+
     paths = {cf.path for cf in (manifest.code.config if manifest.code else [])}
+    with contextlib.suppress(KernodeckError):  # the packages layer says why they cannot be read
+        paths |= set(input_files(manifest, manifest_file))
     paths |= {d.path for d in manifest.data}
     paths |= {w.path for w in manifest.weights if w.path and not w.package and not w.hub}
     paths |= {o.reference for c in manifest.check for o in c.output if o.reference}
@@ -404,7 +411,7 @@ def _sha256(ctx: Context, path: Path) -> str | None:
 
 
 def _files_step(manifest: Manifest, sums: dict[str, str], entry: dict[str, Any] | None, ctx: Context) -> Step:
-    not_code = _not_code(manifest)
+    not_code = _not_code(manifest, ctx.manifest_file)
     names = sorted(n for n in sums if _is_code(n, not_code))
     bad: list[str] = []
     for name in names:

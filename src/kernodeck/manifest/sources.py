@@ -216,6 +216,14 @@ def merge(manifest: Manifest, sources: SourceSet) -> Manifest:
     return manifest.model_copy(update={"packages": packages})
 
 
+def input_files(manifest: Manifest, manifest_path: Path) -> list[str]:
+    """The files `[packages] from` reads, nested `-r`/`-c` included ('/'-separated, relative to the
+    manifest's folder), sorted: what a bundle carries as lock inputs ([] without `from`)."""
+    if not manifest.packages.from_:
+        return []
+    return sorted(read_sources(manifest, manifest_path).inputs)
+
+
 def apply_sources(manifest: Manifest, manifest_path: Path) -> tuple[Manifest, dict[str, str]]:
     """(the manifest with its `from` sources merged in, {input file: sha256}) for a lock."""
     sources = read_sources(manifest, manifest_path)
