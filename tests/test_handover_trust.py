@@ -223,7 +223,7 @@ def test_a_stale_lock_is_refused_before_a_venv_exists(
     res = CliRunner().invoke(cli, ["rebuild", str(proj), "--dest", str(dest), "--platform", PLATFORM])
     assert res.exit_code == 1, res.output
     said = " ".join(res.output.split())  # the terminal report wraps long lines
-    assert f"{LOCK}: the lock inputs changed (Python, [packages] requirements" in said
+    assert f"{LOCK}: repro.toml changed its lock inputs since the file was written" in said
     assert f"kernodeck lock --platform {PLATFORM}" in said and "Traceback" not in said
     assert not dest.exists()
     # --allow-stale: the deliberate case, a warning in the report (never silent)

@@ -195,7 +195,7 @@ def stale_problems(text: str, manifest_file: Path, platform: str, now: _Now | No
             f"the lock inputs of {manifest_file.name} cannot be read now (run `kernodeck lock` to see why)"
         ]
     # the same judgement and words as `kernodeck lock --check` (a pyproject.toml by its pin parts)
-    return stale_inputs(text, now.digest, dict(now.inputs)) or []
+    return stale_inputs(text, now.digest, dict(now.inputs), manifest_file.name) or []
 
 
 def lock_verdict(

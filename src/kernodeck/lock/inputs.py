@@ -133,20 +133,26 @@ def changed_inputs(text: str, current: Mapping[str, str | None]) -> list[str]:
     return out
 
 
-def stale_inputs(text: str, digest: str, current: Mapping[str, str | None]) -> list[str] | None:
+def stale_inputs(
+    text: str, digest: str, current: Mapping[str, str | None], manifest_name: str | None = None
+) -> list[str] | None:
     """Why a lock file on disk is stale judged from its header alone (its recorded lock inputs
     against `digest`, the platform's now; `current`: the input files now, `pin_inputs`), in
-    words; None when the inputs it records are the ones now. Needs no index."""
+    words; None when the inputs it records are the ones now. Needs no index. With `manifest_name`
+    a change of the manifest's own lock inputs is said naming it (verify, rebuild, bundle)."""
     from kernodeck.lockfile.header import has_old_header, header_digest
 
     if has_old_header(text):
         return [f"written with the old header ({OLD_HEADER_KEY}); the header format changed"]
     if header_digest(text) == digest:
         return None
-    return changed_inputs(text, current) or [
-        "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
+    said = (
+        f"{manifest_name} changed its lock inputs since the file was written"
+        if manifest_name is not None
+        else "the lock inputs changed (Python, [packages] requirements, constraints, indexes or "
         "exclude-newer, the platforms, or the backend table)"
-    ]
+    )
+    return changed_inputs(text, current) or [said]
 
 
 def _platform_doc(manifest: Manifest, name: str) -> dict[str, Any]:
