@@ -238,10 +238,12 @@ def _is_code(rel: str, not_code: set[str]) -> bool:
     )
 
 
+_HINT_INTACT = "the bundle was modified after it was written; get an intact copy or write it again"
+
+
 def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
     """revision, clean-tree and files for a bundle folder outside any git checkout."""
     folder = ctx.root
-    hint_intact = "the bundle was modified after it was written; get an intact copy or write it again"
     try:
         sums = bundlesums.read(folder)
     except (OSError, UnicodeDecodeError) as e:
@@ -251,117 +253,15 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
                 "revision",
                 f"{BUNDLE_SUMS} is unreadable: {e}",
                 expected=code.revision,
-                hint=hint_intact,
+                hint=_HINT_INTACT,
                 details={"cause": "bundle-unreadable", "source": "bundle"},
             )
         ]
     # The recorded revision counts only if references.json is the file the bundle wrote.
     refs_digest = sums.get(REFERENCES)
     refs_ok = refs_digest is not None and _sha256(ctx, folder / REFERENCES) == refs_digest
-    entry: dict[str, Any] | None = None
-    if refs_ok:
-        try:
-            refs = json.loads((folder / REFERENCES).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            refs = None
-        if isinstance(refs, list):
-            entry = next((r for r in refs if isinstance(r, dict) and r.get("kind") == "code"), None)
-    details: dict[str, Any] = {"source": "bundle"}
-    steps: list[Step] = []
-    if not refs_ok:
-        steps.append(
-            Step.failed(
-                LAYER,
-                "revision",
-                f"{REFERENCES} "
-                + ("is not listed in" if refs_digest is None else "does not match")
-                + f" {BUNDLE_SUMS}: the revision it records cannot be trusted",
-                expected=code.revision,
-                hint=hint_intact,
-                details={**details, "cause": "bundle-modified"},
-            )
-        )
-    elif entry is None:
-        steps.append(
-            Step.failed(
-                LAYER,
-                "revision",
-                f"the bundle's {REFERENCES} records no code",
-                expected=code.revision,
-                hint="write the bundle again from the project's git checkout",
-                details={**details, "cause": "no-code-reference"},
-            )
-        )
-    elif entry.get("included") is not True:
-        steps.append(
-            Step.failed(
-                LAYER,
-                "revision",
-                "the bundle does not carry the code (written with --no-code) and this folder is not a git checkout",
-                expected=code.revision,
-                observed=entry.get("revision"),
-                hint=f"check out revision {code.revision} and copy this folder's files into it (see REBUILD.md)",
-                details={**details, "cause": "code-not-included"},
-            )
-        )
-    else:
-        recorded = entry.get("revision")
-        details["files"] = entry.get("files")
-        later = entry.get("kernodeck-files-changed-since")
-        if recorded == code.revision:
-            steps.append(
-                Step.passed(LAYER, "revision", expected=code.revision, observed=recorded, details=details)
-            )
-        elif entry.get("pinned") == code.revision and isinstance(later, list):
-            steps.append(
-                Step.passed(
-                    LAYER,
-                    "revision",
-                    expected=code.revision,
-                    observed=f"{recorded} (later commits change only {short(later)})",
-                    details={**details, "head": recorded, "kernodeck-files-changed-since": later},
-                )
-            )
-        else:
-            steps.append(
-                Step.failed(
-                    LAYER,
-                    "revision",
-                    "the bundle's code was copied outside a git checkout, so it is not tied to any revision"
-                    if recorded is None
-                    else f"the bundle's code is from {str(recorded)[:12]}, the manifest pins {code.revision[:12]}",
-                    expected=code.revision,
-                    observed=recorded,
-                    hint="write the bundle from the project's git checkout at the pinned revision"
-                    " (kernodeck capture records it)",
-                    details={**details, "cause": "wrong-revision"},
-                )
-            )
-        if entry.get("dirty") and entry.get("allow-dirty"):
-            changed = entry.get("changed") or []
-            steps.append(
-                Step.warning(
-                    LAYER,
-                    "clean-tree",
-                    "the bundle was written with --allow-dirty: its code has uncommitted changes"
-                    + (f" ({short(changed)})" if changed else "")
-                    + " that no revision records",
-                    expected="no local changes",
-                    observed=changed or "dirty",
-                    required=False,
-                    details={**details, "cause": "bundled-dirty"},
-                )
-            )
-        elif entry.get("dirty"):
-            msg = "the code had local changes when the bundle was written"
-            hint = "commit the changes, capture, and write the bundle again"
-            steps.append(_dirty_step(code, msg, "dirty", hint, details))
-        elif recorded is not None:
-            steps.append(
-                Step.passed(
-                    LAYER, "clean-tree", expected="no local changes", observed="clean", details=details
-                )
-            )
+    entry = _code_entry(folder) if refs_ok else None
+    steps = _recorded_steps(code, entry) if refs_ok else [_untrusted_references_step(code, refs_digest)]
     steps.append(_files_step(manifest, sums, entry, ctx))
     if steps[0].status is Status.FAILED and not any(s.name == "clean-tree" for s in steps):
         steps.insert(
@@ -374,6 +274,119 @@ def bundle_steps(manifest: Manifest, code: Code, ctx: Context) -> list[Step]:
             ),
         )
     return steps
+
+
+def _code_entry(folder: Path) -> dict[str, Any] | None:
+    """The `code` entry of the bundle's references.json; None when there is none or it is unreadable."""
+    try:
+        refs = json.loads((folder / REFERENCES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(refs, list):
+        return None
+    return next((r for r in refs if isinstance(r, dict) and r.get("kind") == "code"), None)
+
+
+def _untrusted_references_step(code: Code, refs_digest: str | None) -> Step:
+    """`revision` failed: references.json is not the file the bundle wrote."""
+    return Step.failed(
+        LAYER,
+        "revision",
+        f"{REFERENCES} "
+        + ("is not listed in" if refs_digest is None else "does not match")
+        + f" {BUNDLE_SUMS}: the revision it records cannot be trusted",
+        expected=code.revision,
+        hint=_HINT_INTACT,
+        details={"source": "bundle", "cause": "bundle-modified"},
+    )
+
+
+def _recorded_steps(code: Code, entry: dict[str, Any] | None) -> list[Step]:
+    """revision and clean-tree from the trusted references.json's code entry."""
+    details: dict[str, Any] = {"source": "bundle"}
+    if entry is None:
+        return [
+            Step.failed(
+                LAYER,
+                "revision",
+                f"the bundle's {REFERENCES} records no code",
+                expected=code.revision,
+                hint="write the bundle again from the project's git checkout",
+                details={**details, "cause": "no-code-reference"},
+            )
+        ]
+    if entry.get("included") is not True:
+        return [
+            Step.failed(
+                LAYER,
+                "revision",
+                "the bundle does not carry the code (written with --no-code) and this folder is not a git checkout",
+                expected=code.revision,
+                observed=entry.get("revision"),
+                hint=f"check out revision {code.revision} and copy this folder's files into it (see REBUILD.md)",
+                details={**details, "cause": "code-not-included"},
+            )
+        ]
+    details["files"] = entry.get("files")
+    steps = [_recorded_revision_step(code, entry, details)]
+    tree = _recorded_tree_step(code, entry, details)
+    if tree is not None:
+        steps.append(tree)
+    return steps
+
+
+def _recorded_revision_step(code: Code, entry: dict[str, Any], details: dict[str, Any]) -> Step:
+    """`revision`: the revision the bundle recorded against the pinned one."""
+    recorded = entry.get("revision")
+    later = entry.get("kernodeck-files-changed-since")
+    if recorded == code.revision:
+        return Step.passed(LAYER, "revision", expected=code.revision, observed=recorded, details=details)
+    if entry.get("pinned") == code.revision and isinstance(later, list):
+        return Step.passed(
+            LAYER,
+            "revision",
+            expected=code.revision,
+            observed=f"{recorded} (later commits change only {short(later)})",
+            details={**details, "head": recorded, "kernodeck-files-changed-since": later},
+        )
+    return Step.failed(
+        LAYER,
+        "revision",
+        "the bundle's code was copied outside a git checkout, so it is not tied to any revision"
+        if recorded is None
+        else f"the bundle's code is from {str(recorded)[:12]}, the manifest pins {code.revision[:12]}",
+        expected=code.revision,
+        observed=recorded,
+        hint="write the bundle from the project's git checkout at the pinned revision"
+        " (kernodeck capture records it)",
+        details={**details, "cause": "wrong-revision"},
+    )
+
+
+def _recorded_tree_step(code: Code, entry: dict[str, Any], details: dict[str, Any]) -> Step | None:
+    """`clean-tree`: the dirty state the bundle recorded; None when it recorded no revision."""
+    if entry.get("dirty") and entry.get("allow-dirty"):
+        changed = entry.get("changed") or []
+        return Step.warning(
+            LAYER,
+            "clean-tree",
+            "the bundle was written with --allow-dirty: its code has uncommitted changes"
+            + (f" ({short(changed)})" if changed else "")
+            + " that no revision records",
+            expected="no local changes",
+            observed=changed or "dirty",
+            required=False,
+            details={**details, "cause": "bundled-dirty"},
+        )
+    if entry.get("dirty"):
+        msg = "the code had local changes when the bundle was written"
+        hint = "commit the changes, capture, and write the bundle again"
+        return _dirty_step(code, msg, "dirty", hint, details)
+    if entry.get("revision") is not None:
+        return Step.passed(
+            LAYER, "clean-tree", expected="no local changes", observed="clean", details=details
+        )
+    return None
 
 
 def _signature_steps(folder: Path) -> list[Step]:

@@ -17,8 +17,8 @@ from kernodeck.backends import min_driver_for_cuda
 from kernodeck.layers.backend import describe_build, torch_relevant
 from kernodeck.layers.context import Context
 from kernodeck.manifest.schema import Manifest
-from kernodeck.probe.facts import Facts, TorchCompute, TorchDevice
-from kernodeck.report import Step
+from kernodeck.probe.facts import Facts, TorchCompute, TorchDevice, TorchFacts
+from kernodeck.report import Status, Step
 
 LAYER = "device"
 
@@ -164,101 +164,110 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
         return []
     t = facts.torch
     if not t.imported:
-        why = f"torch did not import: {t.error}" if t.status != "not-run" else "the torch probe did not run"
-        return [
-            Step.skipped(
-                LAYER,
-                "accelerator",
-                why,
-                details={"cause": "torch-import-failed" if t.status != "not-run" else "not-run"},
-            ),
-            Step.skipped(
-                LAYER,
-                "compute",
-                why,
-                details={"cause": "torch-import-failed" if t.status != "not-run" else "not-run"},
-            ),
-        ]
-    steps: list[Step] = []
+        return _not_imported_steps(t.status, t.error)
     build = facts.torch_build_kind()
     devices = [d for d in t.devices if d.error is None]
     usable = False
     if kind is None:
-        label = (
-            f"{len(devices)} × {devices[0].name}"
-            if devices and t.cuda_available
-            else ("mps" if t.mps_available else "cpu (no accelerator required)")
-        )
-        steps.append(Step.passed(LAYER, "accelerator", expected="cpu", observed=label))
+        steps = [_cpu_step(t, devices)]
     else:
-        if kind == "mps":
-            usable = t.mps_available
-        elif kind == "xpu":
-            usable = t.xpu_available and t.xpu_device_count > 0
-        elif kind == "any":
-            usable = (t.cuda_available and t.device_count > 0) or t.mps_available or t.xpu_available
-        else:
-            usable = t.cuda_available and t.device_count > 0 and build == kind
-        if usable:
-            if kind in ("cuda", "rocm") or (kind == "any" and t.cuda_available):
-                names = sorted({d.name or "?" for d in devices})
-                label = f"{len(devices)} × {', '.join(names)}" + (
-                    " (ROCm; torch device type 'cuda')" if build == "rocm" else ""
-                )
-            else:
-                label = kind if kind != "any" else ("mps" if t.mps_available else "xpu")
-            steps.append(
-                Step.passed(
-                    LAYER,
-                    "accelerator",
-                    expected=kind,
-                    observed=label,
-                    details={
-                        "devices": [d.model_dump() for d in devices],
-                        "torch.version.cuda": t.cuda,
-                        "torch.version.hip": t.hip,
-                    },
-                )
-            )
-        else:
-            cause, msg, hint = diagnose(kind, manifest, facts, ctx)
-            steps.append(
-                Step.failed(
-                    LAYER,
-                    "accelerator",
-                    msg,
-                    expected=kind,
-                    observed="no usable device",
-                    hint=hint,
-                    details={"cause": cause},
-                )
-            )
+        usable = _usable(kind, t, build)
+        steps = [_accelerator_step(kind, usable, manifest, facts, ctx, devices)]
     if usable and kind in ("cuda", "rocm", "any") and t.cuda_available:
         steps += _gpu_expectations(manifest, devices, ctx)
-        for d in devices:
-            ok, code = _arch_ok(d, build or "cuda", t.arch_list)
-            name = f"arch:{d.index}"
-            if ok:
-                steps.append(
-                    Step.passed(
-                        LAYER, name, expected=code, observed=" ".join(t.arch_list), details={"device": d.name}
-                    )
-                )
-            else:
-                usable = False
-                steps.append(
-                    Step.failed(
-                        LAYER,
-                        name,
-                        f"{d.name} ({code}, capability {d.capability_str or d.gcn_arch}) is not in this torch build's arch list: {' '.join(t.arch_list)}",
-                        expected=code,
-                        observed=t.arch_list,
-                        hint="install a torch build compiled for this GPU (a newer CUDA backend), or build torch with TORCH_CUDA_ARCH_LIST",
-                        details={"cause": "arch-missing", "device": d.name, "capability": d.capability_str},
-                    )
-                )
+        arch_steps = [_arch_step(d, build, t) for d in devices]
+        if any(s.status is Status.FAILED for s in arch_steps):
+            usable = False
+        steps += arch_steps
     steps.append(_compute(kind, usable, facts, ctx, steps))
     return steps
+
+
+def _not_imported_steps(status: str, error: str | None) -> list[Step]:
+    """`accelerator` and `compute` skipped: torch did not import (or its probe did not run)."""
+    why = f"torch did not import: {error}" if status != "not-run" else "the torch probe did not run"
+    cause = "torch-import-failed" if status != "not-run" else "not-run"
+    return [
+        Step.skipped(LAYER, "accelerator", why, details={"cause": cause}),
+        Step.skipped(LAYER, "compute", why, details={"cause": cause}),
+    ]
+
+
+def _cpu_step(t: TorchFacts, devices: list[TorchDevice]) -> Step:
+    """`accelerator` when the run needs none: what there is, passed."""
+    label = (
+        f"{len(devices)} × {devices[0].name}"
+        if devices and t.cuda_available
+        else ("mps" if t.mps_available else "cpu (no accelerator required)")
+    )
+    return Step.passed(LAYER, "accelerator", expected="cpu", observed=label)
+
+
+def _usable(kind: str, t: TorchFacts, build: str | None) -> bool:
+    """Whether torch can use a device of the needed kind."""
+    if kind == "mps":
+        return t.mps_available
+    if kind == "xpu":
+        return t.xpu_available and t.xpu_device_count > 0
+    if kind == "any":
+        return (t.cuda_available and t.device_count > 0) or t.mps_available or t.xpu_available
+    return t.cuda_available and t.device_count > 0 and build == kind
+
+
+def _accelerator_step(
+    kind: str, usable: bool, manifest: Manifest, facts: Facts, ctx: Context, devices: list[TorchDevice]
+) -> Step:
+    """`accelerator` when the run needs one: the usable devices, or the broken link."""
+    t = facts.torch
+    build = facts.torch_build_kind()
+    if not usable:
+        cause, msg, hint = diagnose(kind, manifest, facts, ctx)
+        return Step.failed(
+            LAYER,
+            "accelerator",
+            msg,
+            expected=kind,
+            observed="no usable device",
+            hint=hint,
+            details={"cause": cause},
+        )
+    if kind in ("cuda", "rocm") or (kind == "any" and t.cuda_available):
+        names = sorted({d.name or "?" for d in devices})
+        label = f"{len(devices)} × {', '.join(names)}" + (
+            " (ROCm; torch device type 'cuda')" if build == "rocm" else ""
+        )
+    else:
+        label = kind if kind != "any" else ("mps" if t.mps_available else "xpu")
+    return Step.passed(
+        LAYER,
+        "accelerator",
+        expected=kind,
+        observed=label,
+        details={
+            "devices": [d.model_dump() for d in devices],
+            "torch.version.cuda": t.cuda,
+            "torch.version.hip": t.hip,
+        },
+    )
+
+
+def _arch_step(d: TorchDevice, build: str | None, t: TorchFacts) -> Step:
+    """`arch:N`: whether the torch build carries code for device N."""
+    ok, code = _arch_ok(d, build or "cuda", t.arch_list)
+    name = f"arch:{d.index}"
+    if ok:
+        return Step.passed(
+            LAYER, name, expected=code, observed=" ".join(t.arch_list), details={"device": d.name}
+        )
+    return Step.failed(
+        LAYER,
+        name,
+        f"{d.name} ({code}, capability {d.capability_str or d.gcn_arch}) is not in this torch build's arch list: {' '.join(t.arch_list)}",
+        expected=code,
+        observed=t.arch_list,
+        hint="install a torch build compiled for this GPU (a newer CUDA backend), or build torch with TORCH_CUDA_ARCH_LIST",
+        details={"cause": "arch-missing", "device": d.name, "capability": d.capability_str},
+    )
 
 
 #: The `[system.gpu]` key each expectation step checks.
