@@ -96,60 +96,13 @@ def _resume_steps(
     root = root.resolve()
     if r is None:
         return [Step.skipped(LAYER, "resume", "no [resume] declared", required=False)]
-    steps: list[Step] = []
 
     # 1. the checkpoint is the one the reference continued from
     ckpt = root / r.checkpoint.path
-    name = f"checkpoint {r.checkpoint.path}"
-    real = None if r.checkpoint.external else escapes(root, ckpt)
-    if real is not None:
-        steps.append(
-            Step.failed(
-                LAYER,
-                f"{name}: sha256",
-                outside_message(r.checkpoint.path, real),
-                expected=r.checkpoint.sha256,
-                hint=OUTSIDE_HINT,
-                details={"cause": "outside-project"},
-            )
-        )
-        return [*steps, *_skip_rest(r, "the checkpoint leads outside the project")]
-    if not ckpt.is_file():
-        steps.append(
-            Step.failed(
-                LAYER,
-                f"{name}: sha256",
-                f"{r.checkpoint.path}: file not found",
-                expected=r.checkpoint.sha256,
-                observed="missing",
-            )
-        )
-        return [*steps, *_skip_rest(r, "the checkpoint is missing")]
-    digest = sha256_file(ckpt)
-    if r.checkpoint.sha256 is None:
-        steps.append(
-            Step.warning(
-                LAYER,
-                f"{name}: sha256",
-                "no sha256 declared for the checkpoint",
-                observed=digest,
-                required=False,
-                hint=f'add sha256 = "{digest}" to [resume].checkpoint',
-            )
-        )
-    elif digest != r.checkpoint.sha256:
-        steps.append(
-            Step.failed(
-                LAYER,
-                f"{name}: sha256",
-                f"{r.checkpoint.path}: sha256: expected {r.checkpoint.sha256}, observed {digest}",
-                expected=r.checkpoint.sha256,
-                observed=digest,
-            )
-        )
-        return [*steps, *_skip_rest(r, "the checkpoint is not the declared one")]
-    else:
-        steps.append(Step.passed(LAYER, f"{name}: sha256", expected=r.checkpoint.sha256, observed=digest))
+    first, stop = _checkpoint_step(r, root, ckpt)
+    if stop is not None:
+        return [first, *_skip_rest(r, stop)]
+    steps = [first]
 
     # 2. the checkpoint holds the whole computation state
     if r.required_state:
@@ -159,6 +112,77 @@ def _resume_steps(
             return [*steps, *_skip_rest(r, "the checkpoint lacks required state", state_done=True)]
 
     # 3. continue the run for a few steps
+    run, out = _run_step(manifest, r, root, python, out_dir=out_dir, env=env)
+    steps.append(run)
+    if run.status.value == "failed":
+        if r.trajectory is not None:
+            steps.append(
+                Step.skipped(LAYER, f"trajectory {r.trajectory.metric}", "skipped: the resume run failed")
+            )
+        return steps
+
+    # 4. the continuation follows the reference trajectory
+    if r.trajectory is not None and not record:
+        steps.append(trajectory_step(r.trajectory, out, root))
+    return steps
+
+
+def _checkpoint_step(r: Resume, root: Path, ckpt: Path) -> tuple[Step, str | None]:
+    """The checkpoint's sha256 step, and why the rest is skipped (None: the checks go on)."""
+    name = f"checkpoint {r.checkpoint.path}"
+    real = None if r.checkpoint.external else escapes(root, ckpt)
+    if real is not None:
+        outside = Step.failed(
+            LAYER,
+            f"{name}: sha256",
+            outside_message(r.checkpoint.path, real),
+            expected=r.checkpoint.sha256,
+            hint=OUTSIDE_HINT,
+            details={"cause": "outside-project"},
+        )
+        return outside, "the checkpoint leads outside the project"
+    if not ckpt.is_file():
+        missing = Step.failed(
+            LAYER,
+            f"{name}: sha256",
+            f"{r.checkpoint.path}: file not found",
+            expected=r.checkpoint.sha256,
+            observed="missing",
+        )
+        return missing, "the checkpoint is missing"
+    digest = sha256_file(ckpt)
+    if r.checkpoint.sha256 is None:
+        undeclared = Step.warning(
+            LAYER,
+            f"{name}: sha256",
+            "no sha256 declared for the checkpoint",
+            observed=digest,
+            required=False,
+            hint=f'add sha256 = "{digest}" to [resume].checkpoint',
+        )
+        return undeclared, None
+    if digest != r.checkpoint.sha256:
+        differs = Step.failed(
+            LAYER,
+            f"{name}: sha256",
+            f"{r.checkpoint.path}: sha256: expected {r.checkpoint.sha256}, observed {digest}",
+            expected=r.checkpoint.sha256,
+            observed=digest,
+        )
+        return differs, "the checkpoint is not the declared one"
+    return Step.passed(LAYER, f"{name}: sha256", expected=r.checkpoint.sha256, observed=digest), None
+
+
+def _run_step(
+    manifest: Manifest,
+    r: Resume,
+    root: Path,
+    python: str,
+    *,
+    out_dir: Path | None,
+    env: Mapping[str, str] | None,
+) -> tuple[Step, Path]:
+    """The resume command run like a check (passed or failed), and its output folder."""
     base = make_base(out_dir)
     out = fresh_out(base, "resume" if all(c.name != "resume" for c in manifest.check) else "resume-run")
     full_env, added = target_env(python, base=env, determinism=manifest.determinism, out=out)
@@ -169,38 +193,26 @@ def _resume_steps(
     if det.is_file():
         details["determinism"] = json.loads(det.read_text(encoding="utf-8"))
     if not result.ok:
-        steps.append(
-            Step.failed(
-                LAYER,
-                "resume run",
-                f"resume: {result.describe_failure()}",
-                expected="exit code 0",
-                observed=result.describe_failure(),
-                hint=f"full log: {result.stderr_log}",
-                details=details,
-                seconds=round(result.seconds, 3),
-            )
-        )
-        if r.trajectory is not None:
-            steps.append(
-                Step.skipped(LAYER, f"trajectory {r.trajectory.metric}", "skipped: the resume run failed")
-            )
-        return steps
-    steps.append(
-        Step.passed(
+        failed = Step.failed(
             LAYER,
             "resume run",
+            f"resume: {result.describe_failure()}",
             expected="exit code 0",
-            observed="exit code 0",
+            observed=result.describe_failure(),
+            hint=f"full log: {result.stderr_log}",
             details=details,
             seconds=round(result.seconds, 3),
         )
+        return failed, out
+    passed = Step.passed(
+        LAYER,
+        "resume run",
+        expected="exit code 0",
+        observed="exit code 0",
+        details=details,
+        seconds=round(result.seconds, 3),
     )
-
-    # 4. the continuation follows the reference trajectory
-    if r.trajectory is not None and not record:
-        steps.append(trajectory_step(r.trajectory, out, root))
-    return steps
+    return passed, out
 
 
 def resume_out(steps: list[Step]) -> Path | None:

@@ -133,40 +133,48 @@ def lock(
             click.echo(r.line(), err=True)
     _report_differences(result, quiet)
     if check:
-        for p in result.platforms:
-            if p.status == "fresh":
-                if not quiet:
-                    click.echo(f"{p.requirements_path.name}: up to date", err=True)
-                continue
-            what = "missing" if p.status == "missing" else "out of date"
-            click.echo(f"{p.requirements_path.name}: {what}", err=True)
-            for reason in p.reasons:
-                click.echo(f"  {reason}", err=True)
-            if p.diff and json_out != "-":
-                click.echo(p.diff, nl=not p.diff.endswith("\n"))
-        for left in result.left_over:
-            for f in left.paths:
-                click.echo(f"{f.name}: left over", err=True)
-                click.echo(
-                    f"  {left.describe(result.manifest_path.name)}; `kernodeck lock` removes it", err=True
-                )
-        _report_failures(result)
-        changing = len(result.stale) + len(result.left_over)
-        if result.failed and not changing:
-            ctx.exit(EXIT_FAILED)
-        if not result.ok:
-            click.echo(
-                f"error: the lock files of {changing} platform(s) would change; run `kernodeck lock` "
-                "to update them",
-                err=True,
-            )
-            ctx.exit(EXIT_FAILED)
+        _report_check(ctx, result, quiet, json_out)
         return
-    if quiet:
-        _report_failures(result)
-        if result.failed:
-            ctx.exit(EXIT_FAILED)
-        return
+    if not quiet:
+        _report_written(result)
+    _report_failures(result)
+    if result.failed:
+        ctx.exit(EXIT_FAILED)
+
+
+def _report_check(ctx: click.Context, result: LockResult, quiet: bool, json_out: str | None) -> None:
+    """`lock --check`: each platform's file up to date, missing or out of date (with its diff), and
+    the files a lock would remove; exit EXIT_FAILED when any would change or failed."""
+    for p in result.platforms:
+        if p.status == "fresh":
+            if not quiet:
+                click.echo(f"{p.requirements_path.name}: up to date", err=True)
+            continue
+        what = "missing" if p.status == "missing" else "out of date"
+        click.echo(f"{p.requirements_path.name}: {what}", err=True)
+        for reason in p.reasons:
+            click.echo(f"  {reason}", err=True)
+        if p.diff and json_out != "-":
+            click.echo(p.diff, nl=not p.diff.endswith("\n"))
+    for left in result.left_over:
+        for f in left.paths:
+            click.echo(f"{f.name}: left over", err=True)
+            click.echo(f"  {left.describe(result.manifest_path.name)}; `kernodeck lock` removes it", err=True)
+    _report_failures(result)
+    changing = len(result.stale) + len(result.left_over)
+    if result.failed and not changing:
+        ctx.exit(EXIT_FAILED)
+    if not result.ok:
+        click.echo(
+            f"error: the lock files of {changing} platform(s) would change; run `kernodeck lock` "
+            "to update them",
+            err=True,
+        )
+        ctx.exit(EXIT_FAILED)
+
+
+def _report_written(result: LockResult) -> None:
+    """What a lock removed and wrote (or left unchanged), per platform, with its warnings."""
     for left in result.left_over:
         for f in left.paths:
             click.echo(f"removed {f.name}: {left.describe(result.manifest_path.name)}", err=True)
@@ -185,9 +193,6 @@ def lock(
             click.echo(f"  warning: {w}", err=True)
     if sys.stderr.isatty():
         click.echo(f"locked {len(result.platforms)} platform(s) in {result.seconds:.2f}s", err=True)
-    _report_failures(result)
-    if result.failed:
-        ctx.exit(EXIT_FAILED)
 
 
 def _report_failures(result: LockResult) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
+from tomlkit.items import AoT, Table
 
 from kernodeck.backends import PYTORCH_INDEX_BASE, parse_backend
 from kernodeck.errors import UsageError
@@ -242,9 +243,6 @@ def starter_document(
             notes=[note] if note else [],
         )
     today = today or _dt.date.today()
-    ref_name = name or re.sub(r"[^A-Za-z0-9._-]+", "-", directory.resolve().name).strip("-.") or "project"
-    if not re.match(r"[A-Za-z0-9]", ref_name):
-        ref_name = "project"
     doc = tomlkit.document()
     doc.add(tomlkit.comment("Reproduction manifest written by `kernodeck init`. Commit it next to the code."))
     doc.add(tomlkit.comment("Check it with `kernodeck validate`, lock it with `kernodeck lock`."))
@@ -257,24 +255,10 @@ def starter_document(
     doc.add(tomlkit.nl())
 
     ref = tomlkit.table()
-    ref.add("name", ref_name)
+    ref.add("name", _reference_name(directory, name))
     _kv(ref, "id", f"{today.isoformat()}.1", "a new id whenever what the reference reproduces changes")
     doc.add("reference", ref)
-
-    if git is not None:
-        code = tomlkit.table()
-        code.add("revision", git.revision)
-        _kv(
-            code,
-            "allow-dirty",
-            False,
-            "the tree had uncommitted changes: commit them, or set true" if git.dirty else None,
-        )
-        code.add("config", tomlkit.array())
-        doc.add("code", code)
-    else:
-        doc.add(tomlkit.comment(NO_CODE_YET))
-        doc.add(tomlkit.nl())
+    _add_code(doc, git)
 
     found = found or discover(directory)
     if env is None and facts.python_note is None:  # else a project environment's: it runs the project
@@ -291,6 +275,47 @@ def starter_document(
 
     if env is not None:
         _adopt_env(found, env, directory)
+    doc.add("packages", _packages_table(found, env))
+
+    variants, left_out = _variants(found, facts)
+    doc.add("platform", _platforms(directory, facts, variants, left_out))
+
+    sysm = tomlkit.table()
+    gpu = all(b is not None and b != "cpu" for b, _ in variants)
+    _kv(sysm, "require-accelerator", gpu, "true: a GPU run never falls back to the CPU")
+    doc.add("system", sysm)
+    _add_data_proposals(doc, found)
+    return doc
+
+
+def _reference_name(directory: Path, name: str | None) -> str:
+    """[reference].name: the one given, else the folder's name in the characters a name allows."""
+    ref_name = name or re.sub(r"[^A-Za-z0-9._-]+", "-", directory.resolve().name).strip("-.") or "project"
+    if not re.match(r"[A-Za-z0-9]", ref_name):
+        ref_name = "project"
+    return ref_name
+
+
+def _add_code(doc: tomlkit.TOMLDocument, git: GitState | None) -> None:
+    """[code] at the git revision (or, outside git, the comment saying how to add it)."""
+    if git is None:
+        doc.add(tomlkit.comment(NO_CODE_YET))
+        doc.add(tomlkit.nl())
+        return
+    code = tomlkit.table()
+    code.add("revision", git.revision)
+    _kv(
+        code,
+        "allow-dirty",
+        False,
+        "the tree had uncommitted changes: commit them, or set true" if git.dirty else None,
+    )
+    code.add("config", tomlkit.array())
+    doc.add("code", code)
+
+
+def _packages_table(found: Discovery, env: EnvAdoption | None) -> Table:
+    """[packages]: where the project keeps its requirements (or an adopted environment's leaves)."""
     pk = tomlkit.table()
     if found.sources:
         pk.add(tomlkit.comment("read at lock time from where the project keeps them (not copied here):"))
@@ -321,10 +346,14 @@ def starter_document(
         _kv(pk, "pytorch-index", base, "the PyTorch index base the project's uv indexes are under")
     _kv(pk, "allow-sdist", tomlkit.array(), "names that may be locked as source distributions")
     pk.add("prereleases", False)
-    doc.add("packages", pk)
+    return pk
 
+
+def _platforms(
+    directory: Path, facts: HostFacts, variants: list[tuple[str | None, str | None]], left_out: list[str]
+) -> AoT:
+    """[[platform]]: this host's (one per backend variant), then those an existing lock covers."""
     plats = tomlkit.aot()
-    variants, left_out = _variants(found, facts)
     for backend, why in variants:
         plats.append(_host_platform(facts, backend, why, variant=len(variants) > 1))
     for line in left_out:
@@ -345,14 +374,7 @@ def starter_document(
         if other.backend:
             q.add("backend", other.backend)
         plats.append(q)
-    doc.add("platform", plats)
-
-    sysm = tomlkit.table()
-    gpu = all(b is not None and b != "cpu" for b, _ in variants)
-    _kv(sysm, "require-accelerator", gpu, "true: a GPU run never falls back to the CPU")
-    doc.add("system", sysm)
-    _add_data_proposals(doc, found)
-    return doc
+    return plats
 
 
 def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:

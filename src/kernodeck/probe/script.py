@@ -26,7 +26,7 @@ import sys
 import sysconfig
 import time
 from stat import S_ISREG
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Imported where needed (start-up time counts): ast, contextlib, csv, glob, shutil, subprocess,
 # concurrent.futures.
@@ -762,6 +762,12 @@ _MISSING = (-1, -1, -1, -1)
 #: not read yet, the RECORD's path, its stat key); a site directory is (location, [], None, None).
 #: (Any: the probe runs under interpreters older than subscriptable builtins.)
 Claim = Any
+if TYPE_CHECKING:  # (never run: the probe runs under interpreters older than subscriptable builtins)
+    #: A file to check: (distribution index, row, relative path, expected digest, full path, size, cached).
+    _Job = tuple[int, int, str, str, str, str, Any]
+    #: A distribution checked file by file: (index, RECORD stat key, entries, full paths, stat keys,
+    #: the cache's digests).
+    _Pending = tuple[int, list[int], list[tuple[str, str, str]], list[str], list[Any], dict[str, Any]]
 
 
 def _stat_key(st: os.stat_result) -> list[int]:
@@ -846,87 +852,16 @@ def _check_records(
     threads: int,
     sites: list[str] | tuple[str, ...],
 ) -> dict[str, Any]:
-    import contextlib
-
     stats = {"files": 0, "hashed": 0, "bytes_hashed": 0, "cache_hits": 0}
     racy = time.time_ns() - RACY_NS
-    stat = os.stat
     # distributions checked file by file: (index, record key, entries, stat keys, cache's digests)
-    pending: list[
-        tuple[int, list[int], list[tuple[str, str, str]], list[str], list[Any], dict[str, Any]]
-    ] = []
+    pending: list[_Pending] = []
     # (location, RECORD rows) of every distribution whose RECORD was read
     claimed: list[Claim] = []
     # one per file to check: (index, row, relative path, expected digest, full path, size, cached)
-    jobs: list[tuple[int, int, str, str, str, str, Any]] = []
+    jobs: list[_Job] = []
     for i, d in enumerate(dists):
-        d["record_problems"] = []
-        d["record_files"] = 0
-        if d["record"] is None:
-            continue
-        if d.get("shadowed"):
-            # not checked (import never reaches it), but the files it lists are not strangers
-            with contextlib.suppress(OSError):
-                sst = stat(d["record"])
-                claimed.append((d["location"], None, d["record"], _stat_key(sst)))
-            continue
-        meta_dir = d["metadata_dir"]
-        try:
-            rst = stat(d["record"])
-            if not S_ISREG(rst.st_mode):
-                raise RecordError("RECORD is not a regular file")
-            record_key = _stat_key(rst)
-            if not rehash:
-                # warm path: RECORD unchanged since a run proved every file; stat the files only
-                fulls = cache.proven_paths(meta_dir, record_key)
-                if fulls is not None:
-                    summary = _stat_summary(record_key, fulls)
-                    if summary is not None and cache.proven(meta_dir, record_key, summary):
-                        n = len(fulls)
-                        d["record_files"] = n
-                        stats["files"] += n
-                        stats["cache_hits"] += n
-                        cache.new_index[meta_dir] = cache.index[meta_dir]
-                        claimed.append((d["location"], None, d["record"], record_key))
-                        continue
-            rows = _record_rows(d["record"])
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            d["record_problems"].append(
-                {"path": "RECORD", "problem": "unreadable", "expected": None, "observed": str(e)}
-            )
-            continue
-        seeded = seeded_by_virtualenv(d["location"], meta_dir)
-        for row in rows:
-            if (len(row) < 2 or not row[1]) and not (seeded or _may_be_unhashed(row[0])):
-                d["record_problems"].append(
-                    {"path": row[0], "problem": "unhashed", "expected": "sha256=…", "observed": None}
-                )
-            elif len(row) > 1 and row[1] and row[1][:7] != "sha256=":
-                d["record_problems"].append(
-                    {"path": row[0], "problem": "unhashed", "expected": "sha256=…", "observed": row[1][:40]}
-                )
-        base = d["location"]
-        claimed.append((base, rows, d["record"], record_key))
-        prefix = base + os.sep
-        # (relative path, expected urlsafe-b64 sha256, expected size)
-        entries = [
-            (row[0], row[1][7:], row[2] if len(row) > 2 else "")
-            for row in rows
-            if len(row) > 1 and row[1][:7] == "sha256="
-        ]
-        fulls = [
-            prefix + rel
-            if ".." not in rel and ":" not in rel and not rel.startswith(_ROOTS)
-            else os.path.normpath(os.path.join(base, rel))
-            for rel, _, _ in entries
-        ]
-        n = len(entries)
-        d["record_files"] = n
-        stats["files"] += n
-        known = {} if rehash else cache.files(meta_dir, base)
-        for j, (rel, expected, size) in enumerate(entries):
-            jobs.append((i, j, rel, expected, fulls[j], size, known.get(rel)))
-        pending.append((i, record_key, entries, fulls, [None] * n, known))
+        _plan_dist(i, d, cache, rehash, stats, claimed, jobs, pending)
 
     # Large files first (by RECORD's size), so the threads do not end on one big file alone.
     jobs.sort(key=lambda job: -int(job[5]) if job[5].isdigit() else 0)
@@ -938,11 +873,146 @@ def _check_records(
         unlisted[:] = unlisted_files(claimed, cache, None if rehash else racy)
 
     results = _run_checks(jobs, threads, search_unlisted)
+    digests = _apply_results(dists, jobs, results, pending, stats)
+    _update_cache(dists, pending, digests, cache, racy)
+    for d in dists:
+        d["record_problems"].sort(key=lambda p: p["path"])
+    found, more = unlisted
+    return {"checked": True, **stats, "unlisted": found, "unlisted_more": more}
+
+
+def _plan_dist(
+    i: int,
+    d: dict[str, Any],
+    cache: RecordsCache,
+    rehash: bool,
+    stats: dict[str, int],
+    claimed: list[Claim],
+    jobs: list[_Job],
+    pending: list[_Pending],
+) -> None:
+    """Distribution `i`: proven by the cache (counted, claimed), or its RECORD read (problems of its
+    rows noted, claimed) and one job per hashed row added, or its RECORD unreadable (a problem)."""
+    d["record_problems"] = []
+    d["record_files"] = 0
+    if d["record"] is None:
+        return
+    if d.get("shadowed"):
+        # not checked (import never reaches it), but the files it lists are not strangers
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            claimed.append((d["location"], None, d["record"], _stat_key(os.stat(d["record"]))))
+        return
+    meta_dir = d["metadata_dir"]
+    try:
+        rst = os.stat(d["record"])
+        if not S_ISREG(rst.st_mode):
+            raise RecordError("RECORD is not a regular file")
+        record_key = _stat_key(rst)
+        if not rehash and _proven_unchanged(d, record_key, cache, stats):
+            claimed.append((d["location"], None, d["record"], record_key))
+            return
+        rows = _record_rows(d["record"])
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        d["record_problems"].append(
+            {"path": "RECORD", "problem": "unreadable", "expected": None, "observed": str(e)}
+        )
+        return
+    _unhashed_rows(d, rows, seeded_by_virtualenv(d["location"], meta_dir))
+    claimed.append((d["location"], rows, d["record"], record_key))
+    _add_jobs(
+        i,
+        d,
+        rows,
+        record_key,
+        cache.files(meta_dir, d["location"]) if not rehash else {},
+        stats,
+        jobs,
+        pending,
+    )
+
+
+def _proven_unchanged(
+    d: dict[str, Any], record_key: list[int], cache: RecordsCache, stats: dict[str, int]
+) -> bool:
+    """The warm path: the RECORD is unchanged since a run proved every file, and so are the files'
+    stat keys (only stat, no RECORD parsed); then counted as cache hits and kept in the cache."""
+    meta_dir = d["metadata_dir"]
+    fulls = cache.proven_paths(meta_dir, record_key)
+    if fulls is None:
+        return False
+    summary = _stat_summary(record_key, fulls)
+    if summary is None or not cache.proven(meta_dir, record_key, summary):
+        return False
+    n = len(fulls)
+    d["record_files"] = n
+    stats["files"] += n
+    stats["cache_hits"] += n
+    cache.new_index[meta_dir] = cache.index[meta_dir]
+    return True
+
+
+def _unhashed_rows(d: dict[str, Any], rows: list[list[str]], seeded: bool) -> None:
+    """A problem for each row without a hash that must have one, and each not hashed with sha256."""
+    for row in rows:
+        if (len(row) < 2 or not row[1]) and not (seeded or _may_be_unhashed(row[0])):
+            d["record_problems"].append(
+                {"path": row[0], "problem": "unhashed", "expected": "sha256=…", "observed": None}
+            )
+        elif len(row) > 1 and row[1] and row[1][:7] != "sha256=":
+            d["record_problems"].append(
+                {"path": row[0], "problem": "unhashed", "expected": "sha256=…", "observed": row[1][:40]}
+            )
+
+
+def _add_jobs(
+    i: int,
+    d: dict[str, Any],
+    rows: list[list[str]],
+    record_key: list[int],
+    known: dict[str, Any],
+    stats: dict[str, int],
+    jobs: list[_Job],
+    pending: list[_Pending],
+) -> None:
+    """One job per sha256 row of distribution `i` (`known`: the cache's digests of its files)."""
+    base = d["location"]
+    prefix = base + os.sep
+    # (relative path, expected urlsafe-b64 sha256, expected size)
+    entries = [
+        (row[0], row[1][7:], row[2] if len(row) > 2 else "")
+        for row in rows
+        if len(row) > 1 and row[1][:7] == "sha256="
+    ]
+    fulls = [
+        prefix + rel
+        if ".." not in rel and ":" not in rel and not rel.startswith(_ROOTS)
+        else os.path.normpath(os.path.join(base, rel))
+        for rel, _, _ in entries
+    ]
+    n = len(entries)
+    d["record_files"] = n
+    stats["files"] += n
+    for j, (rel, expected, size) in enumerate(entries):
+        jobs.append((i, j, rel, expected, fulls[j], size, known.get(rel)))
+    pending.append((i, record_key, entries, fulls, [None] * n, known))
+
+
+def _apply_results(
+    dists: list[dict[str, Any]],
+    jobs: list[_Job],
+    results: list[tuple[str, Any, str | None]],
+    pending: list[_Pending],
+    stats: dict[str, int],
+) -> dict[int, dict[str, Any]]:
+    """Each job's outcome counted, its stat key kept and its problem noted; the digests to cache,
+    per distribution index."""
     keys_of = {p[0]: p[4] for p in pending}
     digests: dict[int, dict[str, Any]] = {p[0]: {} for p in pending}
-    for k, (i, j, rel, expected, full, size, cached) in enumerate(jobs):
+    for k, job in enumerate(jobs):
+        i, j, rel, _, _, _, cached = job
         outcome, key, digest = results[k]  # (zip(strict=) is Python >= 3.10)
-        d = dists[i]
         keys_of[i][j] = key
         if outcome == "":
             stats["hashed"] += 1
@@ -953,39 +1023,81 @@ def _check_records(
             stats["cache_hits"] += 1
             digests[i][rel] = cached
             continue
-        if outcome == "hash":
-            stats["hashed"] += 1
-            stats["bytes_hashed"] += key[0]
-            digests[i][rel] = [*key, digest]
-        elif outcome == "hit-hash":
-            stats["cache_hits"] += 1
-            digests[i][rel] = cached
-        elif outcome == "missing":
-            d["record_problems"].append(
-                {"path": rel, "problem": "missing", "expected": "sha256=" + expected, "observed": None}
-            )
-            continue
-        elif outcome == "not-a-file":
-            d["record_problems"].append(
-                {"path": rel, "problem": "not-a-file", "expected": "a regular file", "observed": None}
-            )
-            continue
-        elif outcome == "size":
-            if not (rel.endswith(".pyc") and recompiled_pyc(full)):
-                d["record_problems"].append(
-                    {"path": rel, "problem": "size", "expected": int(size), "observed": key[0]}
-                )
-                continue
-            with contextlib.suppress(OSError):  # kept, so that a warm run proves it by its stat
-                digests[i][rel] = [*key, _hash_file(full, key[0])]
-            continue
-        else:
-            d["record_problems"].append(
-                {"path": rel, "problem": "unreadable", "expected": None, "observed": None}
-            )
-            continue
+        _other_outcome(dists[i], job, outcome, key, digest, stats, digests[i])
+    return digests
+
+
+def _other_outcome(
+    d: dict[str, Any],
+    job: _Job,
+    outcome: str,
+    key: Any,
+    digest: str | None,
+    stats: dict[str, int],
+    digests: dict[str, Any],
+) -> None:
+    """A file whose digest differs from RECORD's (said how, unless it is bytecode compiled again),
+    or a problem."""
+    _, _, rel, expected, full, size, cached = job
+    if outcome == "hash":
+        stats["hashed"] += 1
+        stats["bytes_hashed"] += key[0]
+        digests[rel] = [*key, digest]
+    elif outcome == "hit-hash":
+        stats["cache_hits"] += 1
+        digests[rel] = cached
+    else:
+        _file_problem(d, outcome, rel, expected, full, size, key, digests)
+        return
+    if not (rel.endswith(".pyc") and recompiled_pyc(full)):
+        _compare(d, rel, expected, digest)  # type: ignore[arg-type]  # differs: say how
+
+
+def _file_problem(
+    d: dict[str, Any],
+    outcome: str,
+    rel: str,
+    expected: str,
+    full: str,
+    size: str,
+    key: Any,
+    digests: dict[str, Any],
+) -> None:
+    """The problem of a file missing, not a file, of another size (bytecode compiled again aside:
+    its digest kept, so that a warm run proves it by its stat) or unreadable."""
+    if outcome == "missing":
+        d["record_problems"].append(
+            {"path": rel, "problem": "missing", "expected": "sha256=" + expected, "observed": None}
+        )
+    elif outcome == "not-a-file":
+        d["record_problems"].append(
+            {"path": rel, "problem": "not-a-file", "expected": "a regular file", "observed": None}
+        )
+    elif outcome == "size":
         if not (rel.endswith(".pyc") and recompiled_pyc(full)):
-            _compare(d, rel, expected, digest)  # type: ignore[arg-type]  # differs: say how
+            d["record_problems"].append(
+                {"path": rel, "problem": "size", "expected": int(size), "observed": key[0]}
+            )
+            return
+        import contextlib
+
+        with contextlib.suppress(OSError):  # kept, so that a warm run proves it by its stat
+            digests[rel] = [*key, _hash_file(full, key[0])]
+    else:
+        d["record_problems"].append(
+            {"path": rel, "problem": "unreadable", "expected": None, "observed": None}
+        )
+
+
+def _update_cache(
+    dists: list[dict[str, Any]],
+    pending: list[_Pending],
+    digests: dict[int, dict[str, Any]],
+    cache: RecordsCache,
+    racy: int,
+) -> None:
+    """What this run proved, for the next: each distribution's file digests (those not changed in the
+    last moments), and the whole distribution when every file matched."""
     for i, record_key, entries, fulls, keys, known in pending:
         d = dists[i]
         meta_dir = d["metadata_dir"]
@@ -1000,10 +1112,6 @@ def _check_records(
             and not any("\0" in f for f in fulls)
         ):
             cache.new_index[meta_dir] = [record_key, _summary(record_key, keys), "\0".join(fulls)]
-    for d in dists:
-        d["record_problems"].sort(key=lambda p: p["path"])
-    found, more = unlisted
-    return {"checked": True, **stats, "unlisted": found, "unlisted_more": more}
 
 
 #: Files an installer's environment brings that no RECORD lists: (name, the only content allowed).
