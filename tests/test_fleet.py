@@ -383,3 +383,44 @@ def test_shared_probe_runs_once_and_keeps_each_ranks_environment(monkeypatch: py
     other = SharedProbe(RealProbe(sys.executable), ch, Identity(2, 3, 0, 1, "elsewhere"), wait=60)
     other.collect(request)
     assert other.shared_from is True and probe_runs(ch) == 2  # another host probes for itself
+
+
+def test_exchange_carries_each_ranks_warning_count() -> None:
+    """Four threaded ranks over one HashStore: FLEET OK counts each rank's warned steps (ranks that
+    agree on every layer's steps warned alike; a rank with another count disagrees)."""
+    import threading
+
+    from torch.distributed import HashStore  # type: ignore[attr-defined]  # torch re-exports it without __all__
+
+    from kernodeck.fleet.compare import summary_line
+    from kernodeck.fleet.exchange import Outcome, exchange, summary_of
+    from kernodeck.fleet.facts import Identity
+    from kernodeck.report import Step
+
+    def report(warned: int) -> Report:
+        steps = [Step.passed("code", "revision", observed="abc")]
+        steps += [Step.warning("code", f"w{i}", "dirty", required=False) for i in range(warned)]
+        return Report(steps=steps)
+
+    store, counts = HashStore(), [2, 2, 2, 2]
+    outcomes: dict[int, Outcome] = {}
+
+    def rank(r: int) -> None:
+        ident = Identity(rank=r, world_size=4, local_rank=r, node=0, host="h")
+        outcomes[r] = exchange(ident, store, report(counts[r]), None, timeout=30, prefix="w/")
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    ident0 = Identity(rank=0, world_size=1, local_rank=0, node=0, host="h")
+    assert summary_of(ident0, report(3), None)["warnings"] == 3
+    assert all(o.ok for o in outcomes.values()) and len(outcomes) == 4, [o.message for o in outcomes.values()]
+    comparison = outcomes[0].comparison
+    assert comparison is not None
+    assert comparison["warning_counts"] == {"0": 2, "1": 2, "2": 2, "3": 2}
+    assert (
+        summary_line(comparison)
+        == "FLEET OK: 4 ranks passed and agree on every layer; warnings: 2 on ranks 0-3"
+    )

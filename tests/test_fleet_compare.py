@@ -113,3 +113,17 @@ def test_fleet_ok_names_the_ranks_warnings() -> None:
     )
     clean = compare(ident, _digests(4, {r: {"code": "passed"} for r in range(4)}), plan, {}, [], ok=True)
     assert summary_line(clean) == "FLEET OK: 4 ranks passed and agree on every layer"
+
+
+def test_fleet_ok_gives_the_ranks_warning_counts() -> None:
+    status = {r: {"code": "warning", "packages": "warning" if r == 3 else "passed"} for r in range(5)}
+    digests = _digests(5, status)
+    for r, n in enumerate([2, 2, 2, 3, 0]):
+        digests[r]["warnings"] = n
+    plan = {"groups": {"code": [{"digest": "d", "ranks": list(range(5)), "majority": True}]}}
+    ident = Identity(rank=0, world_size=5, local_rank=0, node=0, host="h")
+    cmp = compare(ident, digests, plan, {}, [], ok=True)
+    assert cmp["warning_counts"] == {"0": 2, "1": 2, "2": 2, "3": 3}
+    assert summary_line(cmp) == (
+        "FLEET OK: 5 ranks passed and agree on every layer; warnings: 2 on ranks 0-2, 3 on rank 3"
+    )

@@ -16,6 +16,7 @@ import pytest
 
 from kernodeck import checks
 from kernodeck.api import verify
+from kernodeck.layers.causes import StepKind
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.where import ManifestLines
 from kernodeck.render.github import github_annotations, github_outputs, repository_folder
@@ -83,6 +84,8 @@ def test_every_annotation_points_at_the_line_that_explains_it(tmp_path: Path) ->
     manifest, lock = folder / "repro.toml", folder / LOCK
 
     pin = notes["kernodeck verify: packages/pin:filelock"]
+    declared = {(s.kind, s.details.get("package")) for s in report.steps if s.kind is not None}
+    assert (StepKind.PIN, "filelock") in declared and (StepKind.DATA_FILE, None) in declared
     assert pin.name == "error" and pin.props["file"] == f"ml/{LOCK}"
     assert pin.props["line"] == str(_line(lock, "filelock==0.0.1")) and "endLine" not in pin.props
 

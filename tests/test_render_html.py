@@ -13,6 +13,7 @@ import pytest
 
 from kernodeck.cli import main
 from kernodeck.errors import UsageError
+from kernodeck.layers.causes import StepKind
 from kernodeck.render.html import diff_html, html_report, package_rows
 from kernodeck.report import Report, Status, Step
 from tests.fixtures.render_projects import SHA_A, check_project, long_report, resume_project
@@ -47,6 +48,7 @@ def test_resume_report_stores_the_series_and_the_page_draws_it(tmp_path: Path) -
     report, js, page = run_check(tmp_path, "resume", resume_project)
     traj = next(s for s in report.steps if s.name == "trajectory loss")
     assert traj.status is Status.FAILED and traj.details["first-outside"] == 216
+    assert traj.kind is StepKind.TRAJECTORY and traj.details["metric"] == "loss"  # declared, not parsed
     series = json.loads(js.read_text())["steps"][-1]["details"]["series"]
     assert series["step"][:2] == [201, 202] and len(series["value"]) == len(series["reference"]) == 40
     assert traj.details["atol"] == 0.001 and traj.details["rtol"] == 0.002

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from kernodeck.layers import Layer
+from kernodeck.layers.causes import StepKind, step_kind, step_subject
 from kernodeck.manifest.model import Field, Model
 from kernodeck.support.fsio import atomic_write_text, write_text_or_stdout
 
@@ -71,9 +72,28 @@ class Step(Model):
     """How long it took (a measurement; reports written before `measurements` carry only this one)."""
     where: Where | None = None
     """The line that explains it (its manifest entry, lock-file pin or data file), if known."""
+    kind: StepKind | None = None
+    """What the step is, for the readers that pick steps out (`kernodeck.layers.causes.StepKind`):
+    a pin, a RECORD check, the resume trajectory, a data entry; null for the other steps."""
     measurements: dict[str, float] = {}
     """Numbers measured while checking (milliseconds, relative errors, throughputs, memory): shown
     beside the facts, never compared as facts (`kernodeck diff` lists them side by side)."""
+
+    def what(self) -> StepKind | None:
+        """Its kind: `kind`, or for a report written before kinds, the kind its name implied."""
+        return step_kind(str(self.layer), self.name, self.kind)
+
+    @property
+    def subject(self) -> str:
+        """What a step of a kind is about: a pin's or RECORD step's package, a trajectory's metric."""
+        return step_subject(self.name, self.details, self.what(), from_name=self.kind is None)
+
+    def tagged(self, kind: StepKind, **about: str) -> Step:
+        """The step with its kind declared (and what it is about: `package=`, `metric=`)."""
+        self.kind = kind
+        if about:
+            self.details = {**self.details, **about}
+        return self
 
     def measured(self) -> dict[str, float]:
         """Every measurement of the step, `seconds` included."""

@@ -24,6 +24,7 @@ from kernodeck.checks.resume import resume_out, resume_steps
 from kernodeck.checks.runner import make_base
 from kernodeck.errors import UsageError
 from kernodeck.fingerprint import sha256_file
+from kernodeck.layers.causes import StepKind
 from kernodeck.lockfile.names import manifest_file
 from kernodeck.manifest.edit import editing, load_document, save_document, set_value
 from kernodeck.manifest.load import load_manifest
@@ -226,7 +227,7 @@ def _record_resume(
         rec.steps.append(
             Step.passed(
                 RESUME_LAYER, f"trajectory {r.trajectory.metric}: recorded", observed=r.trajectory.reference
-            )
+            ).tagged(StepKind.TRAJECTORY, metric=r.trajectory.metric)
         )
     if r.checkpoint.sha256 is None and (root / r.checkpoint.path).is_file():
         set_value(doc, "resume.checkpoint.sha256", sha256_file(root / r.checkpoint.path))

@@ -18,6 +18,7 @@ from typing import Any
 
 from kernodeck.checks.runner import expand_argv, fresh_out, make_base, resolve_python, run_command, target_env
 from kernodeck.fingerprint import sha256_file
+from kernodeck.layers.causes import StepKind
 from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, outside_message
 from kernodeck.manifest.schema import Manifest, Resume, Trajectory
 from kernodeck.manifest.where import ManifestLines
@@ -116,9 +117,7 @@ def _resume_steps(
     steps.append(run)
     if run.status.value == "failed":
         if r.trajectory is not None:
-            steps.append(
-                Step.skipped(LAYER, f"trajectory {r.trajectory.metric}", "skipped: the resume run failed")
-            )
+            steps.append(_skipped_trajectory(r.trajectory, "skipped: the resume run failed"))
         return steps
 
     # 4. the continuation follows the reference trajectory
@@ -223,7 +222,16 @@ def resume_out(steps: list[Step]) -> Path | None:
     return None
 
 
+def _skipped_trajectory(t: Trajectory, why: str) -> Step:
+    return Step.skipped(LAYER, f"trajectory {t.metric}", why).tagged(StepKind.TRAJECTORY, metric=t.metric)
+
+
 def trajectory_step(t: Trajectory, out: Path, root: Path) -> Step:
+    """The trajectory's step, its metric declared (the HTML chart's axis)."""
+    return _trajectory_step(t, out, root).tagged(StepKind.TRAJECTORY, metric=t.metric)
+
+
+def _trajectory_step(t: Trajectory, out: Path, root: Path) -> Step:
     name = f"trajectory {t.metric}"
     log_path, ref_path = out / t.log, root / t.reference
     got = _read_log(log_path, t.metric)
@@ -405,5 +413,5 @@ def _skip_rest(r: Resume, why: str, *, state_done: bool = False) -> list[Step]:
         out.append(Step.skipped(LAYER, f"checkpoint {r.checkpoint.path}: state", f"skipped: {why}"))
     out.append(Step.skipped(LAYER, "resume run", f"skipped: {why}"))
     if r.trajectory is not None:
-        out.append(Step.skipped(LAYER, f"trajectory {r.trajectory.metric}", f"skipped: {why}"))
+        out.append(_skipped_trajectory(r.trajectory, f"skipped: {why}"))
     return out

@@ -89,6 +89,7 @@ def compare(
         "missing": sorted(missing, key=lambda m: m["rank"]),
         "layers": layers,
         "warnings": _warnings(digests),
+        "warning_counts": {str(r): m["warnings"] for r, m in sorted(digests.items()) if m.get("warnings")},
     }
     if plan.get("reports"):
         out["reports"] = {str(r): f.get("report") for r, f in sorted(fulls.items())}
@@ -150,10 +151,32 @@ def warnings_text(warnings: dict[str, list[int]]) -> str:
     return "warnings: " + ", ".join(parts)
 
 
+def warning_counts_text(counts: dict[str, int]) -> str:
+    """'warnings: 2 on ranks 0-2, 3 on rank 3': the ranks grouped by their count of warned steps,
+    the groups by their first rank ('' for none)."""
+    by_count: dict[int, list[int]] = {}
+    for r, n in counts.items():
+        by_count.setdefault(n, []).append(int(r))
+    groups = sorted((sorted(rs), n) for n, rs in by_count.items() if n)
+    if not groups:
+        return ""
+    parts = [f"{n} on rank{'s' if len(rs) > 1 else ''} {ranks_text(rs)}" for rs, n in groups]
+    return "warnings: " + ", ".join(parts)
+
+
+def _warned_text(cmp: dict[str, Any]) -> str:
+    """The ranks' warning counts; a comparison written before the counts (or by ranks that send
+    none) names the layers that warned instead."""
+    counts = cmp.get("warning_counts")
+    if counts:
+        return warning_counts_text(counts)
+    return warnings_text(cmp.get("warnings") or {})
+
+
 def summary_line(cmp: dict[str, Any]) -> str:
     n = cmp["world_size"]
     if cmp["ok"]:
-        warned = warnings_text(cmp.get("warnings") or {})
+        warned = _warned_text(cmp)
         return f"FLEET OK: {n} ranks passed and agree on every layer" + (f"; {warned}" if warned else "")
     parts = []
     if cmp["missing"]:

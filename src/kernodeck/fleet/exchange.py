@@ -192,7 +192,8 @@ SILENT_BEATS = 3
 
 
 def summary_of(ident: Identity, report: Report | None, error: str | None) -> dict[str, Any]:
-    """The digest message of one rank: identity, verdict, first error, per-layer status and digest."""
+    """The digest message of one rank: identity, verdict, first error, its count of warned steps,
+    per-layer status and digest."""
     msg: dict[str, Any] = {"id": ident.to_json()}
     if report is None:
         msg.update(ok=False, summary=f"verify raised: {error}", first_error=error, status={}, digests={})
@@ -203,6 +204,7 @@ def summary_of(ident: Identity, report: Report | None, error: str | None) -> dic
         ok=report.ok,
         summary=report.summary(),
         first_error=f"{first.layer}/{first.name}: {first.error}" if first else None,
+        warnings=report.counts()[Status.WARNING.value],
         status={layer: layer_status(report, layer) for layer in facts},
         digests={layer: digest(f) for layer, f in facts.items()},
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 from kernodeck import hfcache
 from kernodeck.fingerprint import Fingerprint, compare_listings, recorded_listing
+from kernodeck.layers.causes import StepKind
 from kernodeck.layers.context import Context, short
 from kernodeck.manifest.paths import OUTSIDE_HINT, escapes, escaping_link, outside_message
 from kernodeck.manifest.schema import Data, Manifest, Weights
@@ -201,7 +202,7 @@ def _data(d: Data, ctx: Context, facts: Facts | None) -> Step:
         hint=_access_hint(d.source, d.access, facts),
         bounded=True,
         external=d.external,
-    )
+    ).tagged(StepKind.DATA_FILE)
 
 
 def _weights(w: Weights, ctx: Context, facts: Facts | None) -> list[Step]:

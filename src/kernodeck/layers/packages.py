@@ -16,6 +16,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernodeck.layers import requirements
+from kernodeck.layers.causes import StepKind
 from kernodeck.layers.context import Context, short
 from kernodeck.layers.contract import required_by
 from kernodeck.layers.unselected import part_hint, unselected
@@ -114,7 +115,7 @@ def check(manifest: Manifest, facts: Facts, ctx: Context) -> list[Step]:
         steps.append(stale)
     pin_steps, wrong_env, pins = _pin_steps(lock, facts, ctx)
     steps += pin_steps
-    failed = {canonicalize_name(s.name.partition(":")[2]) for s in pin_steps if s.name.startswith("pin:")}
+    failed = {canonicalize_name(s.subject) for s in pin_steps if s.what() is StepKind.PIN}
     if wrong_env:
         failed |= {p.key for p in pins if p.key not in facts.dists()}
     steps += requirements.check(manifest, facts, ctx, reported=failed)
@@ -150,6 +151,7 @@ def _pin_steps(lock: LockFile, facts: Facts, ctx: Context) -> tuple[list[Step], 
             continue  # listed in the one "environment" step
         step = _pin_step(pin, d, _reinstall_hint(install, lock.path.name))
         if step is not None:
+            step.tagged(StepKind.PIN, package=pin.key)
             step.where = lock_where(lock.path, ctx.root, pin.line)
             steps.append(step)
     return steps, wrong_env, pins
@@ -421,7 +423,12 @@ def _records(facts: Facts, ctx: Context, locked: set[NormalizedName], install: s
     if no_record:
         msg = f"no readable RECORD, installed files cannot be checked: {short(no_record)}"
         hint = "reinstall them with pip or uv (which write a RECORD), or uninstall them"
-        kw = {"observed": no_record, "hint": hint, "details": {"cause": "no-record"}}
+        kw = {
+            "observed": no_record,
+            "hint": hint,
+            "details": {"cause": "no-record"},
+            "kind": StepKind.RECORDS_MISSING,
+        }
         if ctx.strict:
             steps.append(Step.failed(LAYER, "records-missing", msg, **kw))
         else:
@@ -436,6 +443,7 @@ def _records(facts: Facts, ctx: Context, locked: set[NormalizedName], install: s
                 expected="installed files match RECORD",
                 observed=f"{r.files} files of {sum(1 for d in facts.dists().values() if d.record)} distributions match",
                 details={"files": r.files},
+                kind=StepKind.RECORDS,
                 # the work this run did (a warm cache hashes nothing): measured, not a fact
                 measurements={"hashed": r.hashed, "from_cache": r.cache_hits},
             )
@@ -488,7 +496,8 @@ def _record_step(d: Distribution, ctx: Context, locked: bool, install: str) -> S
         "expected": "files as in RECORD",
         "observed": [p.model_dump() for p in d.record_problems[:20]],
         "hint": hint,
-        "details": {"cause": cause, "files": len(items)},
+        "details": {"cause": cause, "files": len(items), "package": d.key},
+        "kind": StepKind.RECORD,
     }
     if locked or ctx.strict:
         return Step.failed(LAYER, f"record:{d.key}", msg, **kw)

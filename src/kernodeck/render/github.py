@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from kernodeck.layers.causes import NAMED_WITH_LAYER
 from kernodeck.render.visible import visible
 from kernodeck.report import Report, Status, Step, Where, short_hashes
 from kernodeck.support.fsio import append_text
@@ -54,7 +55,7 @@ def escape_property(text: str) -> str:
 def step_label(step: Step) -> str:
     """The step named once: `data:samples`, `pin:torch` (not `data/data:samples`); `layer/name`
     where the name does not say its layer."""
-    return step.name if step.name.startswith(f"{step.layer.value}:") else f"{step.layer.value}/{step.name}"
+    return step.name if step.what() in NAMED_WITH_LAYER else f"{step.layer.value}/{step.name}"
 
 
 def annotated(step: Step) -> str | None:

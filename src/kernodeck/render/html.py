@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernodeck.errors import UsageError
+from kernodeck.layers.causes import StepKind
 from kernodeck.render.terminal import first_failure, layer_counts, layers_of
 from kernodeck.render.visible import one_line, visible
 from kernodeck.report import Report, Status, Step, counts_text, short_hashes
@@ -280,6 +281,11 @@ def _trajectory(step: Step) -> _Trajectory | None:
     )
 
 
+def _metric(step: Step) -> str:
+    """The metric a trajectory step declares ("metric" for a step that names none)."""
+    return (step.subject if step.what() is StepKind.TRAJECTORY else "") or "metric"
+
+
 def trajectory_svg(step: Step) -> str | None:
     """The resume trajectory against the reference, with the tolerance band and the first step
     outside it marked; None when the step holds no series, Unusable when it cannot be drawn."""
@@ -288,7 +294,7 @@ def trajectory_svg(step: Step) -> str | None:
         return None
     pos, got, ref = t.pos, t.got, t.ref
     tol = [t.atol + t.rtol * abs(r) for r in ref]
-    metric = _plain(step.name.removeprefix("trajectory ").strip() or "metric")
+    metric = _plain(_metric(step))
     with _rc():
         fig = _figure(height=3.7)
         ax, low = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 1]})
@@ -364,7 +370,7 @@ def rows_svg(step: Step) -> str | None:
         draw = _abs_error_rows if "abs-error" in rows else _cosine_rows
         title = draw(ax, x, rows, d)
         ax.set_xlabel("row")
-        ax.set_title(_plain(f"{step.name.rsplit(':', 1)[0]}: {title}"), fontsize=10)
+        ax.set_title(_plain(f"{step.name}: {title}"), fontsize=10)
         ax.legend(loc="best", fontsize=8, framealpha=0.85)
         return _svg(fig)
 
@@ -414,7 +420,7 @@ class Charts:
 def charts(report: Report) -> Charts:
     """Every chart the report's steps hold; one whose data cannot be drawn is left out with a note."""
     out = Charts()
-    for kind, draw in (("trajectory", trajectory_svg), ("rows", rows_svg)):
+    for kind, draw in ((StepKind.TRAJECTORY.value, trajectory_svg), ("rows", rows_svg)):
         for s in report.steps:
             where = f"{s.layer}/{s.name}"
             try:
@@ -558,15 +564,21 @@ def _canon(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _by_package(report: Report, kind: StepKind) -> dict[str, Step]:
+    """The steps of one kind (pins, RECORD steps) by the normalised name of their package."""
+    return {_canon(s.subject): s for s in report.steps if s.what() is kind}
+
+
 def package_rows(report: Report) -> list[dict[str, str]]:
     """The observed distributions with version, local label, installer, and what the packages
     layer said about their hashes (RECORD) and their pin."""
     dists = report.inventory.get("distributions")
     if not isinstance(dists, list):
         return []
-    steps = {s.name: s for s in report.steps if str(s.layer) == "packages"}
-    records = steps.get("records")
-    missing_record = steps.get("records-missing")
+    by_kind = {s.what(): s for s in report.steps if s.what() in (StepKind.RECORDS, StepKind.RECORDS_MISSING)}
+    records, missing_record = by_kind.get(StepKind.RECORDS), by_kind.get(StepKind.RECORDS_MISSING)
+    record_of = _by_package(report, StepKind.RECORD)
+    pin_of = _by_package(report, StepKind.PIN)
     no_record = {_canon(str(n)) for n in (missing_record.observed or [])} if missing_record else set()
     if missing_record is not None and isinstance(missing_record.observed, str):
         no_record = {_canon(n) for n in re.split(r"[,\s]+", missing_record.observed) if n}
@@ -578,7 +590,7 @@ def package_rows(report: Report) -> list[dict[str, str]]:
         key = _canon(name)
         version = str(d.get("version") or "")
         local = version.split("+", 1)[1] if "+" in version else ""
-        rec = steps.get(f"record:{key}") or steps.get(f"record:{name}")
+        rec = record_of.get(key)
         if rec is not None:
             hashes = f"{rec.status.value}: {_short(rec.error)}" if rec.error else rec.status.value
         elif key in no_record:
@@ -587,7 +599,7 @@ def package_rows(report: Report) -> list[dict[str, str]]:
             hashes = "match RECORD"
         else:
             hashes = "not checked"
-        pin = steps.get(f"pin:{key}") or steps.get(f"pin:{name}")
+        pin = pin_of.get(key)
         lock = f"{pin.status.value}: {_short(pin.error)}" if pin is not None else ""
         out.append(
             {
@@ -739,7 +751,7 @@ def ab_trajectory_svg(a: Step | None, b: Step | None) -> str | None:
     atol, rtol = float(d.get("atol") or 0.0), float(d.get("rtol") or 0.0)
     pos, ref = _positions(ref_step), _series(ref_step, "reference")
     tol = [atol + rtol * abs(r) for r in ref]
-    metric = ref_step.name.removeprefix("trajectory ").strip() or "metric"
+    metric = _metric(ref_step)
     with _rc():
         fig = _figure(width=5.8, height=3.0)
         ax = fig.subplots()
@@ -801,7 +813,7 @@ def ab_rows_svg(a: Step | None, b: Step | None) -> str | None:
                 ax.scatter(list(got["row"]), ys, s=12, color=color, marker=marker, zorder=3, label=name)
         ax.set_xlabel("row")
         ax.set_ylabel("abs error" if kind == "abs-error" else "cosine")
-        ax.set_title(f"{base.name.rsplit(':', 1)[0]}: {kind} per row, A and B", fontsize=10)
+        ax.set_title(f"{base.name}: {kind} per row, A and B", fontsize=10)
         ax.legend(loc="best", fontsize=8, framealpha=0.85)
         return _svg(fig)
 
@@ -812,7 +824,7 @@ def ab_charts(a: Report, b: Report) -> list[tuple[str, str, str]]:
     steps_a = {(str(s.layer), s.name): s for s in a.steps}
     steps_b = {(str(s.layer), s.name): s for s in b.steps}
     out: list[tuple[str, str, str]] = []
-    for kind, draw in (("trajectory", ab_trajectory_svg), ("rows", ab_rows_svg)):
+    for kind, draw in ((StepKind.TRAJECTORY.value, ab_trajectory_svg), ("rows", ab_rows_svg)):
         for key in keys:
             sa, sb = steps_a.get(key), steps_b.get(key)
             svg = draw(sa, sb)
