@@ -96,3 +96,9 @@ def test_lookup_literal_then_dotted() -> None:
     assert lookup({"rng": {"cuda": []}}, "rng.cuda") == (True, [])
     assert lookup({"a": [10, 20]}, "a.1") == (True, 20)
     assert lookup({"a": 1}, "b") == (False, None)
+
+
+def test_every_listed_suffix_has_a_reader_and_no_other() -> None:
+    from kernodeck.checks.readers import _READERS, SUFFIXES
+
+    assert sorted(_READERS) == sorted(SUFFIXES)

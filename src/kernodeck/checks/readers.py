@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,26 +50,17 @@ def read_output(path: Path, key: str | None = None) -> Result:
     if not path.is_file():
         return Unreadable("file not found" if not path.exists() else "not a regular file", missing_file=True)
     suffix = path.suffix.lower()
+    reader = _READERS.get(suffix)
+    if reader is None:
+        return Unreadable(
+            f"no reader for {suffix or 'files without a suffix'}; readers: {', '.join(SUFFIXES)}"
+        )
     try:
-        if suffix == ".npy":
-            return _npy(path, key)
-        if suffix == ".npz":
-            return _npz(path, key)
-        if suffix == ".safetensors":
-            return _safetensors(path, key)
-        if suffix in (".pt", ".pth"):
-            return _torch(path, key)
-        if suffix == ".json":
-            return _json(path, key)
-        if suffix == ".jsonl":
-            return _jsonl(path, key)
-        if suffix == ".csv":
-            return _csv(path, key)
+        return reader(path, key)
     except _NeedPackage as e:
         return Unreadable(str(e))
     except Exception as e:  # a corrupt file is a result, not a crash
         return Unreadable(f"cannot read {path.name}: {type(e).__name__}: {_first_line(e)}")
-    return Unreadable(f"no reader for {suffix or 'files without a suffix'}; readers: {', '.join(SUFFIXES)}")
 
 
 def dtype_name(dtype: Any) -> str:
@@ -275,3 +267,16 @@ def _names(names: list[str]) -> str:
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+#: suffix -> reader of `(path, key)`; SUFFIXES lists the same suffixes (a test holds them together).
+_READERS: dict[str, Callable[[Path, str | None], Result]] = {
+    ".npy": _npy,
+    ".npz": _npz,
+    ".safetensors": _safetensors,
+    ".pt": _torch,
+    ".pth": _torch,
+    ".json": _json,
+    ".jsonl": _jsonl,
+    ".csv": _csv,
+}

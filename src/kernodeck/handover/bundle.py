@@ -247,40 +247,50 @@ def code_files(folder: Path, exclude: set[str]) -> tuple[list[str], list[str]]:
             hint="copy what the link points to into the project, or remove the link (or pass --no-code)",
         )
     for name in names:
-        parts = PurePosixPath(name).parts
-        if any(p in _SKIP_DIRS or p.startswith(".venv") for p in parts[:-1]):
+        if _not_code(folder, name, exclude):
             continue
-        if name in exclude or name.endswith(_SKIP_SUFFIXES):
-            continue
-        base = parts[-1]
-        if base.startswith((REQUIREMENTS_PREFIX, PYLOCK_PREFIX)) or base in (INVENTORY_FILE, BUNDLE_SUMS):
-            continue
-        if is_edit_lock(base):  # capture's edit lock: Kernodeck's own, never code
-            continue
-        if any(
-            (folder / PurePosixPath(*parts[:i]) / marker).exists()
-            for i in range(1, len(parts))
-            for marker in ("pyvenv.cfg", BUNDLE_SUMS)
-        ):
-            continue
-        if base in ("repro.toml",) and len(parts) == 1:
-            continue
-        if base in CREDENTIAL_FILES or (
-            base.startswith(".env.") and base not in (".env.example", ".env.sample", ".env.template")
-        ):
-            warnings.append(
-                f"{name} was left out of the code: such files hold credentials or the author's installer"
-                " settings; REBUILD.md names the variables to set instead"
-            )
-            continue
-        size = (folder / name).stat().st_size
-        if size > _MAX_CODE_FILE:
-            warnings.append(
-                f"{name} ({size // (1 << 20)} MiB) was left out of the code; large files belong in [[data]]"
-            )
+        why = _left_out(folder, name)
+        if why is not None:
+            warnings.append(why)
             continue
         keep.append(name)
     return keep, warnings
+
+
+def _not_code(folder: Path, name: str, exclude: set[str]) -> bool:
+    """Whether `name` is no code of the project: a venv, a cache, Kernodeck's own files (manifest,
+    locks, inventory, sums, the edit lock), what another part of the bundle carries, another bundle."""
+    parts = PurePosixPath(name).parts
+    base = parts[-1]
+    if any(p in _SKIP_DIRS or p.startswith(".venv") for p in parts[:-1]):
+        return True
+    if name in exclude or name.endswith(_SKIP_SUFFIXES) or (base == "repro.toml" and len(parts) == 1):
+        return True
+    if base.startswith((REQUIREMENTS_PREFIX, PYLOCK_PREFIX)) or base in (INVENTORY_FILE, BUNDLE_SUMS):
+        return True
+    if is_edit_lock(base):  # capture's edit lock: Kernodeck's own, never code
+        return True
+    return any(
+        (folder / PurePosixPath(*parts[:i]) / marker).exists()
+        for i in range(1, len(parts))
+        for marker in ("pyvenv.cfg", BUNDLE_SUMS)
+    )
+
+
+def _left_out(folder: Path, name: str) -> str | None:
+    """Why a code file is left out of the bundle (a warning): credentials, or too large."""
+    base = PurePosixPath(name).name
+    if base in CREDENTIAL_FILES or (
+        base.startswith(".env.") and base not in (".env.example", ".env.sample", ".env.template")
+    ):
+        return (
+            f"{name} was left out of the code: such files hold credentials or the author's installer"
+            " settings; REBUILD.md names the variables to set instead"
+        )
+    size = (folder / name).stat().st_size
+    if size > _MAX_CODE_FILE:
+        return f"{name} ({size // (1 << 20)} MiB) was left out of the code; large files belong in [[data]]"
+    return None
 
 
 def _data_paths(m: Manifest) -> list[tuple[str, str]]:
