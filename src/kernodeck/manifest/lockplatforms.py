@@ -1,36 +1,53 @@
-"""The platforms an existing lock covers, for `kernodeck init` to declare beside the host's.
+"""The platforms a project's own evidence covers, for `kernodeck init` to declare beside the host's.
 
-    for found in covered_platforms(Path("."), python):
-        found.platform   # Platform(name="macos-arm64", os="macos", arch="arm64", ...)
-        found.evidence   # "uv.lock: supported-markers"
+    found = platform_evidence(Path("."), python, routes, host=("linux", "x86_64"))
+    found.covered     # [Covered(Platform(name="macos-arm64-cpu", ...), "uv.lock: resolution-markers")]
+    found.uncovered   # [Uncovered("macos-x86_64", ..., package="torch 2.7.0")]: .comment, .host_note
 
-Evidence, per lock:
+Evidence, per file:
 - Kernodeck's own `requirements-rebuild-<name>.txt` whose name is `<os>-<arch>[-<backend>]`;
-- uv.lock: its `supported-markers` (`[tool.uv] environments`), else its `resolution-markers`
-  (a platform is covered when one of them holds in its marker environment; markers that name no
-  platform variable, such as forks on the Python version, are no evidence), else wheel tags;
-- pylock.toml: its `environments` markers, else wheel tags;
-- poetry.lock: the wheels in its `files`.
+- uv.lock and pylock.toml: their platform markers (uv.lock's `supported-markers`, else its
+  `resolution-markers`; pylock's `environments`; markers that name no platform variable, such as
+  forks on the Python version, are no evidence) AND the wheels locked for what the platform needs;
+- poetry.lock: the wheels in its `files` of the packages whose `markers` hold there;
+- conda: `formats.condalock` (conda-lock.yml, explicit lock files, environment.yml `platforms:`).
 
-Wheel tags: a candidate platform is covered when every locked package that ships only
-platform-specific wheels (no sdist, no `none-any` wheel) has a wheel the platform installs, and at
-least one such package exists (pure-Python locks say nothing about platforms). Candidates are the
-common platforms (`CANDIDATES`); their marker environments and tags come from `targets.Target`.
+The wheel rule (one place, here): a candidate platform is covered when its markers hold (or the
+lock has none) and every package it needs that ships only platform-specific wheels (no sdist, no
+`none-any` wheel) has, in at least one of its needed locked versions, a wheel the platform
+installs (`targets.Target.supports`). A lock without markers whose packages all install anywhere
+says nothing about platforms. What a platform needs: in uv.lock, the packages reachable from the
+project's own package(s) through `dependencies`, `optional-dependencies` and `dev-dependencies`
+edges whose marker holds there; elsewhere, the packages whose own marker holds there. A marker term
+on `extra` holds when it holds for some extra the lock names (uv writes its conflict extras and
+groups as `extra == 'extra-7-proj-cpu'`): a platform is never left out for an extra the user
+might not pick. A marker that cannot be read holds.
+
+Variants: when the project routes torch to several backends (`routes`, from `manifest.adopt`), a
+platform is checked once per backend its OS runs and whose route marker holds there, named
+`<os>-<arch>-<backend>`; that check leaves out the other variants' extras and the packages
+locked from another backend's PyTorch index (uv.lock's `source.registry`, pylock's `index`).
+Candidates are the common platforms (`CANDIDATES`) and the host; their marker environments and
+tags come from `targets.Target`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import unquote
 
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from kernodeck import formats
-from kernodeck.formats import Evidence, Syntax, Unreadable, parse_text
+from kernodeck.backends import backend_of_index, parse_backend
+from kernodeck.formats import Edge, Evidence, LockedPackage, Syntax, Unreadable, parse_text
+from kernodeck.formats.condalock import conda_platforms
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, locked_platforms
 from kernodeck.manifest.schema import Platform, Python
 from kernodeck.targets import Target
@@ -44,22 +61,88 @@ CANDIDATES: tuple[tuple[str, str], ...] = (
     ("windows", "x86_64"),
 )
 
+_SDIST = (".tar.gz", ".zip", ".tar.bz2")
+_EXTRA_NAMES = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]|['"]([^'"]+)['"]\s*==\s*extra\b""")
+
+
+class Route(Protocol):
+    """A backend the project routes torch to (`manifest.adopt.BackendRoute`)."""
+
+    @property
+    def backend(self) -> str: ...
+    @property
+    def extra(self) -> str | None: ...
+    @property
+    def marker(self) -> str | None: ...
+
 
 @dataclass(frozen=True)
 class Covered:
     platform: Platform
-    evidence: str
+    evidence: str  # "uv.lock: resolution-markers, and a locked wheel of every package it needs there"
+    lock: bool = True  # False: named by a file that is not a lock (an environment file's platforms)
+
+    @property
+    def comment(self) -> str:
+        what = "covered by the existing lock" if self.lock else "named by the project's conda file"
+        return f"{what} ({self.evidence})"
 
 
-def _targets(python: Python) -> list[tuple[Platform, Target]]:
-    out = []
-    for os_name, arch in CANDIDATES:
-        p = Platform(name=f"{os_name}-{arch}", os=os_name, arch=arch)  # type: ignore[arg-type]
-        out.append((p, Target.from_platform(p, python)))
-    return out
+@dataclass(frozen=True)
+class Uncovered:
+    """A platform a lock's evidence does not cover, and why: its markers do not hold there
+    (`package` None), or `package` ("torch 2.7.0") has no wheel it installs."""
+
+    name: str  # "macos-x86_64", "linux-aarch64-cu128"
+    os: str
+    arch: str
+    backend: str | None
+    lock: str  # "uv.lock"
+    key: str | None  # the markers' key ("resolution-markers"), None when the lock has none
+    package: str | None = None
+
+    @property
+    def comment(self) -> str:
+        """The repro.toml line for a platform left out for a missing wheel."""
+        allowed = f"{self.key} allow it, but " if self.key else ""
+        return f"not proposed: {self.name} ({self.lock}: {allowed}{self.package} has no wheel for it)"
+
+    @property
+    def host_note(self) -> str:
+        """What the lock says about this machine's platform, for its comment."""
+        where = f"{self.os}-{self.arch}"
+        if self.package is None:
+            return f"{self.lock}'s {self.key} do not hold on {where}"
+        return f"{self.lock} covers no {where} wheel for {self.package}"
 
 
-def _holds(target: Target, markers: Iterable[str]) -> bool:
+@dataclass
+class Found:
+    covered: list[Covered] = field(default_factory=list)
+    uncovered: list[Uncovered] = field(default_factory=list)
+
+
+def os_runs(os_name: str, backend: str) -> bool:
+    """Whether an OS runs a backend's torch builds (CUDA: Linux and Windows; ROCm: Linux; macOS:
+    the CPU and mps builds only)."""
+    b = parse_backend(backend)
+    return not (
+        b is None
+        or (os_name == "macos" and b.kind not in ("cpu", "mps"))
+        or (b.kind == "rocm" and os_name != "linux")
+        or (b.kind == "mps" and os_name != "macos")
+    )
+
+
+def _holds(target: Target, marker: str | None, extras: Sequence[str] = ()) -> bool:
+    """Whether a marker holds on `target` for no extra or one of `extras`; unreadable: holds."""
+    try:
+        return target.evaluate_marker(marker, ["", *extras])
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return True
+
+
+def _any_holds(target: Target, markers: Iterable[str]) -> bool:
     for text in markers:
         try:
             if target.evaluate_marker(Marker(text)):
@@ -71,7 +154,7 @@ def _holds(target: Target, markers: Iterable[str]) -> bool:
 
 def _wheel_tags(names: Iterable[str]) -> Iterator[frozenset[Tag]]:
     for name in names:
-        base = name.rsplit("/", 1)[-1]
+        base = unquote(name.rsplit("/", 1)[-1].split("#", 1)[0])  # `torch-2.7.0%2Bcpu-...whl`
         if not base.endswith(".whl"):
             continue
         try:
@@ -80,25 +163,178 @@ def _wheel_tags(names: Iterable[str]) -> Iterator[frozenset[Tag]]:
             continue
 
 
-def _by_wheels(packages: list[list[str]], python: Python) -> list[Platform]:
-    """Platforms every platform-specific package has a wheel for (see the module docstring)."""
-    specific: list[list[frozenset[Tag]]] = []
-    for files in packages:
-        if any(f.endswith((".tar.gz", ".zip", ".tar.bz2")) for f in files):
-            continue  # an sdist: installable anywhere it builds
-        tags = list(_wheel_tags(files))
-        if not tags or any(t.platform == "any" for ts in tags for t in ts):
+def _platform_tags(pkg: LockedPackage) -> list[frozenset[Tag]] | None:
+    """The tag sets of a package's wheels when it ships only platform-specific ones, else None."""
+    if any(f.endswith(_SDIST) for f in pkg.files):
+        return None  # an sdist: installable anywhere it builds
+    tags = list(_wheel_tags(pkg.files))
+    if not tags or any(t.platform == "any" for ts in tags for t in ts):
+        return None
+    return tags
+
+
+class _Needs:
+    """What a platform needs of one lock (see the module docstring)."""
+
+    def __init__(self, packages: list[LockedPackage]) -> None:
+        self.packages = packages
+        self.roots = [p for p in packages if p.root]
+        self.by_name: dict[str, list[LockedPackage]] = {}
+        for p in packages:
+            self.by_name.setdefault(canonicalize_name(p.name), []).append(p)
+        names: set[str] = set()
+        for p in packages:
+            names.update(p.extras)
+            names.update(p.groups)
+            for edge in _all_edges(p):
+                for m in _EXTRA_NAMES.finditer(edge.marker or ""):
+                    names.add(m.group(1) or m.group(2))
+            names.update(m.group(1) or m.group(2) for m in _EXTRA_NAMES.finditer(p.marker or ""))
+        self.extras = sorted(names)
+        self.specific = any(_platform_tags(p) is not None for p in packages if not p.root)
+
+    def needed(self, target: Target, skip_extras: frozenset[str], backend: str | None) -> list[LockedPackage]:
+        """The packages `target` needs in the variant of `backend` (None: no variant)."""
+        if not self.roots:
+            return [
+                p for p in self.packages if _holds(target, p.marker, self.extras) and _in_variant(p, backend)
+            ]
+        found: dict[int, LockedPackage] = {}
+        seen: set[tuple[int, str | None]] = set()
+        todo = [edge for root in self.roots for edge in _root_edges(root, skip_extras)]
+        while todo:
+            edge = todo.pop()
+            if not _holds(target, edge.marker, self.extras):
+                continue
+            for dep in self._packages_of(edge):
+                if not _in_variant(dep, backend):
+                    continue
+                found.setdefault(id(dep), dep)
+                for group in (None, *edge.extras):
+                    if (id(dep), group) not in seen:
+                        seen.add((id(dep), group))
+                        todo.extend(dep.edges if group is None else dep.extras.get(group, ()))
+        return [p for p in self.packages if id(p) in found and not p.root]
+
+    def _packages_of(self, edge: Edge) -> list[LockedPackage]:
+        return [
+            p
+            for p in self.by_name.get(canonicalize_name(edge.name), [])
+            if (edge.version is None or p.version == edge.version)
+            and (edge.source is None or p.source is None or p.source == edge.source)
+        ]
+
+
+def _all_edges(p: LockedPackage) -> Iterator[Edge]:
+    yield from p.edges
+    for table in (p.extras, p.groups):
+        for edges in table.values():
+            yield from edges
+
+
+def _root_edges(root: LockedPackage, skip_extras: frozenset[str]) -> Iterator[Edge]:
+    yield from root.edges
+    for name, edges in root.extras.items():
+        if name not in skip_extras:
+            yield from edges
+    for edges in root.groups.values():
+        yield from edges
+
+
+def _in_variant(p: LockedPackage, backend: str | None) -> bool:
+    """False for a package locked from another backend's PyTorch index than `backend`'s."""
+    if backend is None or p.source is None:
+        return True
+    found = backend_of_index(p.source)
+    return found is None or found[1] == backend
+
+
+def _missing(needed: list[LockedPackage], target: Target) -> str | None:
+    """The first needed package (by name, over its needed versions) with only platform-specific
+    wheels, none of which `target` installs: "torch 2.7.0"; None when every one has a wheel."""
+    by_name: dict[str, list[LockedPackage]] = {}
+    for p in needed:
+        by_name.setdefault(canonicalize_name(p.name), []).append(p)
+    for versions in by_name.values():
+        tags = [_platform_tags(p) for p in versions]
+        if any(t is None or any(target.supports(ts) for ts in t) for t in tags):
             continue
-        specific.append(tags)
-    if not specific:
-        return []
-    return [
-        p for p, target in _targets(python) if all(any(target.supports(ts) for ts in pkg) for pkg in specific)
-    ]
+        return f"{versions[0].name} {' / '.join(p.version for p in versions)}"
+    return None
 
 
-def _by_markers(markers: list[str], python: Python) -> list[Platform]:
-    return [p for p, target in _targets(python) if _holds(target, markers)]
+@dataclass(frozen=True)
+class _Variant:
+    backend: str | None
+    skip_extras: frozenset[str]
+
+
+def _variants(target: Target, routes: Sequence[Route]) -> list[_Variant]:
+    """The variants `target` is checked in: one per backend its OS runs and whose route marker
+    holds there; [no variant] without routes, or where only marker routes exist and none holds."""
+    if not routes:
+        return [_Variant(None, frozenset())]
+    out: dict[str, _Variant] = {}
+    for r in routes:
+        if r.backend in out or not os_runs(target.os, r.backend) or not _holds(target, r.marker):
+            continue
+        others = frozenset(o.extra for o in routes if o.extra and o.backend != r.backend)
+        out[r.backend] = _Variant(r.backend, others)
+    if not out and all(r.marker for r in routes):
+        return [_Variant(None, frozenset())]
+    return list(out.values())
+
+
+def _platform(os_name: str, arch: str, backend: str | None) -> Platform:
+    name = f"{os_name}-{arch}" + (f"-{backend}" if backend else "")
+    return Platform(name=name, os=os_name, arch=arch, backend=backend)  # type: ignore[arg-type]
+
+
+def _targets(python: Python, host: tuple[str, str] | None) -> list[Target]:
+    pairs = list(CANDIDATES)
+    if host is not None and host not in pairs:
+        pairs.append(host)
+    out = []
+    for os_name, arch in pairs:
+        try:
+            out.append(Target.from_platform(_platform(os_name, arch, None), python))
+        except ValueError:  # a host Kernodeck has no tags for
+            continue
+    return out
+
+
+def _plain(target: Target) -> tuple[str, str]:
+    """The manifest's (os, arch) of a candidate target (its wheel-tag arch on Windows differs)."""
+    return target.os, target.arch
+
+
+def _lock_verdicts(
+    lock: str,
+    evidence: Evidence,
+    targets: list[Target],
+    routes: Sequence[Route],
+    host: tuple[str, str] | None,
+) -> Iterator[Covered | Uncovered]:
+    """Every candidate platform (per variant) the lock covers, or why not."""
+    needs = _Needs(evidence.packages)
+    if not evidence.markers and not needs.specific:
+        return  # a pure-Python lock without markers says nothing about platforms
+    wheels = "a locked wheel of every package it needs there"
+    key = f"{lock}: {evidence.key}, and {wheels}" if evidence.markers else f"{lock}: {wheels}"
+    marker_key = evidence.key if evidence.markers else None
+    for target in targets:
+        os_name, arch = _plain(target)
+        if evidence.markers and not _any_holds(target, evidence.markers):
+            if (os_name, arch) == host:
+                yield Uncovered(f"{os_name}-{arch}", os_name, arch, None, lock, marker_key)
+            continue
+        for v in _variants(target, routes):
+            p = _platform(os_name, arch, v.backend)
+            missing = _missing(needs.needed(target, v.skip_extras, v.backend), target)
+            if missing is None:
+                yield Covered(p, key)
+            else:
+                yield Uncovered(p.name, os_name, arch, v.backend, lock, marker_key, missing)
 
 
 def _load(path: Path, syntax: Syntax) -> Any:
@@ -110,12 +346,6 @@ def _load(path: Path, syntax: Syntax) -> Any:
         return None
     data = parse_text(text, path.name, syntax)
     return None if isinstance(data, Unreadable) else data
-
-
-def _covered(evidence: Evidence, python: Python) -> list[Platform]:
-    return (
-        _by_markers(evidence.markers, python) if evidence.markers else _by_wheels(evidence.packages, python)
-    )
 
 
 def _own_locks(folder: Path) -> Iterator[Covered]:
@@ -138,16 +368,41 @@ def _own_locks(folder: Path) -> Iterator[Covered]:
         yield Covered(p, path.name)
 
 
-def covered_platforms(folder: Path, python: Python) -> list[Covered]:
-    """The platforms the locks in `folder` cover (Kernodeck's own first), one per name."""
-    out: dict[str, Covered] = {}
-    for c in _own_locks(folder):
-        out.setdefault(c.platform.name, c)
+def _conda(folder: Path, targets: list[Target], routes: Sequence[Route]) -> Iterator[Covered]:
+    """The platforms conda files name (per variant), each with its evidence."""
+    by_pair = {_plain(t): t for t in targets}
+    for found in conda_platforms(folder):
+        for os_name, arch in found.platforms:
+            target = by_pair.get((os_name, arch))
+            for v in _variants(target, routes) if target is not None else [_Variant(None, frozenset())]:
+                yield Covered(_platform(os_name, arch, v.backend), found.evidence, found.lock)
+
+
+def platform_evidence(
+    folder: Path, python: Python, routes: Sequence[Route] = (), host: tuple[str, str] | None = None
+) -> Found:
+    """The platforms the project's evidence in `folder` covers (Kernodeck's own locks first), one
+    per name, and those it leaves out with why; `host` (os, arch) is checked beside CANDIDATES."""
+    targets = _targets(python, host)
+    covered: dict[str, Covered] = {}
+    uncovered: list[Uncovered] = []
+    for c in [*_own_locks(folder), *_conda(folder, targets, routes)]:
+        covered.setdefault(c.platform.name, c)
     for fmt in formats.locks():
         data = _load(folder / fmt.NAME, fmt.SYNTAX)
         if data is None:
             continue
-        evidence = fmt.evidence(data)
-        for p in _covered(evidence, python):
-            out.setdefault(p.name, Covered(p, f"{fmt.NAME}: {evidence.key}"))
-    return list(out.values())
+        for v in _lock_verdicts(fmt.NAME, fmt.evidence(data), targets, routes, host):
+            if isinstance(v, Covered):
+                covered.setdefault(v.platform.name, v)
+            else:
+                uncovered.append(v)
+    return Found(
+        list(covered.values()),
+        [u for u in uncovered if u.name not in covered],
+    )
+
+
+def covered_platforms(folder: Path, python: Python, routes: Sequence[Route] = ()) -> list[Covered]:
+    """The platforms the project's evidence in `folder` covers (see `platform_evidence`)."""
+    return platform_evidence(folder, python, routes).covered
