@@ -442,9 +442,10 @@ def _host_platform(
     project's lock says against it (this machine stays: verify runs here)."""
     p = tomlkit.table()
     lead = "this machine" + (f", the project's {backend} variant" if variant else "")
+    more = "add one [[platform]] per target (every key: `kernodeck schema`)"
     if note is not None:
         p.add(tomlkit.comment(f"{lead}; {note}: the first lock may fail here"))
-    p.add(tomlkit.comment(f"{lead}; add one [[platform]] per target (every key: `kernodeck schema`)"))
+    p.add(tomlkit.comment(more if note is not None else f"{lead}; {more}"))
     p.add("name", _platform_name(facts, backend))
     p.add("os", facts.os)
     p.add("arch", facts.arch)

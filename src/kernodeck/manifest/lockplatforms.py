@@ -142,10 +142,12 @@ def _holds(target: Target, marker: str | None, extras: Sequence[str] = ()) -> bo
         return True
 
 
-def _any_holds(target: Target, markers: Iterable[str]) -> bool:
+def _any_holds(target: Target, markers: Iterable[str], extras: Sequence[str]) -> bool:
+    """Whether one of a lock's platform markers holds (for no extra or one of `extras`); one that
+    cannot be read is no evidence."""
     for text in markers:
         try:
-            if target.evaluate_marker(Marker(text)):
+            if target.evaluate_marker(Marker(text), ["", *extras]):
                 return True
         except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
             continue
@@ -176,13 +178,13 @@ def _platform_tags(pkg: LockedPackage) -> list[frozenset[Tag]] | None:
 class _Needs:
     """What a platform needs of one lock (see the module docstring)."""
 
-    def __init__(self, packages: list[LockedPackage]) -> None:
+    def __init__(self, packages: list[LockedPackage], markers: list[str]) -> None:
         self.packages = packages
         self.roots = [p for p in packages if p.root]
         self.by_name: dict[str, list[LockedPackage]] = {}
         for p in packages:
             self.by_name.setdefault(canonicalize_name(p.name), []).append(p)
-        names: set[str] = set()
+        names = {m.group(1) or m.group(2) for text in markers for m in _EXTRA_NAMES.finditer(text)}
         for p in packages:
             names.update(p.extras)
             names.update(p.groups)
@@ -316,7 +318,7 @@ def _lock_verdicts(
     host: tuple[str, str] | None,
 ) -> Iterator[Covered | Uncovered]:
     """Every candidate platform (per variant) the lock covers, or why not."""
-    needs = _Needs(evidence.packages)
+    needs = _Needs(evidence.packages, evidence.markers)
     if not evidence.markers and not needs.specific:
         return  # a pure-Python lock without markers says nothing about platforms
     wheels = "a locked wheel of every package it needs there"
@@ -324,7 +326,7 @@ def _lock_verdicts(
     marker_key = evidence.key if evidence.markers else None
     for target in targets:
         os_name, arch = _plain(target)
-        if evidence.markers and not _any_holds(target, evidence.markers):
+        if evidence.markers and not _any_holds(target, evidence.markers, needs.extras):
             if (os_name, arch) == host:
                 yield Uncovered(f"{os_name}-{arch}", os_name, arch, None, lock, marker_key)
             continue

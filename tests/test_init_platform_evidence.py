@@ -1,0 +1,324 @@
+"""`kernodeck init` proposes a platform only where the project's own evidence says so, each with a
+comment naming it (issue #43): a lock's platform markers AND a locked wheel of every package the
+platform needs (uv.lock's dependency graph with its edge markers, pylock's and poetry.lock's package
+markers), one platform per torch variant the project routes to, conda's platform lists; a platform
+the markers allow but the wheels rule out is named in a comment, and this machine stays with a
+comment when the lock does not cover it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tomlkit
+
+from kernodeck.formats.condalock import conda_platforms
+from kernodeck.manifest import load_manifest
+from kernodeck.manifest.init import HostFacts, starter_document
+from tests.fixtures.adopt_project import write as _write
+
+LINUX = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
+ARM_LINUX = HostFacts("3.11", "cpython", "linux", "aarch64", glibc="2.35")
+WINDOWS = HostFacts("3.11", "cpython", "windows", "x86_64")
+
+CPU = "https://torch-mirror.example.org/whl/cpu"
+CU128 = "https://torch-mirror.example.org/whl/cu128"
+PYPI = "https://pypi.example.org/simple"
+
+T_LINUX = "cp311-cp311-manylinux_2_28_x86_64"
+T_LINUX_ARM = "cp311-cp311-manylinux_2_28_aarch64"
+T_MAC_ARM = "cp311-cp311-macosx_11_0_arm64"
+T_WIN = "cp311-cp311-win_amd64"
+
+#: uv's resolution markers of a universal lock that forks on the OS only.
+LINUX_DARWIN = "resolution-markers = [\"sys_platform == 'linux'\", \"sys_platform == 'darwin'\"]\n"
+NVIDIA_EDGE = "platform_machine == 'x86_64' and sys_platform == 'linux'"
+
+
+def _init(directory: Path, facts: HostFacts = LINUX) -> tuple[list[tuple[str, str | None]], str]:
+    text = tomlkit.dumps(starter_document(directory, facts=facts, git=None))
+    (directory / "repro.toml").write_text(text, encoding="utf-8")
+    m = load_manifest(directory / "repro.toml")  # the starter validates
+    return [(p.name, p.backend) for p in m.platform], text
+
+
+def _wheels(index: str, name: str, version: str, *tags: str) -> str:
+    files = ", ".join(
+        f'{{ url = "{index}/{name.replace("-", "_")}-{version.replace("+", "%2B")}-{t}.whl", hash = "sha256:00" }}'
+        for t in tags
+    )
+    return f"wheels = [{files}]\n"
+
+
+def _pkg(name: str, version: str, index: str, *tags: str, deps: str = "", sdist: bool = False) -> str:
+    out = f'[[package]]\nname = "{name}"\nversion = "{version}"\nsource = {{ registry = "{index}" }}\n'
+    if deps:
+        out += f"dependencies = [{deps}]\n"
+    if sdist:
+        out += f'sdist = {{ url = "{index}/{name}-{version}.tar.gz", hash = "sha256:00" }}\n'
+    return out + (_wheels(index, name, version, *tags) if tags else "") + "\n"
+
+
+def _root(deps: str, extras: str = "") -> str:
+    out = f'[[package]]\nname = "myproj"\nversion = "0.1.0"\nsource = {{ virtual = "." }}\ndependencies = [{deps}]\n'
+    return out + (f"\n[package.optional-dependencies]\n{extras}\n" if extras else "\n")
+
+
+def _uv_lock(header: str, *packages: str) -> str:
+    return f'version = 1\nrevision = 2\nrequires-python = ">=3.11"\n{header}\n' + "".join(packages)
+
+
+#: torch from PyPI with wheels for linux x86_64 and aarch64, macOS arm64 and Windows; the nvidia
+#: package it needs only on linux x86_64 ships a linux x86_64 wheel only.
+PYPI_TORCH = (
+    _pkg(
+        "torch",
+        "2.7.0",
+        PYPI,
+        T_LINUX,
+        T_LINUX_ARM,
+        T_MAC_ARM,
+        T_WIN,
+        deps=f'{{ name = "nvidia-cublas-cu12", marker = "{NVIDIA_EDGE}" }}, {{ name = "filelock" }}',
+    )
+    + _pkg("nvidia-cublas-cu12", "12.8.3.14", PYPI, "py3-none-manylinux_2_27_x86_64")
+    + _pkg("filelock", "3.18.0", PYPI, "py3-none-any", sdist=True)
+    + _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_MAC_ARM, sdist=True)
+)
+
+
+def test_uv_lock_markers_and_wheels_propose_only_what_installs(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "uv.lock",
+        _uv_lock(LINUX_DARWIN, _root('{ name = "numpy" }, { name = "torch" }'), PYPI_TORCH),
+    )
+    platforms, text = _init(tmp_path)
+    # linux-aarch64 stays: the nvidia package without an aarch64 wheel is needed on x86_64 only;
+    # macos-x86_64 goes: the markers allow it, torch has no wheel; windows: the markers do not allow it
+    assert platforms == [("linux-x86_64", None), ("linux-aarch64", None), ("macos-arm64", None)]
+    assert (
+        "# not proposed: macos-x86_64 (uv.lock: resolution-markers allow it, but torch 2.7.0 has no wheel for it)"
+        in text
+    )
+    assert (
+        "# covered by the existing lock (uv.lock: resolution-markers, and a locked wheel of every package it "
+        'needs there)\nname = "linux-aarch64"' in text
+    )
+    assert "windows" not in text
+    assert "the first lock may fail here" not in text  # the lock covers this machine
+
+
+def test_a_package_no_edge_reaches_is_not_needed(tmp_path: Path) -> None:
+    # the nvidia package is locked but only reached on linux x86_64; without the edge marker it
+    # would be needed everywhere, and only linux x86_64 would be proposed
+    edge = '{ name = "nvidia-cublas-cu12" }, { name = "filelock" }'
+    everywhere = PYPI_TORCH.replace(
+        f'{{ name = "nvidia-cublas-cu12", marker = "{NVIDIA_EDGE}" }}, {{ name = "filelock" }}', edge
+    )
+    _write(tmp_path / "uv.lock", _uv_lock(LINUX_DARWIN, _root('{ name = "torch" }'), everywhere))
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None)]
+    assert (
+        "not proposed: linux-aarch64 (uv.lock: resolution-markers allow it, but nvidia-cublas-cu12 12.8.3.14"
+        in text
+    )
+    _write(tmp_path / "uv.lock", _uv_lock(LINUX_DARWIN, _root('{ name = "filelock" }'), everywhere))
+    platforms, _ = _init(tmp_path)
+    # torch is locked but the project does not reach it: every platform the markers allow
+    assert platforms == [
+        ("linux-x86_64", None),
+        ("linux-aarch64", None),
+        ("macos-arm64", None),
+        ("macos-x86_64", None),
+    ]
+
+
+def test_an_edge_marker_that_holds_only_under_an_extra_counts(tmp_path: Path) -> None:
+    # uv writes conflict extras as `extra == 'extra-7-myproj-train'`: such an edge is followed
+    # (an extra the user may pick), unless its platform part rules the platform out
+    header = "resolution-markers = [\"sys_platform == 'darwin' and extra == 'extra-7-myproj-train'\", \"sys_platform == 'linux'\"]\n"
+    root = _root(
+        "{ name = \"torch\", marker = \"sys_platform == 'linux' or extra == 'extra-7-myproj-train'\" }"
+    )
+    _write(tmp_path / "uv.lock", _uv_lock(header, root, PYPI_TORCH))
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None), ("linux-aarch64", None), ("macos-arm64", None)]
+    assert "not proposed: macos-x86_64 (uv.lock: resolution-markers allow it, but torch 2.7.0" in text
+    # the edge holds on macOS only with no extra at all: torch is not needed there
+    root = _root(
+        "{ name = \"torch\", marker = \"sys_platform == 'linux' and extra == 'extra-7-myproj-train'\" }"
+    )
+    _write(tmp_path / "uv.lock", _uv_lock(header, root, PYPI_TORCH))
+    platforms, _ = _init(tmp_path)
+    assert ("macos-x86_64", None) in platforms
+
+
+def _routed_project(directory: Path) -> None:
+    _write(
+        directory / "pyproject.toml",
+        '[project]\nname = "myproj"\nversion = "0.1.0"\nrequires-python = ">=3.11"\ndependencies = ["numpy"]\n'
+        '[project.optional-dependencies]\ncpu = ["torch>=2.7"]\ncu128 = ["torch>=2.7"]\n'
+        '[tool.uv]\nconflicts = [[{ extra = "cpu" }, { extra = "cu128" }]]\n'
+        '[tool.uv.sources]\ntorch = [{ index = "pytorch-cpu", extra = "cpu" }, { index = "pytorch-cu128", extra = "cu128" }]\n'
+        f'[[tool.uv.index]]\nname = "pytorch-cpu"\nurl = "{CPU}"\nexplicit = true\n'
+        f'[[tool.uv.index]]\nname = "pytorch-cu128"\nurl = "{CU128}"\nexplicit = true\n',
+    )
+    header = (
+        "resolution-markers = [\n"
+        "    \"sys_platform == 'linux' and extra != 'extra-7-myproj-cpu' and extra == 'extra-7-myproj-cu128'\",\n"
+        "    \"sys_platform == 'linux' and extra == 'extra-7-myproj-cpu' and extra != 'extra-7-myproj-cu128'\",\n"
+        "    \"sys_platform == 'darwin' and extra == 'extra-7-myproj-cpu' and extra != 'extra-7-myproj-cu128'\",\n"
+        "]\n"
+        'conflicts = [[{ package = "myproj", extra = "cpu" }, { package = "myproj", extra = "cu128" }]]\n'
+    )
+    extras = (
+        "cpu = [\n"
+        f'    {{ name = "torch", version = "2.7.0", source = {{ registry = "{CPU}" }}, marker = "sys_platform == \'darwin\'" }},\n'
+        f'    {{ name = "torch", version = "2.7.0+cpu", source = {{ registry = "{CPU}" }}, marker = "sys_platform != \'darwin\'" }},\n'
+        "]\n"
+        f'cu128 = [{{ name = "torch", version = "2.7.0+cu128", source = {{ registry = "{CU128}" }} }}]\n'
+    )
+    nvidia = (
+        f'{{ name = "nvidia-cublas-cu12", marker = "{NVIDIA_EDGE} and extra == \'extra-7-myproj-cu128\'" }}'
+    )
+    _write(
+        directory / "uv.lock",
+        _uv_lock(
+            header,
+            _root('{ name = "numpy" }', extras),
+            _pkg("torch", "2.7.0", CPU, T_MAC_ARM),
+            _pkg("torch", "2.7.0+cpu", CPU, T_LINUX, T_LINUX_ARM, T_WIN),
+            _pkg("torch", "2.7.0+cu128", CU128, T_LINUX, T_WIN, deps=nvidia),
+            _pkg("nvidia-cublas-cu12", "12.8.3.14", PYPI, "py3-none-manylinux_2_27_x86_64"),
+            _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_MAC_ARM, sdist=True),
+        ),
+    )
+
+
+def test_one_platform_per_variant_each_checked_against_its_own_torch(tmp_path: Path) -> None:
+    _routed_project(tmp_path)
+    platforms, text = _init(tmp_path)
+    assert platforms == [
+        ("linux-x86_64-cpu", "cpu"),
+        ("linux-x86_64-cu128", "cu128"),
+        ("linux-aarch64-cpu", "cpu"),  # torch 2.7.0+cpu has an aarch64 wheel, +cu128 has none
+        ("macos-arm64-cpu", "cpu"),  # macOS runs no CUDA build; the cpu index's macOS torch installs
+    ]
+    assert (
+        "# not proposed: linux-aarch64-cu128 (uv.lock: resolution-markers allow it, but torch 2.7.0+cu128 has "
+        "no wheel for it)" in text
+    )
+    assert (
+        "# not proposed: macos-x86_64-cpu (uv.lock: resolution-markers allow it, but torch 2.7.0 has no wheel "
+        "for it)" in text
+    )
+    assert "windows" not in text  # the markers name no Windows
+    m = load_manifest(tmp_path / "repro.toml")
+    assert m.packages.extras == ["cpu", "cu128"]  # each variant's backend picks its torch build
+
+
+def test_the_host_stays_with_a_comment_when_the_lock_does_not_cover_it(tmp_path: Path) -> None:
+    _routed_project(tmp_path)
+    platforms, text = _init(tmp_path, ARM_LINUX)
+    assert platforms[:2] == [("linux-aarch64-cpu", "cpu"), ("linux-aarch64-cu128", "cu128")]
+    assert (
+        "# this machine, the project's cu128 variant; uv.lock covers no linux-aarch64 wheel for torch "
+        "2.7.0+cu128: the first lock may fail here" in text
+    )
+    assert "this machine, the project's cpu variant; uv.lock" not in text  # its cpu torch installs
+    assert ("linux-x86_64-cu128", "cu128") in platforms
+    _write(tmp_path / "uv.lock", _uv_lock(LINUX_DARWIN, _root('{ name = "torch" }'), PYPI_TORCH))
+    (tmp_path / "pyproject.toml").unlink()
+    platforms, text = _init(tmp_path, WINDOWS)
+    assert platforms[0] == ("windows-x86_64", None)
+    assert (
+        "# this machine; uv.lock's resolution-markers do not hold on windows-x86_64: the first lock may fail here"
+        in text
+    )
+
+
+def test_pylock_environments_and_wheels(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "pylock.toml",
+        'lock-version = "1.0"\ncreated-by = "test"\n'
+        "environments = [\"sys_platform == 'linux'\", \"sys_platform == 'darwin'\"]\n"
+        '[[packages]]\nname = "torch"\nversion = "2.7.0"\n'
+        f'wheels = [{{ name = "torch-2.7.0-{T_LINUX}.whl" }}, {{ name = "torch-2.7.0-{T_MAC_ARM}.whl" }}]\n'
+        '[[packages]]\nname = "nvidia-cublas-cu12"\nversion = "12.8.3.14"\n'
+        f'marker = "{NVIDIA_EDGE}"\n'
+        'wheels = [{ name = "nvidia_cublas_cu12-12.8.3.14-py3-none-manylinux_2_27_x86_64.whl" }]\n',
+    )
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None), ("macos-arm64", None)]
+    for name in ("linux-aarch64", "macos-x86_64"):
+        assert (
+            f"# not proposed: {name} (pylock.toml: environments allow it, but torch 2.7.0 has no wheel for it)"
+            in text
+        )
+
+
+def test_poetry_lock_files_for_four_platforms_propose_all_four(tmp_path: Path) -> None:
+    files = ", ".join(
+        f'{{file = "torch-2.7.0-{t}.whl", hash = "sha256:00"}}'
+        for t in (T_LINUX, T_LINUX_ARM, T_MAC_ARM, T_WIN)
+    )
+    _write(
+        tmp_path / "poetry.lock",
+        f'[[package]]\nname = "torch"\nversion = "2.7.0"\nfiles = [{files}]\n\n'
+        '[[package]]\nname = "pywin32"\nversion = "310"\nmarkers = "sys_platform == \\"win32\\""\n'
+        f'files = [{{file = "pywin32-310-{T_WIN}.whl", hash = "sha256:00"}}]\n',
+    )
+    platforms, text = _init(tmp_path)
+    assert platforms == [
+        ("linux-x86_64", None),
+        ("linux-aarch64", None),
+        ("macos-arm64", None),
+        ("windows-x86_64", None),
+    ]  # pywin32's Windows-only wheel does not count where its markers do not hold
+    assert (
+        "covered by the existing lock (poetry.lock: a locked wheel of every package it needs there)" in text
+    )
+
+
+def test_conda_lock_and_explicit_files(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "conda-lock.yml",
+        "version: 1\nmetadata:\n  content_hash:\n    linux-64: abc\n  channels:\n  - url: conda-forge\n"
+        "  platforms:\n  - linux-64\n  - osx-arm64\n  - win-64\n  sources:\n  - environment.yml\n"
+        "package:\n- name: python\n  platform: linux-aarch64\n",
+    )
+    _write(
+        tmp_path / "conda-linux-aarch64.lock",
+        "# Generated by conda-lock.\n# platform: linux-aarch64\n@EXPLICIT\nhttps://conda.example.org/python.conda\n",
+    )
+    _write(tmp_path / "notes.lock", "# platform: osx-64\nnot an explicit file\n")
+    platforms, text = _init(tmp_path)
+    assert platforms == [
+        ("linux-x86_64", None),
+        ("macos-arm64", None),
+        ("windows-x86_64", None),
+        ("linux-aarch64", None),
+    ]
+    assert "# covered by the existing lock (conda-lock.yml: metadata.platforms)" in text
+    assert "# covered by the existing lock (conda-linux-aarch64.lock: # platform: linux-aarch64)" in text
+    assert [c.evidence for c in conda_platforms(tmp_path)] == [
+        "conda-lock.yml: metadata.platforms",
+        "conda-linux-aarch64.lock: # platform: linux-aarch64",
+    ]
+
+
+def test_an_environment_files_platforms_with_its_cuda_variant(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "environment.yml",
+        "name: x\nchannels: [pytorch, nvidia]\nplatforms: [linux-64, linux-aarch64, osx-arm64]\n"
+        "dependencies:\n  - python=3.11\n  - pytorch=2.5\n  - pytorch-cuda=12.4\n",
+    )
+    platforms, text = _init(tmp_path)
+    # macOS runs no CUDA build of the project's only variant: not proposed
+    assert platforms == [("linux-x86_64-cu124", "cu124"), ("linux-aarch64-cu124", "cu124")]
+    assert "# named by the project's conda file (environment.yml: platforms)" in text
+    _write(
+        tmp_path / "environment.yml",
+        "name: x\nplatforms:\n  - osx-64\n  - osx-arm64 # CI\ndependencies:\n  - rich\n",
+    )
+    platforms, _ = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None), ("macos-x86_64", None), ("macos-arm64", None)]
