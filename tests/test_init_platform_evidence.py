@@ -7,14 +7,26 @@ comment when the lock does not cover it."""
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from pathlib import Path
 
+import pytest
 import tomlkit
 
+from kernodeck.cli import main
 from kernodeck.formats.condalock import conda_platforms
+from kernodeck.lockfile.names import requirements_filename
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.init import HostFacts, starter_document
+from tests.fixtures.adopt_project import uv_lock as real_uv_lock
 from tests.fixtures.adopt_project import write as _write
+from tests.fixtures.index_factory import IndexFactory, Server
+from tests.fixtures.lock_project import pins
+
+pytest_plugins = ["tests.fixtures.index_fixtures"]
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 LINUX = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
 ARM_LINUX = HostFacts("3.11", "cpython", "linux", "aarch64", glibc="2.35")
@@ -322,3 +334,79 @@ def test_an_environment_files_platforms_with_its_cuda_variant(tmp_path: Path) ->
     )
     platforms, _ = _init(tmp_path)
     assert platforms == [("linux-x86_64", None), ("macos-x86_64", None), ("macos-arm64", None)]
+
+
+def test_a_real_uv_lock_of_routed_variants_and_a_first_lock_of_every_proposed_platform(
+    tmp_path: Path, pytorch_index: IndexFactory, served_index: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`uv lock` itself writes the lock (conflicting extras, one torch per registry); every
+    platform init proposes then locks on the same loopback index, and those it leaves out are the
+    ones that have no torch wheel there."""
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    proj = tmp_path / "proj"
+    base = served_index.pytorch_base
+    _write(
+        proj / "pyproject.toml",
+        f'[project]\nname = "myproj"\nversion = "0.1.0"\nrequires-python = "=={PY}.*"\ndependencies = ["filelock"]\n'
+        '[project.optional-dependencies]\ncpu = ["torch>=2.6"]\ncu126 = ["torch>=2.6"]\n'
+        '[tool.uv]\nconflicts = [[{ extra = "cpu" }, { extra = "cu126" }]]\n'
+        '[tool.uv.sources]\ntorch = [{ index = "pytorch-cpu", extra = "cpu" }, { index = "pytorch-cu126", extra = "cu126" }]\n'
+        f'[[tool.uv.index]]\nname = "pytorch-cpu"\nurl = "{base}/cpu"\nexplicit = true\n'
+        f'[[tool.uv.index]]\nname = "pytorch-cu126"\nurl = "{base}/cu126"\nexplicit = true\n',
+    )
+    lock = real_uv_lock(proj, served_index.url(), tmp_path)
+    assert "extra == 'extra-6-myproj-cpu'" in lock and "2.6.0%2Bcpu" in lock
+    facts = dataclasses.replace(LINUX, python_version=PY)
+    platforms, text = _init(proj, facts)
+    assert platforms == [
+        ("linux-x86_64-cpu", "cpu"),
+        ("linux-x86_64-cu126", "cu126"),
+        ("linux-aarch64-cpu", "cpu"),
+        ("macos-arm64-cpu", "cpu"),
+        # uv's lock has a fork on the extras alone, which holds on Windows: both builds have a wheel
+        ("windows-x86_64-cpu", "cpu"),
+        ("windows-x86_64-cu126", "cu126"),
+    ]
+    assert (
+        "not proposed: linux-aarch64-cu126 (uv.lock: resolution-markers allow it, but torch 2.6.0+cu126"
+        in text
+    )
+    assert "not proposed: macos-x86_64-cpu (uv.lock: resolution-markers allow it, but torch 2.6.0 has" in text
+    path = proj / "repro.toml"
+    doc = tomlkit.parse(path.read_text())
+    default = tomlkit.table()  # PyPI's part, served on loopback
+    default.update({"name": "default", "url": served_index.url(), "default": True})
+    doc["packages"]["index"] = tomlkit.aot()
+    doc["packages"]["index"].append(default)
+    path.write_text(tomlkit.dumps(doc))
+    assert main(["lock", str(path), "-q"]) == 0
+    torch = {name: pins((proj / requirements_filename(name)).read_text())["torch"] for name, _ in platforms}
+    assert torch == {
+        "linux-x86_64-cpu": "2.6.0+cpu",
+        "linux-x86_64-cu126": "2.6.0+cu126",
+        "linux-aarch64-cpu": "2.6.0+cpu",
+        "macos-arm64-cpu": "2.6.0",
+        "windows-x86_64-cpu": "2.6.0+cpu",
+        "windows-x86_64-cu126": "2.6.0+cu126",
+    }
+
+
+def test_a_lock_without_markers_names_no_platform_it_leaves_out(tmp_path: Path) -> None:
+    # wheel tags alone: the platforms without a wheel were never allowed, so no comment names them
+    lock = _uv_lock("", _root('{ name = "torch" }'), PYPI_TORCH)
+    _write(tmp_path / "uv.lock", lock)
+    platforms, text = _init(tmp_path)
+    assert platforms == [
+        ("linux-x86_64", None),
+        ("linux-aarch64", None),
+        ("macos-arm64", None),
+        ("windows-x86_64", None),
+    ]
+    assert "not proposed" not in text
+    assert "# covered by the existing lock (uv.lock: a locked wheel of every package it needs there)" in text
+    platforms, text = _init(tmp_path, HostFacts("3.11", "cpython", "macos", "x86_64", macos="14.0"))
+    assert platforms[0] == ("macos-x86_64", None)
+    assert (
+        "# this machine; uv.lock covers no macos-x86_64 wheel for torch 2.7.0: the first lock may fail here"
+        in text
+    )

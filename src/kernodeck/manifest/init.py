@@ -375,8 +375,8 @@ def _platforms(
         if other.name in names or (other.backend is None and (other.os, other.arch) == host):
             continue
         plats.append(_covered_table(c))
-    for u in found.uncovered:
-        if u.package is not None and (u.os, u.arch) != host:
+    for u in found.uncovered:  # what the markers allow but the wheels rule out
+        if u.package is not None and u.key is not None and (u.os, u.arch) != host:
             plats[-1].add(tomlkit.comment(u.comment))
     return plats
 
