@@ -311,10 +311,10 @@ def test_conda_lock_and_explicit_files(tmp_path: Path) -> None:
         ("linux-aarch64", None),
     ]
     assert "# covered by the existing lock (conda-lock.yml: metadata.platforms)" in text
-    assert "# covered by the existing lock (conda-linux-aarch64.lock: # platform: linux-aarch64)" in text
+    assert "# covered by the existing lock (conda-linux-aarch64.lock: platform linux-aarch64)" in text
     assert [c.evidence for c in conda_platforms(tmp_path)] == [
         "conda-lock.yml: metadata.platforms",
-        "conda-linux-aarch64.lock: # platform: linux-aarch64",
+        "conda-linux-aarch64.lock: platform linux-aarch64",
     ]
 
 
@@ -328,6 +328,10 @@ def test_an_environment_files_platforms_with_its_cuda_variant(tmp_path: Path) ->
     # macOS runs no CUDA build of the project's only variant: not proposed
     assert platforms == [("linux-x86_64-cu124", "cu124"), ("linux-aarch64-cu124", "cu124")]
     assert "# named by the project's conda file (environment.yml: platforms)" in text
+    assert (
+        "# not proposed: macos-arm64 (environment.yml: platforms names it, but macos runs no cu124 build)"
+        in text
+    )
     _write(
         tmp_path / "environment.yml",
         "name: x\nplatforms:\n  - osx-64\n  - osx-arm64 # CI\ndependencies:\n  - rich\n",

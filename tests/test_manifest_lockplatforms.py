@@ -1,7 +1,8 @@
 """`kernodeck init` declares the platforms an existing lock covers beside the host's: uv.lock's
-supported or resolution markers and wheel tags (real uv.lock files made by `uv lock` against the
-local index), pylock.toml's environments or wheel tags, poetry.lock's files, and Kernodeck's own
-`requirements-rebuild-<platform>.txt` files."""
+supported or resolution markers AND the wheels each platform needs, else its wheel tags (real
+uv.lock files made by `uv lock` against the local index), pylock.toml's environments or wheel
+tags, poetry.lock's files, and Kernodeck's own `requirements-rebuild-<platform>.txt` files.
+(The rule in detail, variants and conda files: tests/test_init_platform_evidence.py.)"""
 
 from __future__ import annotations
 

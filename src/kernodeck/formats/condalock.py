@@ -6,7 +6,7 @@
 - an environment file's `platforms:` list (what conda-lock reads).
 
     for found in conda_platforms(Path(".")):
-        found.evidence    # "conda-lock.yml: metadata.platforms"
+        found.evidence    # "conda-lock.yml: metadata.platforms" (found.file, found.key)
         found.platforms   # [("linux", "x86_64"), ("macos", "arm64")]
 
 YAML is read line by line, never parsed (no nesting, so no depth to limit): only the block and
@@ -43,9 +43,14 @@ _ITEM = re.compile(r"^\s*-\s*['\"]?([A-Za-z0-9_-]+)['\"]?\s*(?:#.*)?$")
 
 @dataclass(frozen=True)
 class CondaPlatforms:
-    evidence: str  # "conda-lock.yml: metadata.platforms"
+    file: str  # "conda-lock.yml"
+    key: str  # where in it: "metadata.platforms", "platform linux-64", "platforms"
     platforms: list[tuple[str, str]]  # (os, arch), in the file's order, subdirs Kernodeck knows
     lock: bool = True  # a lock file (an environment file's `platforms:` is not)
+
+    @property
+    def evidence(self) -> str:
+        return f"{self.file}: {self.key}"
 
 
 def _head(path: Path) -> list[str]:
@@ -115,17 +120,17 @@ def conda_platforms(root: Path) -> list[CondaPlatforms]:
     if lock.is_file():
         out.append(
             CondaPlatforms(
-                f"{LOCK_NAME}: metadata.platforms", _mapped(_key_list(_head(lock), "platforms", "metadata"))
+                LOCK_NAME, "metadata.platforms", _mapped(_key_list(_head(lock), "platforms", "metadata"))
             )
         )
     for path in _explicit_files(root):
         subdirs = _explicit(path)
-        out.append(CondaPlatforms(f"{path.name}: # platform: {''.join(subdirs)}", _mapped(subdirs)))
+        out.append(CondaPlatforms(path.name, f"platform {''.join(subdirs)}", _mapped(subdirs)))
     env = next((root / n for n in ENV_NAMES if (root / n).is_file()), None)
     if env is not None:
         out.append(
             CondaPlatforms(
-                f"{env.name}: platforms", _mapped(_key_list(_head(env), "platforms", None)), lock=False
+                env.name, "platforms", _mapped(_key_list(_head(env), "platforms", None)), lock=False
             )
         )
     return [c for c in out if c.platforms]

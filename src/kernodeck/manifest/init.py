@@ -376,7 +376,7 @@ def _platforms(
             continue
         plats.append(_covered_table(c))
     for u in found.uncovered:  # what the markers allow but the wheels rule out
-        if u.package is not None and u.key is not None and (u.os, u.arch) != host:
+        if u.allowed is not None and (u.os, u.arch) != host:
             plats[-1].add(tomlkit.comment(u.comment))
     return plats
 

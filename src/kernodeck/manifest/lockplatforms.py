@@ -90,30 +90,51 @@ class Covered:
 
 @dataclass(frozen=True)
 class Uncovered:
-    """A platform a lock's evidence does not cover, and why: its markers do not hold there
-    (`package` None), or `package` ("torch 2.7.0") has no wheel it installs."""
+    """A platform the project's evidence does not cover, and why."""
 
     name: str  # "macos-x86_64", "linux-aarch64-cu128"
     os: str
     arch: str
     backend: str | None
-    lock: str  # "uv.lock"
-    key: str | None  # the markers' key ("resolution-markers"), None when the lock has none
-    package: str | None = None
+    file: str  # "uv.lock", "environment.yml"
+    allowed: str | None  # what allowed it ("resolution-markers allow it"); None: nothing did
+    why: str  # "torch 2.7.0 has no wheel for it", "macos runs no cu124 build"
+    host_note: (
+        str  # the same for this machine's comment: "uv.lock covers no linux-aarch64 wheel for torch 2.7.0"
+    )
 
     @property
     def comment(self) -> str:
-        """The repro.toml line for a platform left out for a missing wheel."""
-        allowed = f"{self.key} allow it, but " if self.key else ""
-        return f"not proposed: {self.name} ({self.lock}: {allowed}{self.package} has no wheel for it)"
+        """The repro.toml line for a platform left out although its evidence allowed it."""
+        allowed = f"{self.allowed}, but " if self.allowed else ""
+        return f"not proposed: {self.name} ({self.file}: {allowed}{self.why})"
 
-    @property
-    def host_note(self) -> str:
-        """What the lock says about this machine's platform, for its comment."""
-        where = f"{self.os}-{self.arch}"
-        if self.package is None:
-            return f"{self.lock}'s {self.key} do not hold on {where}"
-        return f"{self.lock} covers no {where} wheel for {self.package}"
+
+def _no_wheel(p: Platform, lock: str, key: str | None, package: str) -> Uncovered:
+    return Uncovered(
+        p.name,
+        p.os,
+        p.arch,
+        p.backend,
+        lock,
+        f"{key} allow it" if key else None,
+        f"{package} has no wheel for it",
+        f"{lock} covers no {p.os}-{p.arch} wheel for {package}",
+    )
+
+
+def _markers_exclude(os_name: str, arch: str, lock: str, key: str) -> Uncovered:
+    where = f"{os_name}-{arch}"
+    return Uncovered(
+        where,
+        os_name,
+        arch,
+        None,
+        lock,
+        None,
+        f"its {key} do not hold there",
+        f"{lock}'s {key} do not hold on {where}",
+    )
 
 
 @dataclass
@@ -328,7 +349,7 @@ def _lock_verdicts(
         os_name, arch = _plain(target)
         if evidence.markers and not _any_holds(target, evidence.markers, needs.extras):
             if (os_name, arch) == host:
-                yield Uncovered(f"{os_name}-{arch}", os_name, arch, None, lock, marker_key)
+                yield _markers_exclude(os_name, arch, lock, evidence.key)
             continue
         for v in _variants(target, routes):
             p = _platform(os_name, arch, v.backend)
@@ -336,7 +357,7 @@ def _lock_verdicts(
             if missing is None:
                 yield Covered(p, key)
             else:
-                yield Uncovered(p.name, os_name, arch, v.backend, lock, marker_key, missing)
+                yield _no_wheel(p, lock, marker_key, missing)
 
 
 def _load(path: Path, syntax: Syntax) -> Any:
@@ -370,14 +391,24 @@ def _own_locks(folder: Path) -> Iterator[Covered]:
         yield Covered(p, path.name)
 
 
-def _conda(folder: Path, targets: list[Target], routes: Sequence[Route]) -> Iterator[Covered]:
-    """The platforms conda files name (per variant), each with its evidence."""
+def _conda(
+    folder: Path, targets: list[Target], routes: Sequence[Route], host: tuple[str, str] | None
+) -> Iterator[Covered | Uncovered]:
+    """The platforms conda files name (per variant), each with its evidence; one whose OS runs
+    none of the project's variants is left out, and says so (this machine keeps its own)."""
     by_pair = {_plain(t): t for t in targets}
     for found in conda_platforms(folder):
         for os_name, arch in found.platforms:
             target = by_pair.get((os_name, arch))
-            for v in _variants(target, routes) if target is not None else [_Variant(None, frozenset())]:
+            variants = _variants(target, routes) if target is not None else [_Variant(None, frozenset())]
+            for v in variants:
                 yield Covered(_platform(os_name, arch, v.backend), found.evidence, found.lock)
+            if not variants and (os_name, arch) != host:
+                runs = ", ".join(dict.fromkeys(r.backend for r in routes))
+                why = f"{os_name} runs no {runs} build"
+                yield Uncovered(
+                    f"{os_name}-{arch}", os_name, arch, None, found.file, f"{found.key} names it", why, why
+                )
 
 
 def platform_evidence(
@@ -388,17 +419,19 @@ def platform_evidence(
     targets = _targets(python, host)
     covered: dict[str, Covered] = {}
     uncovered: list[Uncovered] = []
-    for c in [*_own_locks(folder), *_conda(folder, targets, routes)]:
-        covered.setdefault(c.platform.name, c)
+    verdicts: list[Iterable[Covered | Uncovered]] = [
+        _own_locks(folder),
+        _conda(folder, targets, routes, host),
+    ]
     for fmt in formats.locks():
         data = _load(folder / fmt.NAME, fmt.SYNTAX)
-        if data is None:
-            continue
-        for v in _lock_verdicts(fmt.NAME, fmt.evidence(data), targets, routes, host):
-            if isinstance(v, Covered):
-                covered.setdefault(v.platform.name, v)
-            else:
-                uncovered.append(v)
+        if data is not None:
+            verdicts.append(_lock_verdicts(fmt.NAME, fmt.evidence(data), targets, routes, host))
+    for v in (v for each in verdicts for v in each):
+        if isinstance(v, Covered):
+            covered.setdefault(v.platform.name, v)
+        else:
+            uncovered.append(v)
     return Found(
         list(covered.values()),
         [u for u in uncovered if u.name not in covered],
