@@ -33,6 +33,7 @@ tags come from `targets.Target`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -99,9 +100,8 @@ class Uncovered:
     file: str  # "uv.lock", "environment.yml"
     allowed: str | None  # what allowed it ("resolution-markers allow it"); None: nothing did
     why: str  # "torch 2.7.0 has no wheel for it", "macos runs no cu124 build"
-    host_note: (
-        str  # the same for this machine's comment: "uv.lock covers no linux-aarch64 wheel for torch 2.7.0"
-    )
+    # the same for this machine's comment: "uv.lock covers no linux-aarch64 wheel for torch 2.7.0"
+    host_note: str
 
     @property
     def comment(self) -> str:
@@ -155,11 +155,23 @@ def os_runs(os_name: str, backend: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _marker(text: str) -> Marker | None:
+    """A parsed marker (a lock repeats the same few on many edges), None when it cannot be read."""
+    try:
+        return Marker(text)
+    except InvalidMarker:
+        return None
+
+
 def _holds(target: Target, marker: str | None, extras: Sequence[str] = ()) -> bool:
     """Whether a marker holds on `target` for no extra or one of `extras`; unreadable: holds."""
+    parsed = _marker(marker) if marker is not None else None
+    if parsed is None:
+        return True
     try:
-        return target.evaluate_marker(marker, ["", *extras])
-    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return target.evaluate_marker(parsed, ["", *extras] if "extra" in str(marker) else [""])
+    except (UndefinedComparison, UndefinedEnvironmentName):
         return True
 
 
@@ -214,20 +226,19 @@ class _Needs:
                     names.add(m.group(1) or m.group(2))
             names.update(m.group(1) or m.group(2) for m in _EXTRA_NAMES.finditer(p.marker or ""))
         self.extras = sorted(names)
+        self._holds: dict[tuple[str, str | None], bool] = {}  # a lock repeats a few markers many times
         self.specific = any(_platform_tags(p) is not None for p in packages if not p.root)
 
     def needed(self, target: Target, skip_extras: frozenset[str], backend: str | None) -> list[LockedPackage]:
         """The packages `target` needs in the variant of `backend` (None: no variant)."""
         if not self.roots:
-            return [
-                p for p in self.packages if _holds(target, p.marker, self.extras) and _in_variant(p, backend)
-            ]
+            return [p for p in self.packages if self.holds(target, p.marker) and _in_variant(p, backend)]
         found: dict[int, LockedPackage] = {}
         seen: set[tuple[int, str | None]] = set()
         todo = [edge for root in self.roots for edge in _root_edges(root, skip_extras)]
         while todo:
             edge = todo.pop()
-            if not _holds(target, edge.marker, self.extras):
+            if not self.holds(target, edge.marker):
                 continue
             for dep in self._packages_of(edge):
                 if not _in_variant(dep, backend):
@@ -238,6 +249,13 @@ class _Needs:
                         seen.add((id(dep), group))
                         todo.extend(dep.edges if group is None else dep.extras.get(group, ()))
         return [p for p in self.packages if id(p) in found and not p.root]
+
+    def holds(self, target: Target, marker: str | None) -> bool:
+        """`_holds` with the lock's extras, remembered per target and marker."""
+        key = (target.name, marker)
+        if key not in self._holds:
+            self._holds[key] = _holds(target, marker, self.extras)
+        return self._holds[key]
 
     def _packages_of(self, edge: Edge) -> list[LockedPackage]:
         return [
