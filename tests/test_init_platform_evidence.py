@@ -414,3 +414,37 @@ def test_a_lock_without_markers_names_no_platform_it_leaves_out(tmp_path: Path) 
         "# this machine; uv.lock covers no macos-x86_64 wheel for torch 2.7.0: the first lock may fail here"
         in text
     )
+
+
+def test_pylock_variants_by_index_and_extras_markers(tmp_path: Path) -> None:
+    # PEP 751 writes the variant's extra as `'cpu' in extras` and each package's `index`
+    _routed_project(tmp_path)
+    (tmp_path / "uv.lock").unlink()
+
+    def torch(version: str, index: str, marker: str, *tags: str) -> str:
+        wheels = ", ".join(f'{{ name = "torch-{version}-{t}.whl" }}' for t in tags)
+        return (
+            f'[[packages]]\nname = "torch"\nversion = "{version}"\nindex = "{index}"\nmarker = "{marker}"\n'
+            f"wheels = [{wheels}]\n"
+        )
+
+    _write(
+        tmp_path / "pylock.toml",
+        'lock-version = "1.0"\ncreated-by = "test"\nextras = ["cpu", "cu128"]\n'
+        "environments = [\"sys_platform == 'linux'\", \"sys_platform == 'darwin'\"]\n"
+        + torch("2.7.0+cpu", CPU, "sys_platform != 'darwin' and 'cpu' in extras", T_LINUX, T_LINUX_ARM)
+        + torch("2.7.0", CPU, "sys_platform == 'darwin' and 'cpu' in extras", T_MAC_ARM)
+        + torch("2.7.0+cu128", CU128, "'cu128' in extras", T_LINUX),
+    )
+    platforms, text = _init(tmp_path)
+    assert platforms == [
+        ("linux-x86_64-cpu", "cpu"),
+        ("linux-x86_64-cu128", "cu128"),
+        ("linux-aarch64-cpu", "cpu"),
+        ("macos-arm64-cpu", "cpu"),
+    ]
+    assert (
+        "# not proposed: linux-aarch64-cu128 (pylock.toml: environments allow it, but torch 2.7.0+cu128"
+        in text
+    )
+    assert "# not proposed: macos-x86_64-cpu (pylock.toml: environments allow it, but torch 2.7.0 has" in text

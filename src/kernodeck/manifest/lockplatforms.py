@@ -63,7 +63,10 @@ CANDIDATES: tuple[tuple[str, str], ...] = (
 )
 
 _SDIST = (".tar.gz", ".zip", ".tar.bz2")
-_EXTRA_NAMES = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]|['"]([^'"]+)['"]\s*==\s*extra\b""")
+#: The extra (and group) names a marker tests: `extra == 'x'`, `'x' == extra`, `'x' in extras`.
+_EXTRA_NAMES = re.compile(
+    r"""\bextra\s*==\s*['"]([^'"]+)['"]|['"]([^'"]+)['"]\s*(?:==\s*extra\b|(?:not\s+)?in\s+(?:extras|dependency_groups)\b)"""
+)
 
 
 class Route(Protocol):
@@ -164,27 +167,34 @@ def _marker(text: str) -> Marker | None:
         return None
 
 
-def _holds(target: Target, marker: str | None, extras: Sequence[str] = ()) -> bool:
-    """Whether a marker holds on `target` for no extra or one of `extras`; unreadable: holds."""
-    parsed = _marker(marker) if marker is not None else None
+def _evaluate(target: Target, text: str, extras: Sequence[str]) -> bool | None:
+    """Whether a marker holds on `target` with no extra, or with one of `extras` (PEP 751's
+    `extras` and `dependency_groups` then hold every name); None when it cannot be read."""
+    parsed = _marker(text)
     if parsed is None:
-        return True
+        return None
+    envs: list[dict[str, str | frozenset[str]]] = [
+        {"extra": "", "extras": frozenset(), "dependency_groups": frozenset()}
+    ]
+    if "extra" in text or "dependency_groups" in text:
+        names = frozenset(extras)
+        envs += [{"extra": e, "extras": names, "dependency_groups": names} for e in extras]
     try:
-        return target.evaluate_marker(parsed, ["", *extras] if "extra" in str(marker) else [""])
+        return any(parsed.evaluate({**target.markers, **env}) for env in envs)
     except (UndefinedComparison, UndefinedEnvironmentName):
-        return True
+        return None
+
+
+def _holds(target: Target, marker: str | None, extras: Sequence[str] = ()) -> bool:
+    """Whether a package's or an edge's marker holds on `target` (see `_evaluate`); a marker that
+    cannot be read holds (the package counts)."""
+    return marker is None or _evaluate(target, marker, extras) is not False
 
 
 def _any_holds(target: Target, markers: Iterable[str], extras: Sequence[str]) -> bool:
-    """Whether one of a lock's platform markers holds (for no extra or one of `extras`); one that
-    cannot be read is no evidence."""
-    for text in markers:
-        try:
-            if target.evaluate_marker(Marker(text), ["", *extras]):
-                return True
-        except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-            continue
-    return False
+    """Whether one of a lock's platform markers holds (see `_evaluate`); one that cannot be read is
+    no evidence."""
+    return any(_evaluate(target, text, extras) for text in markers)
 
 
 def _wheel_tags(names: Iterable[str]) -> Iterator[frozenset[Tag]]:
