@@ -458,11 +458,6 @@ def _host_platform(
     return p
 
 
-def _fits_host(backend: str, facts: HostFacts) -> bool:
-    """Whether this machine's OS can run a backend's torch builds (`lockplatforms.os_runs`)."""
-    return os_runs(facts.os, backend)
-
-
 def _marker_holds(marker: str | None, facts: HostFacts) -> bool:
     """Whether a uv route's marker holds on this machine (a marker that cannot be read holds)."""
     if marker is None:
@@ -499,7 +494,7 @@ def _variants(found: Discovery, facts: HostFacts) -> tuple[list[tuple[str | None
     for route in found.routes:
         if route.backend in seen or route.backend in left_out:
             continue
-        if not _fits_host(route.backend, facts):
+        if not os_runs(facts.os, route.backend):
             left_out[route.backend] = (
                 f"{route.evidence}: not proposed ({facts.os} runs no {route.backend} build)"
             )
@@ -520,7 +515,7 @@ def _variants(found: Discovery, facts: HostFacts) -> tuple[list[tuple[str | None
 def _backend_from_sources(found: Discovery, facts: HostFacts) -> tuple[str, str] | None:
     """The host platform's backend from a local label in the sources (`torch==2.3.0+cu121`)."""
     for hint in found.backends:
-        if _fits_host(hint.backend, facts) and hint.backend != "mps":
+        if os_runs(facts.os, hint.backend) and hint.backend != "mps":
             return hint.backend, f"{hint.origin}: {hint.project}=={hint.version}+{hint.backend}"
     return None
 
