@@ -448,3 +448,53 @@ def test_pylock_variants_by_index_and_extras_markers(tmp_path: Path) -> None:
         in text
     )
     assert "# not proposed: macos-x86_64-cpu (pylock.toml: environments allow it, but torch 2.7.0 has" in text
+
+
+def test_conda_files_read_only_what_they_say(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "conda-lock.yml",
+        "# conda-lock\nversion: 1\nplatforms: [win-64]\nmetadata:\n  platforms: [linux-64, 'osx-arm64', linux-s390x]\n",
+    )
+    _write(
+        tmp_path / "spec-file.txt",
+        "# This file may be used to create an environment\n# platform: osx-64\n@EXPLICIT\n",
+    )
+    _write(tmp_path / "conda-other.txt", "# platform: win-64\nnumpy\n")  # not explicit: says nothing
+    _write(tmp_path / "environment.yml", "name: x\ndependencies:\n  - platforms: a package, not the key\n")
+    found = conda_platforms(tmp_path)
+    assert [(c.evidence, c.platforms, c.lock) for c in found] == [
+        # the top-level `platforms` is not conda-lock's; linux-s390x is no platform Kernodeck names
+        ("conda-lock.yml: metadata.platforms", [("linux", "x86_64"), ("macos", "arm64")], True),
+        ("spec-file.txt: platform osx-64", [("macos", "x86_64")], True),
+    ]
+
+
+def test_poetry_markers_per_group_and_a_malformed_lock(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "poetry.lock",
+        '[[package]]\nname = "torch"\nversion = "2.7.0"\n'
+        f'files = [{{file = "torch-2.7.0-{T_LINUX}.whl", hash = "sha256:00"}}, '
+        f'{{file = "torch-2.7.0-{T_MAC_ARM}.whl", hash = "sha256:00"}}]\n\n'
+        '[[package]]\nname = "pywin32"\nversion = "310"\n'
+        "markers = {main = \"sys_platform == 'win32'\", dev = \"sys_platform == 'cygwin'\"}\n"
+        f'files = [{{file = "pywin32-310-{T_WIN}.whl", hash = "sha256:00"}}]\n',
+    )
+    platforms, _ = _init(tmp_path)
+    assert platforms == [
+        ("linux-x86_64", None),
+        ("macos-arm64", None),
+    ]  # pywin32: neither group's marker holds
+    # entries of the wrong types say nothing, and init still writes a valid manifest
+    _write(
+        tmp_path / "uv.lock",
+        "version = 1\nresolution-markers = [\"sys_platform == 'linux'\", 3]\n"
+        '[[package]]\nname = "myproj"\nversion = "1"\nsource = { virtual = "." }\ndependencies = "torch"\n'
+        '[package.optional-dependencies]\nx = [{ name = 5 }, "torch", { name = "torch", extra = "cpu" }]\n'
+        '[[package]]\nname = "torch"\nversion = 2\nwheels = [{ url = 7 }, { url = "torch-2-not-a-wheel.whl" }]\n',
+    )
+    (tmp_path / "poetry.lock").unlink()
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None)]  # a wheel no platform installs (tag not-a-wheel)
+    assert (
+        "# this machine; uv.lock covers no linux-x86_64 wheel for torch: the first lock may fail here" in text
+    )

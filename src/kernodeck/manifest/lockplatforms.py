@@ -310,7 +310,7 @@ def _missing(needed: list[LockedPackage], target: Target) -> str | None:
         tags = [_platform_tags(p) for p in versions]
         if any(t is None or any(target.supports(ts) for ts in t) for t in tags):
             continue
-        return f"{versions[0].name} {' / '.join(p.version for p in versions)}"
+        return " ".join([versions[0].name, " / ".join(p.version for p in versions if p.version)]).strip()
     return None
 
 
