@@ -218,6 +218,16 @@ def _platform_tags(pkg: LockedPackage) -> list[frozenset[Tag]] | None:
     return tags
 
 
+@dataclass(frozen=True)
+class _Variant:
+    backend: str | None
+    skip_extras: frozenset[str]  # the other variants' extras
+    extra: str | None = None  # the extra that selects this variant
+
+
+_NO_VARIANT = _Variant(None, frozenset())
+
+
 class _Needs:
     """What a platform needs of one lock (see the module docstring)."""
 
@@ -239,13 +249,32 @@ class _Needs:
         self._holds: dict[tuple[str, str | None], bool] = {}  # a lock repeats a few markers many times
         self.specific = any(_platform_tags(p) is not None for p in packages if not p.root)
 
-    def needed(self, target: Target, skip_extras: frozenset[str], backend: str | None) -> list[LockedPackage]:
-        """The packages `target` needs in the variant of `backend` (None: no variant)."""
+    def needed(self, target: Target, variant: _Variant) -> list[tuple[LockedPackage, str | None]]:
+        """The packages `target` needs in `variant`, each with the root extra or group it is only
+        reached through ("extra gpu", "group dev"; None: a dependency of the project itself or of
+        the variant's own extra)."""
         if not self.roots:
-            return [p for p in self.packages if self.holds(target, p.marker) and _in_variant(p, backend)]
-        found: dict[int, LockedPackage] = {}
+            return [
+                (p, None)
+                for p in self.packages
+                if self.holds(target, p.marker) and _in_variant(p, variant.backend)
+            ]
+        found: dict[int, str | None] = {}
         seen: set[tuple[int, str | None]] = set()
-        todo = [edge for root in self.roots for edge in _root_edges(root, skip_extras)]
+        for via, edges in _root_entries(self.roots, variant):  # the project's own dependencies first
+            self._walk(target, variant.backend, list(edges), via, found, seen)
+        return [(p, found[id(p)]) for p in self.packages if id(p) in found and not p.root]
+
+    def _walk(
+        self,
+        target: Target,
+        backend: str | None,
+        todo: list[Edge],
+        via: str | None,
+        found: dict[int, str | None],
+        seen: set[tuple[int, str | None]],
+    ) -> None:
+        """Follow `todo`'s edges that hold on `target`, recording each package reached (and `via`)."""
         while todo:
             edge = todo.pop()
             if not self.holds(target, edge.marker):
@@ -253,12 +282,11 @@ class _Needs:
             for dep in self._packages_of(edge):
                 if not _in_variant(dep, backend):
                     continue
-                found.setdefault(id(dep), dep)
+                found.setdefault(id(dep), via)
                 for group in (None, *edge.extras):
                     if (id(dep), group) not in seen:
                         seen.add((id(dep), group))
                         todo.extend(dep.edges if group is None else dep.extras.get(group, ()))
-        return [p for p in self.packages if id(p) in found and not p.root]
 
     def holds(self, target: Target, marker: str | None) -> bool:
         """`_holds` with the lock's extras, remembered per target and marker."""
@@ -283,13 +311,21 @@ def _all_edges(p: LockedPackage) -> Iterator[Edge]:
             yield from edges
 
 
-def _root_edges(root: LockedPackage, skip_extras: frozenset[str]) -> Iterator[Edge]:
-    yield from root.edges
-    for name, edges in root.extras.items():
-        if name not in skip_extras:
-            yield from edges
-    for edges in root.groups.values():
-        yield from edges
+def _root_entries(
+    roots: list[LockedPackage], variant: _Variant
+) -> Iterator[tuple[str | None, Sequence[Edge]]]:
+    """The project's edges, labelled by what selects them: its dependencies and the variant's
+    own extra first (None), then its other extras (not another variant's) and its groups."""
+    for root in roots:
+        yield None, root.edges
+        if variant.extra is not None:
+            yield None, root.extras.get(variant.extra, ())
+    for root in roots:
+        for name, edges in root.extras.items():
+            if name not in variant.skip_extras and name != variant.extra:
+                yield f"extra {name}", edges
+        for name, edges in root.groups.items():
+            yield f"group {name}", edges
 
 
 def _in_variant(p: LockedPackage, backend: str | None) -> bool:
@@ -300,39 +336,36 @@ def _in_variant(p: LockedPackage, backend: str | None) -> bool:
     return found is None or found[1] == backend
 
 
-def _missing(needed: list[LockedPackage], target: Target) -> str | None:
+def _missing(needed: list[tuple[LockedPackage, str | None]], target: Target) -> str | None:
     """The first needed package (by name, over its needed versions) with only platform-specific
-    wheels, none of which `target` installs: "torch 2.7.0"; None when every one has a wheel."""
-    by_name: dict[str, list[LockedPackage]] = {}
-    for p in needed:
-        by_name.setdefault(canonicalize_name(p.name), []).append(p)
+    wheels, none of which `target` installs: "torch 2.7.0", "dali 1.0 (through extra gpu)"; None
+    when every one has a wheel."""
+    by_name: dict[str, list[tuple[LockedPackage, str | None]]] = {}
+    for p, via in needed:
+        by_name.setdefault(canonicalize_name(p.name), []).append((p, via))
     for versions in by_name.values():
-        tags = [_platform_tags(p) for p in versions]
+        tags = [_platform_tags(p) for p, _ in versions]
         if any(t is None or any(target.supports(ts) for ts in t) for t in tags):
             continue
-        return " ".join([versions[0].name, " / ".join(p.version for p in versions if p.version)]).strip()
+        first, via = versions[0]
+        label = " ".join([first.name, " / ".join(p.version for p, _ in versions if p.version)]).strip()
+        return label + (f" (through {via})" if via else "")
     return None
-
-
-@dataclass(frozen=True)
-class _Variant:
-    backend: str | None
-    skip_extras: frozenset[str]
 
 
 def _variants(target: Target, routes: Sequence[Route]) -> list[_Variant]:
     """The variants `target` is checked in: one per backend its OS runs and whose route marker
     holds there; [no variant] without routes, or where only marker routes exist and none holds."""
     if not routes:
-        return [_Variant(None, frozenset())]
+        return [_NO_VARIANT]
     out: dict[str, _Variant] = {}
     for r in routes:
         if r.backend in out or not os_runs(target.os, r.backend) or not _holds(target, r.marker):
             continue
         others = frozenset(o.extra for o in routes if o.extra and o.backend != r.backend)
-        out[r.backend] = _Variant(r.backend, others)
+        out[r.backend] = _Variant(r.backend, others, r.extra)
     if not out and all(r.marker for r in routes):
-        return [_Variant(None, frozenset())]
+        return [_NO_VARIANT]
     return list(out.values())
 
 
@@ -381,7 +414,7 @@ def _lock_verdicts(
             continue
         for v in _variants(target, routes):
             p = _platform(os_name, arch, v.backend)
-            missing = _missing(needs.needed(target, v.skip_extras, v.backend), target)
+            missing = _missing(needs.needed(target, v), target)
             if missing is None:
                 yield Covered(p, key)
             else:
@@ -428,7 +461,7 @@ def _conda(
     for found in conda_platforms(folder):
         for os_name, arch in found.platforms:
             target = by_pair.get((os_name, arch))
-            variants = _variants(target, routes) if target is not None else [_Variant(None, frozenset())]
+            variants = _variants(target, routes) if target is not None else [_NO_VARIANT]
             for v in variants:
                 yield Covered(_platform(os_name, arch, v.backend), found.evidence, found.lock)
             if not variants and (os_name, arch) != host:
