@@ -1,8 +1,10 @@
 """The platforms a project's own evidence covers, for `kernodeck init` to declare beside the host's.
 
     found = platform_evidence(Path("."), python, routes, host=("linux", "x86_64"))
-    found.covered     # [Covered(Platform(name="macos-arm64-cpu", ...), "uv.lock: resolution-markers")]
-    found.uncovered   # [Uncovered("macos-x86_64", ..., package="torch 2.7.0")]: .comment, .host_note
+    found.covered     # [Covered(Platform(name="macos-arm64-cpu", ...), "uv.lock: resolution-markers, and ...")]
+    found.uncovered   # [Uncovered("macos-x86_64-cpu", ..., why="torch 2.7.0 has no wheel for it")]
+    found.uncovered[0].comment    # "not proposed: macos-x86_64-cpu (uv.lock: resolution-markers allow it, but ...)"
+    found.uncovered[0].host_note  # "uv.lock covers no macos-x86_64 wheel for torch 2.7.0"
 
 Evidence, per file:
 - Kernodeck's own `requirements-rebuild-<name>.txt` whose name is `<os>-<arch>[-<backend>]`;
@@ -19,9 +21,11 @@ installs (`targets.Target.supports`). A lock without markers whose packages all 
 says nothing about platforms. What a platform needs: in uv.lock, the packages reachable from the
 project's own package(s) through `dependencies`, `optional-dependencies` and `dev-dependencies`
 edges whose marker holds there; elsewhere, the packages whose own marker holds there. A marker term
-on `extra` holds when it holds for some extra the lock names (uv writes its conflict extras and
-groups as `extra == 'extra-7-proj-cpu'`): a platform is never left out for an extra the user
-might not pick. A marker that cannot be read holds.
+on `extra` (or PEP 751's `extras`, `dependency_groups`) holds when it holds for some extra the lock
+names (uv writes its conflict extras and groups as `extra == 'extra-7-proj-cpu'`), so no edge is cut
+by an extra the user may pick; a missing package reached only through one of the project's extras
+or groups is named with it ("dali 1.0 (through extra gpu)"), for the user to judge. A package's or
+an edge's marker that cannot be read holds; a platform marker that cannot be read is no evidence.
 
 Variants: when the project routes torch to several backends (`routes`, from `manifest.adopt`), a
 platform is checked once per backend its OS runs and whose route marker holds there, named
