@@ -516,3 +516,15 @@ def test_a_package_reached_only_through_an_extra_or_group_is_named_with_it(tmp_p
         "# not proposed: macos-x86_64 (uv.lock: resolution-markers allow it, but torch 2.7.0 (through group dev)"
         in text
     )
+
+
+def test_a_linked_conda_file_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "conda-lock.yml"
+    _write(outside, "version: 1\nmetadata:\n  platforms:\n  - osx-arm64\n")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "conda-lock.yml").symlink_to(outside)
+    assert conda_platforms(proj) == []
+    (proj / "conda-lock.yml").unlink()
+    (proj / "conda-lock.yml").write_text(outside.read_text())
+    assert [c.platforms for c in conda_platforms(proj)] == [[("macos", "arm64")]]

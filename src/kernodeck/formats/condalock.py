@@ -11,7 +11,8 @@
 
 YAML is read line by line, never parsed (no nesting, so no depth to limit): only the block and
 flow lists conda and conda-lock write; anything else says nothing. Each file is read up to
-`MAX_BYTES` (headers and metadata come first).
+`MAX_BYTES` (headers and metadata come first); links are not followed (they may lead outside the
+project).
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ class CondaPlatforms:
     @property
     def evidence(self) -> str:
         return f"{self.file}: {self.key}"
+
+
+def _regular(path: Path) -> bool:
+    """A file of the project itself (a link may point outside it)."""
+    return path.is_file() and not path.is_symlink()
 
 
 def _head(path: Path) -> list[str]:
@@ -107,7 +113,7 @@ def _explicit_files(root: Path) -> Iterator[Path]:
     seen: set[Path] = set()
     for pattern in _EXPLICIT_GLOBS:
         for path in sorted(root.glob(pattern)):
-            if path not in seen and path.is_file() and not path.is_symlink():
+            if path not in seen and _regular(path):
                 seen.add(path)
                 yield path
 
@@ -117,7 +123,7 @@ def conda_platforms(root: Path) -> list[CondaPlatforms]:
     none (or none Kernodeck knows) are left out."""
     out: list[CondaPlatforms] = []
     lock = root / LOCK_NAME
-    if lock.is_file():
+    if _regular(lock):
         out.append(
             CondaPlatforms(
                 LOCK_NAME, "metadata.platforms", _mapped(_key_list(_head(lock), "platforms", "metadata"))
@@ -126,7 +132,7 @@ def conda_platforms(root: Path) -> list[CondaPlatforms]:
     for path in _explicit_files(root):
         subdirs = _explicit(path)
         out.append(CondaPlatforms(path.name, f"platform {''.join(subdirs)}", _mapped(subdirs)))
-    env = next((root / n for n in ENV_NAMES if (root / n).is_file()), None)
+    env = next((root / n for n in ENV_NAMES if _regular(root / n)), None)
     if env is not None:
         out.append(
             CondaPlatforms(
