@@ -336,8 +336,18 @@ def test_an_environment_files_platforms_with_its_cuda_variant(tmp_path: Path) ->
         tmp_path / "environment.yml",
         "name: x\nplatforms:\n  - osx-64\n  - osx-arm64 # CI\ndependencies:\n  - rich\n",
     )
-    platforms, _ = _init(tmp_path)
+    platforms, text = _init(tmp_path)
     assert platforms == [("linux-x86_64", None), ("macos-x86_64", None), ("macos-arm64", None)]
+    assert "# this machine; environment.yml's platforms name no linux-x86_64\n" in text
+    _write(tmp_path / "conda-osx-arm64.lock", "# platform: osx-arm64\n@EXPLICIT\n")
+    _write(tmp_path / "conda-linux-64.lock", "# platform: linux-64\n@EXPLICIT\n")
+    _, text = _init(tmp_path)
+    assert "name no linux-x86_64" not in text  # one explicit file locks this machine's platform
+    _, text = _init(tmp_path, ARM_LINUX)
+    assert (
+        "# this machine; conda-linux-64.lock locks no linux-aarch64; conda-osx-arm64.lock locks no linux-aarch64; "
+        "environment.yml's platforms name no linux-aarch64\n" in text
+    )
 
 
 def test_a_real_uv_lock_of_routed_variants_and_a_first_lock_of_every_proposed_platform(

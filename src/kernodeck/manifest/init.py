@@ -444,7 +444,7 @@ def _host_platform(
     lead = "this machine" + (f", the project's {backend} variant" if variant else "")
     more = "add one [[platform]] per target (every key: `kernodeck schema`)"
     if note is not None:
-        p.add(tomlkit.comment(f"{lead}; {note}: the first lock may fail here"))
+        p.add(tomlkit.comment(f"{lead}; {note}"))
     p.add(tomlkit.comment(more if note is not None else f"{lead}; {more}"))
     p.add("name", _platform_name(facts, backend))
     p.add("os", facts.os)

@@ -4,7 +4,7 @@
     found.covered     # [Covered(Platform(name="macos-arm64-cpu", ...), "uv.lock: resolution-markers, and ...")]
     found.uncovered   # [Uncovered("macos-x86_64-cpu", ..., why="torch 2.7.0 has no wheel for it")]
     found.uncovered[0].comment    # "not proposed: macos-x86_64-cpu (uv.lock: resolution-markers allow it, but ...)"
-    found.uncovered[0].host_note  # "uv.lock covers no macos-x86_64 wheel for torch 2.7.0"
+    found.uncovered[0].host_note  # "uv.lock covers no macos-x86_64 wheel for torch 2.7.0: the first ..."
 
 Evidence, per file:
 - Kernodeck's own `requirements-rebuild-<name>.txt` whose name is `<os>-<arch>[-<backend>]`;
@@ -52,7 +52,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from kernodeck import formats
 from kernodeck.backends import backend_of_index, parse_backend
 from kernodeck.formats import Edge, Evidence, LockedPackage, Syntax, Unreadable, parse_text
-from kernodeck.formats.condalock import conda_platforms
+from kernodeck.formats.condalock import CondaPlatforms, conda_platforms
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, locked_platforms
 from kernodeck.manifest.schema import Platform, Python
 from kernodeck.targets import Target
@@ -66,6 +66,8 @@ CANDIDATES: tuple[tuple[str, str], ...] = (
     ("windows", "x86_64"),
 )
 
+#: What a lock that does not cover this machine means for it (its wheels are what a lock takes).
+_MAY_FAIL = "the first lock may fail here"
 _SDIST = (".tar.gz", ".zip", ".tar.bz2")
 #: The extra (and group) names a marker tests: `extra == 'x'`, `'x' == extra`, `'x' in extras`.
 _EXTRA_NAMES = re.compile(
@@ -107,7 +109,7 @@ class Uncovered:
     file: str  # "uv.lock", "environment.yml"
     allowed: str | None  # what allowed it ("resolution-markers allow it"); None: nothing did
     why: str  # "torch 2.7.0 has no wheel for it", "macos runs no cu124 build"
-    # the same for this machine's comment: "uv.lock covers no linux-aarch64 wheel for torch 2.7.0"
+    # the same for this machine's comment: "uv.lock covers no linux-aarch64 wheel for torch 2.7.0: ..."
     host_note: str
 
     @property
@@ -126,7 +128,7 @@ def _no_wheel(p: Platform, lock: str, key: str | None, package: str) -> Uncovere
         lock,
         f"{key} allow it" if key else None,
         f"{package} has no wheel for it",
-        f"{lock} covers no {p.os}-{p.arch} wheel for {package}",
+        f"{lock} covers no {p.os}-{p.arch} wheel for {package}: {_MAY_FAIL}",
     )
 
 
@@ -140,7 +142,7 @@ def _markers_exclude(os_name: str, arch: str, lock: str, key: str) -> Uncovered:
         lock,
         None,
         f"its {key} do not hold there",
-        f"{lock}'s {key} do not hold on {where}",
+        f"{lock}'s {key} do not hold on {where}: {_MAY_FAIL}",
     )
 
 
@@ -474,6 +476,15 @@ def _conda(
                 yield Uncovered(
                     f"{os_name}-{arch}", os_name, arch, None, found.file, f"{found.key} names it", why, why
                 )
+        if host is not None and host not in found.platforms:
+            yield _conda_not_host(found, host)
+
+
+def _conda_not_host(found: CondaPlatforms, host: tuple[str, str]) -> Uncovered:
+    """A conda file that names other platforms than this machine's, for its comment."""
+    where = "-".join(host)
+    note = f"{found.file} locks no {where}" if found.lock else f"{found.file}'s {found.key} name no {where}"
+    return Uncovered(where, host[0], host[1], None, found.file, None, note, note)
 
 
 def platform_evidence(
