@@ -380,28 +380,24 @@ def _platform(os_name: str, arch: str, backend: str | None) -> Platform:
     return Platform(name=name, os=os_name, arch=arch, backend=backend)  # type: ignore[arg-type]
 
 
-def _targets(python: Python, host: tuple[str, str] | None) -> list[Target]:
+def _targets(python: Python, host: tuple[str, str] | None) -> dict[tuple[str, str], Target]:
+    """The candidate platforms (os, arch), the host's included, with their targets."""
     pairs = list(CANDIDATES)
     if host is not None and host not in pairs:
         pairs.append(host)
-    out = []
+    out = {}
     for os_name, arch in pairs:
         try:
-            out.append(Target.from_platform(_platform(os_name, arch, None), python))
+            out[(os_name, arch)] = Target.from_platform(_platform(os_name, arch, None), python)
         except ValueError:  # a host Kernodeck has no tags for
             continue
     return out
 
 
-def _plain(target: Target) -> tuple[str, str]:
-    """The manifest's (os, arch) of a candidate target (its wheel-tag arch on Windows differs)."""
-    return target.os, target.arch
-
-
 def _lock_verdicts(
     lock: str,
     evidence: Evidence,
-    targets: list[Target],
+    targets: dict[tuple[str, str], Target],
     routes: Sequence[Route],
     host: tuple[str, str] | None,
 ) -> Iterator[Covered | Uncovered]:
@@ -412,8 +408,7 @@ def _lock_verdicts(
     wheels = "a locked wheel of every package it needs there"
     key = f"{lock}: {evidence.key}, and {wheels}" if evidence.markers else f"{lock}: {wheels}"
     marker_key = evidence.key if evidence.markers else None
-    for target in targets:
-        os_name, arch = _plain(target)
+    for (os_name, arch), target in targets.items():
         if evidence.markers and not _any_holds(target, evidence.markers, needs.extras):
             if (os_name, arch) == host:
                 yield _markers_exclude(os_name, arch, lock, evidence.key)
@@ -459,14 +454,16 @@ def _own_locks(folder: Path) -> Iterator[Covered]:
 
 
 def _conda(
-    folder: Path, targets: list[Target], routes: Sequence[Route], host: tuple[str, str] | None
+    folder: Path,
+    targets: dict[tuple[str, str], Target],
+    routes: Sequence[Route],
+    host: tuple[str, str] | None,
 ) -> Iterator[Covered | Uncovered]:
     """The platforms conda files name (per variant), each with its evidence; one whose OS runs
     none of the project's variants is left out, and says so (this machine keeps its own)."""
-    by_pair = {_plain(t): t for t in targets}
     for found in conda_platforms(folder):
         for os_name, arch in found.platforms:
-            target = by_pair.get((os_name, arch))
+            target = targets.get((os_name, arch))
             variants = _variants(target, routes) if target is not None else [_NO_VARIANT]
             for v in variants:
                 yield Covered(_platform(os_name, arch, v.backend), found.evidence, found.lock)
