@@ -9,6 +9,9 @@
 Every foreign file is parsed here: nesting deeper than `MAX_DEPTH` (arrays, tables, objects) is a
 located ManifestError (exit 2) found before the parser runs, never the parser's RecursionError;
 a syntax error is a value (`Unreadable`), since a foreign lock only offers preferences.
+Conda's YAML files are not parsed but read line by line for their platforms only
+(`condalock.conda_platforms`: no nesting is followed, so there is no depth to limit).
+What a platform needs of a lock's packages is decided in `manifest.lockplatforms`, not here.
 """
 
 from __future__ import annotations
