@@ -88,10 +88,9 @@ def test_platform_evidence_of_each_format() -> None:
     wheels = pylock.evidence(
         {"packages": [{"wheels": [{"name": "a-1-cp311-cp311-manylinux_2_28_x86_64.whl"}]}]}
     )
-    assert wheels.packages == [["a-1-cp311-cp311-manylinux_2_28_x86_64.whl"]]
-    assert poetrylock.evidence({"package": [{"files": [{"file": "b-1.tar.gz"}]}]}).packages == [
-        ["b-1.tar.gz"]
-    ]
+    assert [p.files for p in wheels.packages] == [("a-1-cp311-cp311-manylinux_2_28_x86_64.whl",)]
+    poetry = poetrylock.evidence({"package": [{"files": [{"file": "b-1.tar.gz"}]}]})
+    assert [p.files for p in poetry.packages] == [("b-1.tar.gz",)]
     assert pipfilelock.evidence({}).packages == []
 
 

@@ -1,7 +1,8 @@
 """`kernodeck init` declares the platforms an existing lock covers beside the host's: uv.lock's
-supported or resolution markers and wheel tags (real uv.lock files made by `uv lock` against the
-local index), pylock.toml's environments or wheel tags, poetry.lock's files, and Kernodeck's own
-`requirements-rebuild-<platform>.txt` files."""
+supported or resolution markers AND the wheels each platform needs, else its wheel tags (real
+uv.lock files made by `uv lock` against the local index), pylock.toml's environments or wheel
+tags, poetry.lock's files, and Kernodeck's own `requirements-rebuild-<platform>.txt` files.
+(The rule in detail, variants and conda files: tests/test_init_platform_evidence.py.)"""
 
 from __future__ import annotations
 
@@ -44,7 +45,10 @@ def test_real_uv_lock_with_environments_adds_the_platforms_it_supports(
     lock = _uv_lock(proj, served_index.url(), tmp_path)
     assert "supported-markers" in lock, lock
     assert _platforms(proj) == [("linux-x86_64", None), ("linux-aarch64", None), ("macos-arm64", None)]
-    assert "covered by the existing lock (uv.lock: supported-markers)" in (proj / "repro.toml").read_text()
+    assert (
+        "covered by the existing lock (uv.lock: supported-markers, and a locked wheel of every package "
+        "it needs there)" in (proj / "repro.toml").read_text()
+    )
 
 
 def test_real_universal_uv_lock_adds_the_platforms_its_wheels_install_on(

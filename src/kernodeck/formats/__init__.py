@@ -4,11 +4,14 @@
     for fmt in locks():                             # uvlock, pylock, poetrylock, pipfilelock
         fmt.NAME, fmt.SYNTAX
         fmt.pins(data)                              # [(name, version)] from an index; None: no package array
-        fmt.evidence(data)                          # Evidence: the platforms the lock says it covers
+        fmt.evidence(data)                          # Evidence: its platform markers and locked packages
 
 Every foreign file is parsed here: nesting deeper than `MAX_DEPTH` (arrays, tables, objects) is a
 located ManifestError (exit 2) found before the parser runs, never the parser's RecursionError;
 a syntax error is a value (`Unreadable`), since a foreign lock only offers preferences.
+Conda's YAML files are not parsed but read line by line for their platforms only
+(`condalock.conda_platforms`: no nesting is followed, so there is no depth to limit).
+What a platform needs of a lock's packages is decided in `manifest.lockplatforms`, not here.
 """
 
 from __future__ import annotations
@@ -30,13 +33,46 @@ class Unreadable:
 
 
 @dataclass(frozen=True)
+class Edge:
+    """A dependency edge of a lock's graph (uv.lock): the package it names (its version and
+    registry when the lock holds several), when it applies, and the extras it asks of it."""
+
+    name: str
+    version: str | None = None
+    source: str | None = None
+    marker: str | None = None
+    extras: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LockedPackage:
+    """One locked version of a package, as the lock writes it.
+
+    files: its wheel names (or URLs), an sdist as "source.tar.gz"; source: the registry (index)
+    URL it was locked from, when the lock says; marker: when it is installed (pylock, poetry.lock);
+    root: the project itself (uv.lock: an editable, virtual or directory source); edges, extras
+    (optional-dependencies) and groups (dev-dependencies): its dependency edges (uv.lock)."""
+
+    name: str
+    version: str
+    files: tuple[str, ...] = ()
+    source: str | None = None
+    marker: str | None = None
+    root: bool = False
+    edges: tuple[Edge, ...] = ()
+    extras: dict[str, tuple[Edge, ...]] = field(default_factory=dict)
+    groups: dict[str, tuple[Edge, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Evidence:
-    """What a lock says about the platforms it covers: environment markers (under `key`), else the
-    files of each package (wheel names; an sdist as "source.tar.gz")."""
+    """What a lock says about the platforms it covers: environment markers (under `key`; empty
+    when it names none), and its locked packages (what each platform needs of them is decided by
+    `manifest.lockplatforms`)."""
 
     key: str = "wheel tags"
     markers: list[str] = field(default_factory=list)
-    packages: list[list[str]] = field(default_factory=list)
+    packages: list[LockedPackage] = field(default_factory=list)
 
 
 def nested_too_deep(filename: str, line: int | None = None, what: str = "arrays or tables") -> ManifestError:
@@ -78,6 +114,12 @@ def file_names(entry: dict[str, Any], key: str, name_key: str) -> list[str]:
             if isinstance(v, str):
                 out.append(v)
     return out
+
+
+def text_of(entry: Any, key: str) -> str | None:
+    """`entry[key]` when it is a string, else None."""
+    value = entry.get(key) if isinstance(entry, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def entries(data: Any, key: str) -> list[dict[str, Any]]:

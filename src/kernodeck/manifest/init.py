@@ -11,6 +11,7 @@ import datetime as _dt
 import platform as _platform
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -19,15 +20,15 @@ from typing import Any
 import tomlkit
 from tomlkit.items import AoT, Table
 
-from kernodeck.backends import PYTORCH_INDEX_BASE, parse_backend
+from kernodeck.backends import PYTORCH_INDEX_BASE
 from kernodeck.errors import UsageError
 from kernodeck.gitstate import GitState, git_state
 from kernodeck.lockfile.names import MANIFEST_NAME
-from kernodeck.manifest.adopt import Discovery, discover
+from kernodeck.manifest.adopt import BackendRoute, Discovery, discover
 from kernodeck.manifest.edit import editing
 from kernodeck.manifest.fromenv import ENV_PINS, EnvAdoption, write_env_pins
 from kernodeck.manifest.load import loads_manifest
-from kernodeck.manifest.lockplatforms import covered_platforms
+from kernodeck.manifest.lockplatforms import Covered, Found, os_runs, platform_evidence
 from kernodeck.manifest.schema import Python
 from kernodeck.support.fsio import atomic_write_text
 
@@ -278,7 +279,7 @@ def starter_document(
     doc.add("packages", _packages_table(found, env))
 
     variants, left_out = _variants(found, facts)
-    doc.add("platform", _platforms(directory, facts, variants, left_out))
+    doc.add("platform", _platforms(directory, facts, variants, left_out, found.routes))
 
     sysm = tomlkit.table()
     gpu = all(b is not None and b != "cpu" for b, _ in variants)
@@ -350,31 +351,58 @@ def _packages_table(found: Discovery, env: EnvAdoption | None) -> Table:
 
 
 def _platforms(
-    directory: Path, facts: HostFacts, variants: list[tuple[str | None, str | None]], left_out: list[str]
+    directory: Path,
+    facts: HostFacts,
+    variants: list[tuple[str | None, str | None]],
+    left_out: list[str],
+    routes: Sequence[BackendRoute],
 ) -> AoT:
-    """[[platform]]: this host's (one per backend variant), then those an existing lock covers."""
+    """[[platform]]: this host's (one per backend variant, each saying when the project's lock
+    does not cover it), then those the project's evidence covers (one per variant its OS runs),
+    then why the platforms a lock's markers allow but its wheels rule out are not proposed."""
+    python = Python.model_validate({"version": facts.python_version, "implementation": facts.implementation})
+    found = platform_evidence(directory, python, routes, host=(facts.os, facts.arch))
     plats = tomlkit.aot()
     for backend, why in variants:
-        plats.append(_host_platform(facts, backend, why, variant=len(variants) > 1))
+        note = _host_note(found, facts, backend)
+        plats.append(_host_platform(facts, backend, why, variant=len(variants) > 1, note=note))
     for line in left_out:
         plats[0].add(tomlkit.comment(line))
     names = {str(t["name"]) for t in plats}
-    python = Python.model_validate({"version": facts.python_version, "implementation": facts.implementation})
-    for c in covered_platforms(directory, python):
+    host = (facts.os, facts.arch)
+    for c in found.covered:
         other = c.platform
-        if other.name in names or (
-            other.backend is None and (other.os, other.arch) == (facts.os, facts.arch)
-        ):
+        if other.name in names or (other.backend is None and (other.os, other.arch) == host):
             continue
-        q = tomlkit.table()
-        q.add(tomlkit.comment(f"covered by the existing lock ({c.evidence})"))
-        q.add("name", other.name)
-        q.add("os", other.os)
-        q.add("arch", other.arch)
-        if other.backend:
-            q.add("backend", other.backend)
-        plats.append(q)
+        plats.append(_covered_table(c))
+    for u in found.uncovered:  # what the markers allow but the wheels rule out
+        if u.allowed is not None and (u.os, u.arch) != host:
+            plats[-1].add(tomlkit.comment(u.comment))
     return plats
+
+
+def _host_note(found: Found, facts: HostFacts, backend: str | None) -> str | None:
+    """What the project's locks say against this machine's platform (in `backend`'s variant),
+    when none covers it; None when one does or none says anything about it."""
+    host = (facts.os, facts.arch)
+    if any(
+        (c.platform.os, c.platform.arch) == host and c.platform.backend in (backend, None)
+        for c in found.covered
+    ):
+        return None
+    notes = [u.host_note for u in found.uncovered if (u.os, u.arch) == host and u.backend in (backend, None)]
+    return "; ".join(dict.fromkeys(notes)) or None
+
+
+def _covered_table(c: Covered) -> Table:
+    q = tomlkit.table()
+    q.add(tomlkit.comment(c.comment))
+    q.add("name", c.platform.name)
+    q.add("os", c.platform.os)
+    q.add("arch", c.platform.arch)
+    if c.platform.backend:
+        q.add("backend", c.platform.backend)
+    return q
 
 
 def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:
@@ -406,12 +434,18 @@ def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:
     ]
 
 
-def _host_platform(facts: HostFacts, backend: str | None, why: str | None, *, variant: bool) -> Any:
+def _host_platform(
+    facts: HostFacts, backend: str | None, why: str | None, *, variant: bool, note: str | None = None
+) -> Any:
     """This machine as a [[platform]] table with `backend`; `variant`: one of several the project
-    routes torch to (then its comment names the variant, not only the machine)."""
+    routes torch to (then its comment names the variant, not only the machine); `note`: what the
+    project's lock says against it (this machine stays: verify runs here)."""
     p = tomlkit.table()
     lead = "this machine" + (f", the project's {backend} variant" if variant else "")
-    p.add(tomlkit.comment(f"{lead}; add one [[platform]] per target (every key: `kernodeck schema`)"))
+    more = "add one [[platform]] per target (every key: `kernodeck schema`)"
+    if note is not None:
+        p.add(tomlkit.comment(f"{lead}; {note}"))
+    p.add(tomlkit.comment(more if note is not None else f"{lead}; {more}"))
     p.add("name", _platform_name(facts, backend))
     p.add("os", facts.os)
     p.add("arch", facts.arch)
@@ -422,17 +456,6 @@ def _host_platform(facts: HostFacts, backend: str | None, why: str | None, *, va
     if backend:
         _kv(p, "backend", backend, why)
     return p
-
-
-def _fits_host(backend: str, facts: HostFacts) -> bool:
-    """Whether this machine's OS can run a backend's torch builds (CUDA: Linux and Windows; ROCm:
-    Linux; macOS: the CPU and mps builds only)."""
-    b = parse_backend(backend)
-    return not (
-        b is None
-        or (facts.os == "macos" and b.kind not in ("cpu", "mps"))
-        or (b.kind == "rocm" and facts.os != "linux")
-    )
 
 
 def _marker_holds(marker: str | None, facts: HostFacts) -> bool:
@@ -471,7 +494,7 @@ def _variants(found: Discovery, facts: HostFacts) -> tuple[list[tuple[str | None
     for route in found.routes:
         if route.backend in seen or route.backend in left_out:
             continue
-        if not _fits_host(route.backend, facts):
+        if not os_runs(facts.os, route.backend):
             left_out[route.backend] = (
                 f"{route.evidence}: not proposed ({facts.os} runs no {route.backend} build)"
             )
@@ -492,7 +515,7 @@ def _variants(found: Discovery, facts: HostFacts) -> tuple[list[tuple[str | None
 def _backend_from_sources(found: Discovery, facts: HostFacts) -> tuple[str, str] | None:
     """The host platform's backend from a local label in the sources (`torch==2.3.0+cu121`)."""
     for hint in found.backends:
-        if _fits_host(hint.backend, facts) and hint.backend != "mps":
+        if os_runs(facts.os, hint.backend) and hint.backend != "mps":
             return hint.backend, f"{hint.origin}: {hint.project}=={hint.version}+{hint.backend}"
     return None
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from kernodeck.backends import parse_backend
+from kernodeck.backends import backend_of_index
 from kernodeck.errors import Issue, ManifestError
 from kernodeck.lockfile.names import is_pipfile, is_pyproject, manifest_file
 from kernodeck.manifest.schema import Index, Manifest, unfingerprinted
@@ -37,9 +37,6 @@ from kernodeck.support.urls import redact
 
 if TYPE_CHECKING:  # the readers load with the first `from` source: a manifest without any needs none
     from kernodeck.reqfile import BackendHint, IndexRef, ParsedRequirements
-
-#: A PyTorch-style per-backend index: `<base>/whl/<backend>` (the base becomes `pytorch-index`).
-_PYTORCH_INDEX = re.compile(r"^(?P<base>.+/whl)/(?P<backend>[a-z0-9.]+)/?$")
 
 
 @dataclass(frozen=True)
@@ -183,11 +180,10 @@ def merge(manifest: Manifest, sources: SourceSet) -> Manifest:
     pytorch_index = pk.pytorch_index
     has_default = any(ix.default for ix in indexes)
     for ref in sources.indexes:
-        m = _PYTORCH_INDEX.match(ref.url)
-        backend = parse_backend(m["backend"]) if m else None
-        if m and backend is not None and backend.uses_pytorch_index:
+        found = backend_of_index(ref.url)
+        if found is not None:
             # torch and its family are routed to the platform's backend index under this base
-            pytorch_index = pytorch_index or m["base"]
+            pytorch_index = pytorch_index or found[0]
             continue
         if ref.url in urls:
             continue
