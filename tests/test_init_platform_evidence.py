@@ -499,29 +499,27 @@ def test_poetry_markers_per_group_and_a_malformed_lock(tmp_path: Path) -> None:
         tmp_path / "uv.lock",
         "version = 1\nresolution-markers = [\"sys_platform == 'linux'\", 3]\n"
         '[[package]]\nname = "myproj"\nversion = "1"\nsource = { virtual = "." }\ndependencies = "torch"\n'
-        '[package.optional-dependencies]\nx = [{ name = 5 }, "torch", { name = "torch", extra = "cpu" }]\n'
+        '[package.dev-dependencies]\ndev = [{ name = 5 }, "torch", { name = "torch", extra = "cpu" }]\n'
         '[[package]]\nname = "torch"\nversion = 2\nwheels = [{ url = 7 }, { url = "torch-2-not-a-wheel.whl" }]\n',
     )
     (tmp_path / "poetry.lock").unlink()
     platforms, text = _init(tmp_path)
     assert platforms == [("linux-x86_64", None)]  # a wheel no platform installs (tag not-a-wheel)
     assert (
-        "# this machine; uv.lock covers no linux-x86_64 wheel for torch (through extra x): the first lock may fail"
+        "# this machine; uv.lock covers no linux-x86_64 wheel for torch (through group dev): the first lock may fail"
         in text
     )
 
 
-def test_a_package_reached_only_through_an_extra_or_group_is_named_with_it(tmp_path: Path) -> None:
+def test_what_only_an_extra_needs_rules_no_platform_out_and_the_dev_group_is_named(tmp_path: Path) -> None:
     extras = 'gpu = [{ name = "nvidia-cublas-cu12" }]\n'
     root = _root('{ name = "numpy" }', extras) + '[package.dev-dependencies]\ndev = [{ name = "torch" }]\n\n'
     _write(tmp_path / "uv.lock", _uv_lock(LINUX_DARWIN, root, PYPI_TORCH))
     platforms, text = _init(tmp_path)
-    assert platforms == [("linux-x86_64", None)]
-    assert (
-        "# not proposed: linux-aarch64 (uv.lock: resolution-markers allow it, but nvidia-cublas-cu12 12.8.3.14 "
-        "(through extra gpu) has no wheel for it)" in text
-    )
-    # torch comes before the nvidia package in the lock: the first one without a wheel is named
+    # the extra gpu is not the user's pick: its Linux-x86_64-only package keeps no platform out
+    assert platforms == [("linux-x86_64", None), ("linux-aarch64", None), ("macos-arm64", None)]
+    assert "nvidia-cublas-cu12" not in text
+    # uv installs the dev group by default: its torch, without an Intel macOS wheel, is named
     assert (
         "# not proposed: macos-x86_64 (uv.lock: resolution-markers allow it, but torch 2.7.0 (through group dev)"
         in text

@@ -19,12 +19,14 @@ lock has none) and every package it needs that ships only platform-specific whee
 `none-any` wheel) has, in at least one of its needed locked versions, a wheel the platform
 installs (`targets.Target.supports`). A lock without markers whose packages all install anywhere
 says nothing about platforms. What a platform needs: in uv.lock, the packages reachable from the
-project's own package(s) through `dependencies`, `optional-dependencies` and `dev-dependencies`
-edges whose marker holds there; elsewhere, the packages whose own marker holds there. A marker term
-on `extra` (or PEP 751's `extras`, `dependency_groups`) holds when it holds for some extra the lock
+project's own package(s) through its `dependencies`, the variant's own extra and the groups uv
+installs by default (`dev`), then every edge whose marker holds there; elsewhere, the packages
+whose own marker holds there. The project's other extras and groups are not followed: what only an
+extra the user may not pick needs never rules a platform out. Below the project, a marker term on
+`extra` (or PEP 751's `extras`, `dependency_groups`) holds when it holds for some extra the lock
 names (uv writes its conflict extras and groups as `extra == 'extra-7-proj-cpu'`), so no edge is cut
-by an extra the user may pick; a missing package reached only through one of the project's extras
-or groups is named with it ("dali 1.0 (through extra gpu)"), for the user to judge. A package's or
+by an extra the user may pick; a missing package reached only through the `dev` group is named
+with it ("torch 2.7.0 (through group dev)"). A package's or
 an edge's marker that cannot be read holds; a platform marker that cannot be read is no evidence.
 
 Variants: when the project routes torch to several backends (`routes`, from `manifest.adopt`), a
@@ -257,7 +259,7 @@ class _Needs:
 
     def needed(self, target: Target, variant: _Variant) -> list[tuple[LockedPackage, str | None]]:
         """The packages `target` needs in `variant`, each with the root extra or group it is only
-        reached through ("extra gpu", "group dev"; None: a dependency of the project itself or of
+        reached through ("group dev"; None: a dependency of the project itself or of
         the variant's own extra)."""
         if not self.roots:
             return [
@@ -317,21 +319,24 @@ def _all_edges(p: LockedPackage) -> Iterator[Edge]:
             yield from edges
 
 
+#: The dependency groups uv installs unless told otherwise (`[tool.uv] default-groups`).
+DEFAULT_GROUPS = ("dev",)
+
+
 def _root_entries(
     roots: list[LockedPackage], variant: _Variant
 ) -> Iterator[tuple[str | None, Sequence[Edge]]]:
-    """The project's edges, labelled by what selects them: its dependencies and the variant's
-    own extra first (None), then its other extras (not another variant's) and its groups."""
+    """The project's edges a platform needs, labelled by what selects them: its dependencies and
+    the variant's own extra (None), then the groups uv installs by default ("group dev"). Its other
+    extras are left out: what only an extra the user may not pick needs never rules a platform out."""
     for root in roots:
         yield None, root.edges
         if variant.extra is not None:
             yield None, root.extras.get(variant.extra, ())
     for root in roots:
-        for name, edges in root.extras.items():
-            if name not in variant.skip_extras and name != variant.extra:
-                yield f"extra {name}", edges
-        for name, edges in root.groups.items():
-            yield f"group {name}", edges
+        for name in DEFAULT_GROUPS:
+            if name in root.groups:
+                yield f"group {name}", root.groups[name]
 
 
 def _in_variant(p: LockedPackage, backend: str | None) -> bool:
@@ -344,7 +349,7 @@ def _in_variant(p: LockedPackage, backend: str | None) -> bool:
 
 def _missing(needed: list[tuple[LockedPackage, str | None]], target: Target) -> str | None:
     """The first needed package (by name, over its needed versions) with only platform-specific
-    wheels, none of which `target` installs: "torch 2.7.0", "dali 1.0 (through extra gpu)"; None
+    wheels, none of which `target` installs: "torch 2.7.0", "torch 2.7.0 (through group dev)"; None
     when every one has a wheel."""
     by_name: dict[str, list[tuple[LockedPackage, str | None]]] = {}
     for p, via in needed:
