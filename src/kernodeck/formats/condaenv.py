@@ -77,6 +77,9 @@ class CondaEnv:
     requirements: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # pip: -r FILE, relative to the env file's folder
     notes: list[str] = field(default_factory=list)
+    # where the pip: list installs the project itself (`-e .`) from setup.py / setup.cfg, whose
+    # dependencies init reads beside it ("environment.yml:31"); None otherwise
+    installs_setup: str | None = None
 
 
 def find_conda_env(root: Path) -> Path | None:
@@ -182,52 +185,65 @@ def read_conda_env(path: Path, display: str) -> CondaEnv:
         return env
     conda, pip = items
     for line, body in conda:
-        where = f"{display}:{line}"
-        name = re.split(r"[\s=<>!~]", body.split("::", 1)[-1], maxsplit=1)[0].lower()
-        if name == "python":
-            env.python, env.python_spec = _python(body), body
-            continue
-        if name in _SYSTEM or (name.startswith(_SYSTEM_PREFIX) and name not in _PYTHON_DESPITE_PREFIX):
-            _system_package(env, where, name, body)
-            continue
-        try:
-            pypi, spec = _conda_requirement(body)
-            text = str(Requirement(pypi + spec))
-        except (ValueError, InvalidRequirement):
-            env.notes.append(
-                f"{where}: {body}: not read (a conda spec with no PEP 508 equivalent); add it by hand"
-            )
-            continue
-        env.requirements.append(text)
+        _conda_item(env, f"{display}:{line}", body)
     for line, body in pip:
-        where = f"{display}:{line}"
-        if body.startswith(("-r ", "--requirement ")):
-            env.files.append(body.split(None, 1)[1].strip())
-            continue
-        if body.startswith("-e ") or body.startswith("--editable "):
-            target = body.split(None, 1)[1].strip()
-            if target in (".", "./"):
-                legacy = [n for n in ("setup.py", "setup.cfg") if (path.parent / n).is_file()]
-                if (path.parent / "pyproject.toml").is_file() or not legacy:
-                    what = 'add "pyproject.toml" to `from` to lock its dependencies'
-                else:
-                    what = f"its dependencies are in {' / '.join(legacy)}, which Kernodeck does not run: add them here"
-                env.notes.append(f"{where}: -e .: the project itself: {what}")
-            else:
-                env.notes.append(
-                    f"{where}: {body}: not locked (an editable or VCS install): publish it, or pin a release"
-                )
-            continue
-        if body.startswith("-"):
-            env.notes.append(f"{where}: {body}: a pip option; declare indexes as [[packages.index]]")
-            continue
+        _pip_item(env, path, f"{display}:{line}", body)
+    return env
+
+
+def _conda_item(env: CondaEnv, where: str, body: str) -> None:
+    """One conda package: Python gives [python], a system package is named, the rest is copied."""
+    name = re.split(r"[\s=<>!~]", body.split("::", 1)[-1], maxsplit=1)[0].lower()
+    if name == "python":
+        env.python, env.python_spec = _python(body), body
+        return
+    if name in _SYSTEM or (name.startswith(_SYSTEM_PREFIX) and name not in _PYTHON_DESPITE_PREFIX):
+        _system_package(env, where, name, body)
+        return
+    try:
+        pypi, spec = _conda_requirement(body)
+        text = str(Requirement(pypi + spec))
+    except (ValueError, InvalidRequirement):
+        env.notes.append(
+            f"{where}: {body}: not read (a conda spec with no PEP 508 equivalent); add it by hand"
+        )
+        return
+    env.requirements.append(text)
+
+
+def _pip_item(env: CondaEnv, path: Path, where: str, body: str) -> None:
+    """One line of the pip: list: a requirement copied, `-r FILE` kept, the rest named with why."""
+    if body.startswith(("-r ", "--requirement ")):
+        env.files.append(body.split(None, 1)[1].strip())
+    elif body.startswith(("-e ", "--editable ")):
+        _editable(env, path, where, body)
+    elif body.startswith("-"):
+        env.notes.append(f"{where}: {body}: a pip option; declare indexes as [[packages.index]]")
+    else:
         try:
             pip_req = Requirement(body)
         except InvalidRequirement:
             env.notes.append(f"{where}: {body}: not a requirement Kernodeck can lock; add it by hand")
-            continue
+            return
         if pip_req.url:
             env.notes.append(f"{where}: {body}: not locked (a direct URL): publish it, or pin a release")
-            continue
+            return
         env.requirements.append(str(pip_req))
-    return env
+
+
+def _editable(env: CondaEnv, path: Path, where: str, body: str) -> None:
+    """`-e .` is the project itself (its setup.py / setup.cfg dependencies are read beside it:
+    `installs_setup`); any other editable or VCS install is named, not locked."""
+    target = body.split(None, 1)[1].strip()
+    if target not in (".", "./"):
+        env.notes.append(
+            f"{where}: {body}: not locked (an editable or VCS install): publish it, or pin a release"
+        )
+        return
+    legacy = [n for n in ("setup.py", "setup.cfg") if (path.parent / n).is_file()]
+    if (path.parent / "pyproject.toml").is_file() or not legacy:
+        what = 'add "pyproject.toml" to `from` to lock its dependencies'
+    else:
+        what = f"its dependencies are in {' / '.join(legacy)}, which Kernodeck does not run: add them here"
+        env.installs_setup = where
+    env.notes.append(f"{where}: -e .: the project itself: {what}")
