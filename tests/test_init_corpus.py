@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import tomlkit
 
+from kernodeck.backends import PYTORCH_INDEX_BASE
 from kernodeck.cli import main
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.manifest import load_manifest
@@ -32,7 +33,7 @@ from tests.fixtures.lock_project import pins
 
 CORPUS = Path(__file__).parent / "data" / "init_corpus"
 LINUX = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
-PYTORCH_BASE = "https://download.pytorch.org/whl"
+
 PLACEHOLDERS = {
     "https://pypi-placeholder.invalid/simple": "layout",
     "https://ngc-placeholder.invalid/simple": "ngc",
@@ -91,7 +92,7 @@ def _copy(case: Case, tmp: Path, server: Server | None) -> Path:
                 ph: server.url(_index_name(case.layout) if ix == "layout" else ix)
                 for ph, ix in PLACEHOLDERS.items()
             },
-            PYTORCH_BASE: server.pytorch_base,
+            PYTORCH_INDEX_BASE: server.pytorch_base,
         }
         for f in dest.rglob("*"):
             if f.is_file():
