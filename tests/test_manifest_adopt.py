@@ -399,10 +399,12 @@ def test_a_folder_of_projects_adopts_no_development_file_and_names_the_projects(
             tmp_path / sub / "pyproject.toml",
             f'[project]\nname = "{sub}"\nversion = "1"\ndependencies = []\n',
         )
+    _write(tmp_path / "scripts" / "setup.cfg", "[flake8]\nmax-line-length = 120\n")  # tool settings only
+    _write(tmp_path / "docs" / "pyproject.toml", "[tool.ruff]\nline-length = 100\n")  # no project either
     text = _starter(tmp_path)
     m = load_manifest(_init(tmp_path))
     assert m.packages.from_ == [] and m.packages.requirements == []
-    assert "moshi/pyproject.toml, moshi_mlx/pyproject.toml" in text
+    assert "below (moshi/pyproject.toml, moshi_mlx/pyproject.toml):" in text  # no scripts/, docs/
     assert "`kernodeck init moshi` or `kernodeck init moshi_mlx`" in text
     # with no project below, the development file is what the project has (unchanged)
     for sub in ("moshi", "moshi_mlx"):

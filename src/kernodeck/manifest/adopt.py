@@ -391,22 +391,42 @@ def _name_extras_and_groups(
         )
 
 
-#: Where a folder's own project is declared, for `sub_projects`.
-_PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+#: Where a folder's own project is declared, for `sub_projects`: the file, and a section header
+#: that makes it a project's (a pyproject.toml or setup.cfg may hold only tool settings).
+_PROJECT_FILES = (
+    ("pyproject.toml", re.compile(r"^\[(project|tool\.poetry)\]\s*$", re.MULTILINE)),
+    ("setup.py", None),
+    ("setup.cfg", re.compile(r"^\[(metadata|options)\]\s*$", re.MULTILINE)),
+)
+
+
+def _declares_project(path: Path, header: re.Pattern[str] | None) -> bool:
+    if not path.is_file():
+        return False
+    if header is None:
+        return True
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return header.search(f.read(1_000_000)) is not None
+    except OSError:
+        return False
 
 
 def sub_projects(root: Path) -> list[str]:
-    """The projects of a monorepo: each visible first-level folder's pyproject.toml (else setup.py
-    or setup.cfg), relative to `root`, sorted. A folder holding several projects side by side
-    has no dependency list of its own: its development files are not the reproduction's."""
+    """The projects of a monorepo: each visible first-level folder's pyproject.toml with a
+    [project] or [tool.poetry] table, else its setup.py, else its setup.cfg with [metadata] or
+    [options], relative to `root`, sorted. A folder holding projects side by side has no
+    dependency list of its own: its development files are not the reproduction's."""
     found: list[str] = []
     try:
         folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
     except OSError:
         return []
     for folder in folders:
-        declared = next((f for f in _PROJECT_FILES if (folder / f).is_file()), None)
-        if declared is not None and not (folder / "pyvenv.cfg").is_file():
+        if (folder / "pyvenv.cfg").is_file():
+            continue
+        declared = next((n for n, h in _PROJECT_FILES if _declares_project(folder / n, h)), None)
+        if declared is not None:
             found.append(f"{folder.name}/{declared}")
     return found
 
