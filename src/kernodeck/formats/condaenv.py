@@ -226,19 +226,36 @@ def _pip_item(env: CondaEnv, path: Path, where: str, body: str) -> None:
             env.notes.append(f"{where}: {body}: not a requirement Kernodeck can lock; add it by hand")
             return
         if pip_req.url:
-            env.notes.append(f"{where}: {body}: not locked (a direct URL): publish it, or pin a release")
+            _copy_direct(env, where, body, str(pip_req))
             return
         env.requirements.append(str(pip_req))
 
 
+#: A VCS install pip names by its `#egg=` fragment: `git+https://host/org/repo.git@main#egg=name`.
+_VCS_EGG = re.compile(r"^(?P<url>(git|hg|svn|bzr)\+[^#\s]+)#(?:.*&)?egg=(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _copy_direct(env: CondaEnv, where: str, body: str, requirement: str) -> None:
+    """A VCS or URL install is copied as the direct reference it is, so the lock stops at it
+    (it cannot be locked from an index) instead of locking the rest as if it were not there."""
+    env.requirements.append(requirement)
+    env.notes.append(
+        f"{where}: {body}: copied as {requirement!r}, which no index can lock: `kernodeck lock` stops at "
+        "it until you publish it, pin a release, or remove it here (and install it yourself)"
+    )
+
+
 def _editable(env: CondaEnv, path: Path, where: str, body: str) -> None:
     """`-e .` is the project itself (its setup.py / setup.cfg dependencies are read beside it:
-    `installs_setup`); any other editable or VCS install is named, not locked."""
+    `installs_setup`); a VCS install is copied as a direct reference (`_copy_direct`); another
+    editable install (a path) is named, not locked."""
     target = body.split(None, 1)[1].strip()
+    vcs = _VCS_EGG.match(target)
+    if vcs is not None:
+        _copy_direct(env, where, body, f"{vcs['name']} @ {vcs['url']}")
+        return
     if target not in (".", "./"):
-        env.notes.append(
-            f"{where}: {body}: not locked (an editable or VCS install): publish it, or pin a release"
-        )
+        env.notes.append(f"{where}: {body}: not locked (an editable install): publish it, or pin a release")
         return
     legacy = [n for n in ("setup.py", "setup.cfg") if (path.parent / n).is_file()]
     if (path.parent / "pyproject.toml").is_file() or not legacy:
