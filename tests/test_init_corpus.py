@@ -180,6 +180,7 @@ def test_first_lock_on_a_loopback_index(
         merged.packages.requirements,
         variants=_variants(project, path),
         pins=first_lock_preferences(project),
+        sdist_only=case.expect["lock"].get("sdist_only", ()),
     )
     want = case.expect["lock"]
     code = main(["lock", str(path), "-q"])
