@@ -498,11 +498,22 @@ def _uv_routes(out: Discovery, data: dict[str, object], project: object) -> None
             f"uv routes torch by these extras; each [[platform]]'s backend picks the build of {names}'s torch"
         )
         out.extras = (by_extra, why)
+        if len({_ranges(table[e]) for e in by_extra}) > 1:
+            out.comments.append(
+                f"extras {names} ask for different versions: selected together, every platform requires "
+                "all their ranges (uv installs one extra at a time); keep one extra and its [[platform]] "
+                "per manifest, or make the ranges agree"
+            )
     else:
         out.comments.append(
             f"extras {names} route torch by backend in uv and require more than torch: select the one a "
             "platform needs in `extras` (one manifest selects extras for every platform)"
         )
+
+
+def _ranges(requirements: list[str]) -> frozenset[tuple[str, str]]:
+    """(project, specifier) of an extra's requirements, to compare extras' version ranges."""
+    return frozenset((canonicalize_name(r.name), str(r.specifier)) for r in map(Requirement, requirements))
 
 
 def _backend_name(url: str) -> str | None:
