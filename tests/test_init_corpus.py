@@ -126,6 +126,26 @@ def _check_proposal(case: Case, path: Path) -> None:
         assert project in text
 
 
+#: Hosts of public package registries: a copied file carries placeholders instead (house rule).
+_REGISTRY_HOSTS = re.compile(r"pypi\.org|pythonhosted\.org|pypi\.ngc\.nvidia\.com|pypi\.nvidia\.com")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_each_layout_names_its_source_and_holds_only_the_files_it_lists(layout: str) -> None:
+    folder = CORPUS / layout
+    spec = parse_toml((folder / "CORPUS.toml").read_text(encoding="utf-8"), f"{layout}/CORPUS.toml")
+    source = spec["source"]
+    assert re.fullmatch(r"[\w.-]+/[\w.-]+", source["repo"]) and re.fullmatch(
+        r"[0-9a-f]{40}", source["commit"]
+    )
+    assert source["license"] and isinstance(source["edits"], list)
+    listed = {entry.split(" -> ")[-1].split(" (")[0].strip() for entry in source["files"]}
+    held = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {"CORPUS.toml"}
+    assert held == listed
+    for name in held:
+        assert not _REGISTRY_HOSTS.search((folder / name).read_text(encoding="utf-8")), name
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if not c.id.endswith(":lock")])
 def test_init_proposes_what_the_project_says(case: Case, tmp_path: Path) -> None:
     _check_proposal(case, _init(_copy(case, tmp_path, None)))
