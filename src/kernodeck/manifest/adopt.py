@@ -370,7 +370,21 @@ def _read_pyproject(out: Discovery, pyproject: Path, root: Path, project_in_reqs
             out.sources.insert(0, "pyproject.toml")
             out.backends.extend(pp.backends)
         _name_extras_and_groups(out, project, data.get("dependency-groups"), project_in_reqs)
+        _name_pdm_groups(out, data)
     return unread
+
+
+def _name_pdm_groups(out: Discovery, data: dict[str, object]) -> None:
+    """PDM's development groups ([tool.pdm.dev-dependencies]): named, since `groups` selects PEP 735
+    groups only."""
+    tool = data.get("tool")
+    pdm = tool.get("pdm") if isinstance(tool, dict) else None
+    dev = pdm.get("dev-dependencies") if isinstance(pdm, dict) else None
+    if isinstance(dev, dict) and dev:
+        out.comments.append(
+            f"[tool.pdm.dev-dependencies] {', '.join(sorted(dev))}: PDM's development groups, which `groups` "
+            "cannot select (PEP 735 [dependency-groups] only): add what the reproduction installs to requirements"
+        )
 
 
 def _name_extras_and_groups(
