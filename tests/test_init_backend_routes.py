@@ -131,3 +131,16 @@ def test_the_first_lock_gives_each_uv_variant_its_own_torch(
         for name in ("linux-x86_64-cpu", "linux-x86_64-cu126")
     }
     assert torch == {"linux-x86_64-cpu": "2.6.0+cpu", "linux-x86_64-cu126": "2.6.0+cu126"}
+
+
+def test_routing_extras_asking_for_different_versions_are_selected_with_a_warning(tmp_path: Path) -> None:
+    """uv installs one routing extra at a time; one manifest selects them for every platform, so
+    each platform would require every extra's range: init says so (kohya-ss/musubi-tuner's layout)."""
+    _uv_project(tmp_path, BASE, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch>=2.7.1"]')
+    path, text = _init(tmp_path)
+    assert load_manifest(path).packages.extras == ["cpu", "cu126"]
+    assert (
+        "# extras cpu, cu126 ask for different versions: selected together, every platform requires" in text
+    )
+    _uv_project(tmp_path, BASE, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch >= 2.6"]')  # the same range
+    assert "ask for different versions" not in _init(tmp_path)[1]

@@ -72,6 +72,8 @@ def test_init_copies_a_conda_environments_pypi_requirements(
         "albumentations==0.4.3",
         "diffusers",
         "test-tube>=0.7.5",
+        # a VCS install is copied as what it is, so the lock stops at it instead of leaving it out
+        "taming-transformers @ git+https://github.com/CompVis/taming-transformers.git@master",
     ]
     text = (tmp_path / "repro.toml").read_text(encoding="utf-8")
     assert 'version = "3.8" # environment.yaml: python=3.8.5' in text
@@ -81,7 +83,11 @@ def test_init_copies_a_conda_environments_pypi_requirements(
         in text
     )
     assert "environment.yaml:7: pip=20.3: not a requirement" in text
-    assert "environment.yaml:16: -e git+https://github.com/CompVis/taming-transformers.git" in text
+    assert (
+        "environment.yaml:16: -e git+https://github.com/CompVis/taming-transformers.git@master#egg=taming-transformers: "
+        "copied as 'taming-transformers @ git+https://github.com/CompVis/taming-transformers.git@master', which no "
+        "index can lock: `kernodeck lock` stops at it" in text
+    )
     assert "environment.yaml:17: -e .: the project itself: its dependencies are in setup.py" in text
 
 
@@ -128,3 +134,31 @@ def test_what_is_not_read_is_said(tmp_path: Path, body: str, note: str) -> None:
     path.write_text(body, encoding="utf-8")
     env = read_conda_env(path, "environment.yml")
     assert env.requirements == [] and any(note in n for n in env.notes), env.notes
+
+
+@pytest.mark.parametrize(
+    ("line", "copied", "note"),
+    [
+        (
+            "pkg @ https://example.invalid/pkg-1.0.tar.gz",
+            ["pkg @ https://example.invalid/pkg-1.0.tar.gz"],
+            "copied as",
+        ),
+        (
+            "-e git+https://example.invalid/org/tool.git@v1#egg=tool",
+            ["tool @ git+https://example.invalid/org/tool.git@v1"],
+            "copied as",
+        ),
+        # a VCS install without a name, and an editable path: named, not copied
+        ("-e git+https://example.invalid/org/tool.git@v1", [], "not locked (an editable install)"),
+        ("-e ../other", [], "not locked (an editable install)"),
+    ],
+)
+def test_a_pip_line_no_index_can_lock_is_copied_when_it_names_its_project(
+    tmp_path: Path, line: str, copied: list[str], note: str
+) -> None:
+    path = tmp_path / "environment.yml"
+    path.write_text(f"dependencies:\n  - numpy=1.26\n  - pip:\n    - {line}\n", encoding="utf-8")
+    env = read_conda_env(path, "environment.yml")
+    assert env.requirements == ["numpy==1.26.*", *copied]
+    assert any(n.startswith(f"environment.yml:4: {line}: {note}") for n in env.notes), env.notes

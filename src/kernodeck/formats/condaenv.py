@@ -77,6 +77,9 @@ class CondaEnv:
     requirements: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # pip: -r FILE, relative to the env file's folder
     notes: list[str] = field(default_factory=list)
+    # where the pip: list installs the project itself (`-e .`) from setup.py / setup.cfg, whose
+    # dependencies init reads beside it ("environment.yml:31"); None otherwise
+    installs_setup: str | None = None
 
 
 def find_conda_env(root: Path) -> Path | None:
@@ -182,52 +185,82 @@ def read_conda_env(path: Path, display: str) -> CondaEnv:
         return env
     conda, pip = items
     for line, body in conda:
-        where = f"{display}:{line}"
-        name = re.split(r"[\s=<>!~]", body.split("::", 1)[-1], maxsplit=1)[0].lower()
-        if name == "python":
-            env.python, env.python_spec = _python(body), body
-            continue
-        if name in _SYSTEM or (name.startswith(_SYSTEM_PREFIX) and name not in _PYTHON_DESPITE_PREFIX):
-            _system_package(env, where, name, body)
-            continue
-        try:
-            pypi, spec = _conda_requirement(body)
-            text = str(Requirement(pypi + spec))
-        except (ValueError, InvalidRequirement):
-            env.notes.append(
-                f"{where}: {body}: not read (a conda spec with no PEP 508 equivalent); add it by hand"
-            )
-            continue
-        env.requirements.append(text)
+        _conda_item(env, f"{display}:{line}", body)
     for line, body in pip:
-        where = f"{display}:{line}"
-        if body.startswith(("-r ", "--requirement ")):
-            env.files.append(body.split(None, 1)[1].strip())
-            continue
-        if body.startswith("-e ") or body.startswith("--editable "):
-            target = body.split(None, 1)[1].strip()
-            if target in (".", "./"):
-                legacy = [n for n in ("setup.py", "setup.cfg") if (path.parent / n).is_file()]
-                if (path.parent / "pyproject.toml").is_file() or not legacy:
-                    what = 'add "pyproject.toml" to `from` to lock its dependencies'
-                else:
-                    what = f"its dependencies are in {' / '.join(legacy)}, which Kernodeck does not run: add them here"
-                env.notes.append(f"{where}: -e .: the project itself: {what}")
-            else:
-                env.notes.append(
-                    f"{where}: {body}: not locked (an editable or VCS install): publish it, or pin a release"
-                )
-            continue
-        if body.startswith("-"):
-            env.notes.append(f"{where}: {body}: a pip option; declare indexes as [[packages.index]]")
-            continue
+        _pip_item(env, path, f"{display}:{line}", body)
+    return env
+
+
+def _conda_item(env: CondaEnv, where: str, body: str) -> None:
+    """One conda package: Python gives [python], a system package is named, the rest is copied."""
+    name = re.split(r"[\s=<>!~]", body.split("::", 1)[-1], maxsplit=1)[0].lower()
+    if name == "python":
+        env.python, env.python_spec = _python(body), body
+        return
+    if name in _SYSTEM or (name.startswith(_SYSTEM_PREFIX) and name not in _PYTHON_DESPITE_PREFIX):
+        _system_package(env, where, name, body)
+        return
+    try:
+        pypi, spec = _conda_requirement(body)
+        text = str(Requirement(pypi + spec))
+    except (ValueError, InvalidRequirement):
+        env.notes.append(
+            f"{where}: {body}: not read (a conda spec with no PEP 508 equivalent); add it by hand"
+        )
+        return
+    env.requirements.append(text)
+
+
+def _pip_item(env: CondaEnv, path: Path, where: str, body: str) -> None:
+    """One line of the pip: list: a requirement copied, `-r FILE` kept, the rest named with why."""
+    if body.startswith(("-r ", "--requirement ")):
+        env.files.append(body.split(None, 1)[1].strip())
+    elif body.startswith(("-e ", "--editable ")):
+        _editable(env, path, where, body)
+    elif body.startswith("-"):
+        env.notes.append(f"{where}: {body}: a pip option; declare indexes as [[packages.index]]")
+    else:
         try:
             pip_req = Requirement(body)
         except InvalidRequirement:
             env.notes.append(f"{where}: {body}: not a requirement Kernodeck can lock; add it by hand")
-            continue
+            return
         if pip_req.url:
-            env.notes.append(f"{where}: {body}: not locked (a direct URL): publish it, or pin a release")
-            continue
+            _copy_direct(env, where, body, str(pip_req))
+            return
         env.requirements.append(str(pip_req))
-    return env
+
+
+#: A VCS install pip names by its `#egg=` fragment: `git+https://host/org/repo.git@main#egg=name`.
+_VCS_EGG = re.compile(r"^(?P<url>(git|hg|svn|bzr)\+[^#\s]+)#(?:.*&)?egg=(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _copy_direct(env: CondaEnv, where: str, body: str, requirement: str) -> None:
+    """A VCS or URL install is copied as the direct reference it is, so the lock stops at it
+    (it cannot be locked from an index) instead of locking the rest as if it were not there."""
+    env.requirements.append(requirement)
+    env.notes.append(
+        f"{where}: {body}: copied as {requirement!r}, which no index can lock: `kernodeck lock` stops at "
+        "it until you publish it, pin a release, or remove it here (and install it yourself)"
+    )
+
+
+def _editable(env: CondaEnv, path: Path, where: str, body: str) -> None:
+    """`-e .` is the project itself (its setup.py / setup.cfg dependencies are read beside it:
+    `installs_setup`); a VCS install is copied as a direct reference (`_copy_direct`); another
+    editable install (a path) is named, not locked."""
+    target = body.split(None, 1)[1].strip()
+    vcs = _VCS_EGG.match(target)
+    if vcs is not None:
+        _copy_direct(env, where, body, f"{vcs['name']} @ {vcs['url']}")
+        return
+    if target not in (".", "./"):
+        env.notes.append(f"{where}: {body}: not locked (an editable install): publish it, or pin a release")
+        return
+    legacy = [n for n in ("setup.py", "setup.cfg") if (path.parent / n).is_file()]
+    if (path.parent / "pyproject.toml").is_file() or not legacy:
+        what = 'add "pyproject.toml" to `from` to lock its dependencies'
+    else:
+        what = f"its dependencies are in {' / '.join(legacy)}, which Kernodeck does not run: add them here"
+        env.installs_setup = where
+    env.notes.append(f"{where}: -e .: the project itself: {what}")

@@ -254,7 +254,7 @@ def _requirement_files(root: Path, out: Discovery) -> tuple[dict[str, ParsedRequ
             fix = f"{hint}; then" if hint else "fix it, then"
             out.comments.append(f"not used: {_first_issue(e)}; {fix} add {rel!r} to `from`")
     is_dev = {rel: bool(_DEV.search(Path(rel).stem.removeprefix("requirements"))) for rel in parsed}
-    if all(is_dev.values()) and not (root / "pyproject.toml").is_file():
+    if all(is_dev.values()) and not (root / "pyproject.toml").is_file() and not sub_projects(root):
         is_dev = dict.fromkeys(parsed, False)  # only "dev" files: they are what the project has
     # a file another (non-development) file includes is read through it; a dev file including
     # requirements.txt does not make requirements.txt a part of development
@@ -296,49 +296,10 @@ def discover(directory: Path) -> Discovery:
     unread: str | None = None  # why pyproject.toml gave no dependencies
     if pyproject.is_file():
         try:
-            data = read_pyproject(pyproject, "pyproject.toml")
-            project = data.get("project")
-            poetry = read_poetry(data) if not isinstance(project, dict) and not project_in_reqs else None
-            if poetry is not None and not out.sources and not poetry.unreadable:
-                _read_poetry_from(out, poetry)
-            elif poetry is not None and not out.sources:
-                _copy_poetry(out, poetry)
-            elif not isinstance(project, dict) and not project_in_reqs:
-                unread = _without_project_table(data)
-                out.comments.append(unread)
-            if poetry is not None and out.sources:  # Poetry's python still says which Python
-                _poetry_python(out, poetry)
-            _uv_routes(out, data, project)
-            if isinstance(project, dict):
-                _requires_python(out, project)
-                if project_in_reqs:
-                    out.comments.append("pyproject.toml is read through `-e .` in a requirements file")
-                else:
-                    pp = parse_pyproject(pyproject, display_root=root)
-                    out.sources.insert(0, "pyproject.toml")
-                    out.backends.extend(pp.backends)
-                extras = sorted((project.get("optional-dependencies") or {}).keys())
-                table = data.get("dependency-groups")
-                groups = sorted(table) if isinstance(table, dict) else []
-                if extras and not project_in_reqs:
-                    out.comments.append(f"extras = []   # the project has: {', '.join(extras)}")
-                if groups and not project_in_reqs:
-                    out.comments.append(f"groups = []   # dependency groups: {', '.join(groups)}")
-                elif groups:
-                    out.comments.append(
-                        f'dependency groups ({", ".join(groups)}): add "pyproject.toml" to `from` and name them '
-                        "in `groups = [...]` to lock them too"
-                    )
+            unread = _read_pyproject(out, pyproject, root, project_in_reqs)
         except ManifestError as e:
             out.comments.append(f"not used: {_first_issue(e)}")
-    existing = project_lock(root)
-    if existing is not None and existing.note is not None:
-        out.comments.append(existing.note)
-    if existing is not None and existing.pins:
-        out.comments.append(
-            f"{existing.file} found: a platform's first `kernodeck lock` keeps its {len(existing.pins)} pins "
-            "where they still fit"
-        )
+    _name_existing_lock(out, root)
     pipfile = find_pipfile(root)
     if pipfile is not None:
         _read_pipfile(out, pipfile)
@@ -355,8 +316,145 @@ def discover(directory: Path) -> Discovery:
         _copy_setup(out, setup)
     out.data = propose_data(root)
     if not out.sources and not out.requirements:
-        out.missing = unread or NO_DEPENDENCIES
+        _say_missing(out, root, unread)
     return out
+
+
+def _name_existing_lock(out: Discovery, root: Path) -> None:
+    """A foreign lock of the project: what a first lock keeps from it (or why nothing)."""
+    existing = project_lock(root)
+    if existing is not None and existing.note is not None:
+        out.comments.append(existing.note)
+    if existing is not None and existing.pins:
+        out.comments.append(
+            f"{existing.file} found: a platform's first `kernodeck lock` keeps its {len(existing.pins)} pins "
+            "where they still fit"
+        )
+
+
+def _say_missing(out: Discovery, root: Path, unread: str | None) -> None:
+    """No dependency list: why (pyproject.toml's, the projects in folders below, or none found);
+    the folders below are named in repro.toml too."""
+    if unread is not None:
+        out.missing = unread
+        return
+    monorepo = _monorepo_note(root)
+    if monorepo is not None:
+        out.comments.append(monorepo)
+    out.missing = monorepo or NO_DEPENDENCIES
+
+
+def _read_pyproject(out: Discovery, pyproject: Path, root: Path, project_in_reqs: bool) -> str | None:
+    """pyproject.toml's part: its [project] table (or Poetry's) in `from`, its Python range, uv's
+    routing, its extras and groups named. Returns why it gave no dependencies, else None."""
+    unread: str | None = None
+    data = read_pyproject(pyproject, "pyproject.toml")
+    project = data.get("project")
+    poetry = read_poetry(data) if not isinstance(project, dict) and not project_in_reqs else None
+    if poetry is not None and not out.sources and not poetry.unreadable:
+        _read_poetry_from(out, poetry)
+    elif poetry is not None and not out.sources:
+        _copy_poetry(out, poetry)
+    elif not isinstance(project, dict) and not project_in_reqs:
+        unread = _without_project_table(data)
+        out.comments.append(unread)
+    if poetry is not None and out.sources:  # Poetry's python still says which Python
+        _poetry_python(out, poetry)
+    _uv_routes(out, data, project)
+    if isinstance(project, dict):
+        _requires_python(out, project)
+        if project_in_reqs:
+            out.comments.append("pyproject.toml is read through `-e .` in a requirements file")
+        else:
+            pp = parse_pyproject(pyproject, display_root=root)
+            out.sources.insert(0, "pyproject.toml")
+            out.backends.extend(pp.backends)
+        _name_extras_and_groups(out, project, data.get("dependency-groups"), project_in_reqs)
+        _name_pdm_groups(out, data)
+    return unread
+
+
+def _name_pdm_groups(out: Discovery, data: dict[str, object]) -> None:
+    """PDM's development groups ([tool.pdm.dev-dependencies]): named, since `groups` selects PEP 735
+    groups only."""
+    tool = data.get("tool")
+    pdm = tool.get("pdm") if isinstance(tool, dict) else None
+    dev = pdm.get("dev-dependencies") if isinstance(pdm, dict) else None
+    if isinstance(dev, dict) and dev:
+        out.comments.append(
+            f"[tool.pdm.dev-dependencies] {', '.join(sorted(dev))}: PDM's development groups, which `groups` "
+            "cannot select (PEP 735 [dependency-groups] only): add what the reproduction installs to requirements"
+        )
+
+
+def _name_extras_and_groups(
+    out: Discovery, project: dict[str, object], table: object, project_in_reqs: bool
+) -> None:
+    """The [project] extras and PEP 735 groups, named (not selected) in comments."""
+    optional = project.get("optional-dependencies")
+    extras = sorted(optional.keys()) if isinstance(optional, dict) else []
+    groups = sorted(table) if isinstance(table, dict) else []
+    if extras and not project_in_reqs:
+        out.comments.append(f"extras = []   # the project has: {', '.join(extras)}")
+    if groups and not project_in_reqs:
+        out.comments.append(f"groups = []   # dependency groups: {', '.join(groups)}")
+    elif groups:
+        out.comments.append(
+            f'dependency groups ({", ".join(groups)}): add "pyproject.toml" to `from` and name them '
+            "in `groups = [...]` to lock them too"
+        )
+
+
+#: Where a folder's own project is declared, for `sub_projects`: the file, and a section header
+#: that makes it a project's (a pyproject.toml or setup.cfg may hold only tool settings).
+_PROJECT_FILES = (
+    ("pyproject.toml", re.compile(r"^\[(project|tool\.poetry)\]\s*$", re.MULTILINE)),
+    ("setup.py", None),
+    ("setup.cfg", re.compile(r"^\[(metadata|options)\]\s*$", re.MULTILINE)),
+)
+
+
+def _declares_project(path: Path, header: re.Pattern[str] | None) -> bool:
+    if not path.is_file():
+        return False
+    if header is None:
+        return True
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return header.search(f.read(1_000_000)) is not None
+    except OSError:
+        return False
+
+
+def sub_projects(root: Path) -> list[str]:
+    """The projects of a monorepo: each visible first-level folder's pyproject.toml with a
+    [project] or [tool.poetry] table, else its setup.py, else its setup.cfg with [metadata] or
+    [options], relative to `root`, sorted. A folder holding projects side by side has no
+    dependency list of its own: its development files are not the reproduction's."""
+    found: list[str] = []
+    try:
+        folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    except OSError:
+        return []
+    for folder in folders:
+        if (folder / "pyvenv.cfg").is_file():
+            continue
+        declared = next((n for n, h in _PROJECT_FILES if _declares_project(folder / n, h)), None)
+        if declared is not None:
+            found.append(f"{folder.name}/{declared}")
+    return found
+
+
+def _monorepo_note(root: Path) -> str | None:
+    """What init says in a folder that holds projects in its first-level folders and none of its own."""
+    projects = sub_projects(root)
+    if not projects:
+        return None
+    folders = " or ".join(f"`kernodeck init {Path(p).parent.as_posix()}`" for p in projects)
+    return (
+        f"no project here, only in folders below ({', '.join(projects)}): run {folders} "
+        "for the one the reproduction runs, or name its files in `from`"
+    )
 
 
 def _copy_setup(out: Discovery, deps: SetupDeps) -> None:
@@ -414,11 +512,22 @@ def _uv_routes(out: Discovery, data: dict[str, object], project: object) -> None
             f"uv routes torch by these extras; each [[platform]]'s backend picks the build of {names}'s torch"
         )
         out.extras = (by_extra, why)
+        if len({_ranges(table[e]) for e in by_extra}) > 1:
+            out.comments.append(
+                f"extras {names} ask for different versions: selected together, every platform requires "
+                "all their ranges (uv installs one extra at a time); keep one extra and its [[platform]] "
+                "per manifest, or make the ranges agree"
+            )
     else:
         out.comments.append(
             f"extras {names} route torch by backend in uv and require more than torch: select the one a "
             "platform needs in `extras` (one manifest selects extras for every platform)"
         )
+
+
+def _ranges(requirements: list[str]) -> frozenset[tuple[str, str]]:
+    """(project, specifier) of an extra's requirements, to compare extras' version ranges."""
+    return frozenset((canonicalize_name(r.name), str(r.specifier)) for r in map(Requirement, requirements))
 
 
 def _backend_name(url: str) -> str | None:
@@ -530,7 +639,32 @@ def _read_conda(out: Discovery, path: Path, root: Path) -> None:
             f"requirements: copied from {name}, a conda environment, which `from` cannot read (conda "
             "names given as PyPI's: pytorch is torch); edit them here from now on"
         )
-    out.comments.extend(env.notes)
+    notes = env.notes
+    if env.installs_setup is not None:
+        notes = _copy_installed_setup(out, env.installs_setup, notes, root)
+    out.comments.extend(notes)
+
+
+def _copy_installed_setup(out: Discovery, where: str, notes: list[str], root: Path) -> list[str]:
+    """A conda pip: list's `-e .` of a setup.py / setup.cfg project: the literal install_requires
+    are copied beside the environment's (those it names already are kept as the environment has
+    them); returns the notes with the `-e .` one saying so."""
+    setup = read_setup(root)
+    if setup is None or not setup.requirements:
+        return notes
+    have = {_requirement_name(r) for r in out.requirements}
+    added = [r for r in setup.requirements if _requirement_name(r) not in have]
+    out.requirements = [*out.requirements, *added]
+    said = f"{where}: -e .: the project itself: {setup.file} install_requires copied (read, never run)"
+    said += f": {', '.join(added)}" if added else ": all already listed"
+    return [said if n.startswith(f"{where}: -e .:") else n for n in notes] + setup.notes
+
+
+def _requirement_name(text: str) -> str:
+    try:
+        return canonicalize_name(Requirement(text).name)
+    except InvalidRequirement:
+        return text
 
 
 #: Files at least this large, outside the proposed folders, are proposed one by one.
