@@ -94,7 +94,7 @@ PYPI_TORCH = (
     )
     + _pkg("nvidia-cublas-cu12", "12.8.3.14", PYPI, "py3-none-manylinux_2_27_x86_64")
     + _pkg("filelock", "3.18.0", PYPI, "py3-none-any", sdist=True)
-    + _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_MAC_ARM, sdist=True)
+    + _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_LINUX_ARM, T_MAC_ARM, T_WIN, sdist=True)
 )
 
 
@@ -201,7 +201,7 @@ def _routed_project(directory: Path) -> None:
             _pkg("torch", "2.7.0+cpu", CPU, T_LINUX, T_LINUX_ARM, T_WIN),
             _pkg("torch", "2.7.0+cu128", CU128, T_LINUX, T_WIN, deps=nvidia),
             _pkg("nvidia-cublas-cu12", "12.8.3.14", PYPI, "py3-none-manylinux_2_27_x86_64"),
-            _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_MAC_ARM, sdist=True),
+            _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_LINUX_ARM, T_MAC_ARM, T_WIN, sdist=True),
         ),
     )
 
