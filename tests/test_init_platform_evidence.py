@@ -536,3 +536,105 @@ def test_a_linked_conda_file_is_not_read(tmp_path: Path) -> None:
     (proj / "conda-lock.yml").unlink()
     (proj / "conda-lock.yml").write_text(outside.read_text())
     assert [c.platforms for c in conda_platforms(proj)] == [[("macos", "arm64")]]
+
+
+def _poetry_pkg(name: str, version: str, *tags: str, sdist: bool = False, deps: str = "") -> str:
+    files = [f'{{file = "{name}-{version}-{t}.whl", hash = "sha256:00"}}' for t in tags]
+    files += [f'{{file = "{name}-{version}.tar.gz", hash = "sha256:00"}}'] if sdist else []
+    out = f'[[package]]\nname = "{name}"\nversion = "{version}"\nfiles = [{", ".join(files)}]\n'
+    return out + (f"\n[package.dependencies]\n{deps}\n" if deps else "") + "\n"
+
+
+POETRY_PYPROJECT = (
+    '[tool.poetry]\nname = "proj"\nversion = "0.1.0"\n\n[tool.poetry.dependencies]\npython = "^3.11"\n'
+    'lightning = "^2.0"\n\n[tool.poetry.group.dev.dependencies]\npylint = "*"\n\n'
+    '[build-system]\nrequires = ["poetry-core"]\nbuild-backend = "poetry.core.masonry.api"\n'
+)
+
+
+def test_poetry_lock_edges_decide_what_a_platform_needs(tmp_path: Path) -> None:
+    """poetry.lock 2.0 writes no package markers: pywin32 is needed only where the edge to it holds
+    (`sys_platform == "win32"`), reached from the project's own dependencies (pyproject.toml)."""
+    _write(tmp_path / "pyproject.toml", POETRY_PYPROJECT)
+    _write(
+        tmp_path / "poetry.lock",
+        _poetry_pkg(
+            "lightning",
+            "2.0.8",
+            "py3-none-any",
+            deps='pywin32 = {version = ">=300", markers = "sys_platform == \\"win32\\""}\nnumpy = "*"',
+        )
+        + _poetry_pkg("numpy", "1.26.0", T_LINUX, T_LINUX_ARM, T_MAC_ARM, T_WIN)
+        + _poetry_pkg("pywin32", "306", T_WIN)
+        + _poetry_pkg("pylint", "2.17.5", "py3-none-any"),
+    )
+    platforms, text = _init(tmp_path)
+    assert platforms == [
+        ("linux-x86_64", None),
+        ("linux-aarch64", None),
+        ("macos-arm64", None),
+        ("windows-x86_64", None),
+    ]
+    assert "pywin32" not in text
+    # without the project's pyproject.toml every locked package counts: pywin32 keeps Linux out
+    (tmp_path / "pyproject.toml").unlink()
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None), ("windows-x86_64", None)]
+    assert "poetry.lock covers no linux-x86_64 wheel for pywin32 306" in text
+
+
+def test_poetry_optional_edges_count_only_through_an_extra_asked_for(tmp_path: Path) -> None:
+    _write(tmp_path / "pyproject.toml", POETRY_PYPROJECT)
+    _write(
+        tmp_path / "poetry.lock",
+        _poetry_pkg(
+            "lightning",
+            "2.0.8",
+            "py3-none-any",
+            deps='winonly = {version = "*", optional = true}\n\n[package.extras]\nwin = ["winonly (>=1)"]',
+        )
+        + _poetry_pkg("winonly", "1.0", T_WIN)
+        + _poetry_pkg("pylint", "2.17.5", "py3-none-any", deps='lazy = "*"')
+        + _poetry_pkg("lazy", "1.9.0", T_LINUX, T_MAC_ARM, T_WIN, sdist=True),
+    )
+    platforms, text = _init(tmp_path)
+    # winonly: only lightning[win] needs it, and no edge asks for it; lazy (group dev, which Poetry
+    # installs by default) has wheels and none for linux-aarch64: its sdist does not count there
+    assert platforms == [("linux-x86_64", None), ("macos-arm64", None), ("windows-x86_64", None)]
+    aarch64 = _init(tmp_path, ARM_LINUX)[1]
+    assert (
+        "# this machine; poetry.lock covers no linux-aarch64 wheel for lazy 1.9.0 (through group dev)"
+        in aarch64
+    )
+
+
+def test_an_sdist_counts_only_where_allow_sdist_names_it(tmp_path: Path) -> None:
+    """A package with wheels (none `any`) needs one on the platform, its sdist notwithstanding (a
+    lock takes wheels unless allow-sdist names the project); a package with an sdist only (julius)
+    is no evidence, and init proposes it under allow-sdist, naming the lock that builds it."""
+    lock = _uv_lock(
+        LINUX_DARWIN,
+        _root('{ name = "xformers" }, { name = "julius" }, { name = "torch" }'),
+        PYPI_TORCH,
+        _pkg("xformers", "0.0.33", PYPI, T_LINUX, T_WIN, sdist=True),
+        _pkg("julius", "0.2.7", PYPI, sdist=True),
+    )
+    _write(tmp_path / "uv.lock", lock)
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None)]
+    assert (
+        "# not proposed: macos-arm64 (uv.lock: resolution-markers allow it, but xformers 0.0.33 has only a "
+        "source distribution for it)" in text
+    )
+    assert 'allow-sdist = ["julius"] # uv.lock locks julius 0.2.7 as a source distribution only' in text
+    assert load_manifest(tmp_path / "repro.toml").packages.allow_sdist == ["julius"]
+    # xformers 0.0.33 locked as an sdist only in another fork of the lock: allow-sdist names it,
+    # and its sdist then builds anywhere, as in the project's own lock
+    _write(
+        tmp_path / "uv.lock",
+        lock.replace('{ name = "xformers" }', '{ name = "xformers", version = "0.0.33" }')
+        + _pkg("xformers", "0.0.20", PYPI, sdist=True),
+    )
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None), ("linux-aarch64", None), ("macos-arm64", None)]
+    assert 'allow-sdist = ["julius", "xformers"] # uv.lock locks julius 0.2.7 and xformers 0.0.20' in text
