@@ -18,6 +18,7 @@ from kernodeck.cli import main
 from kernodeck.formats.condalock import conda_platforms
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.manifest import load_manifest
+from kernodeck.manifest.fromenv import EnvAdoption
 from kernodeck.manifest.init import HostFacts, starter_document
 from tests.fixtures.adopt_project import uv_lock as real_uv_lock
 from tests.fixtures.adopt_project import write as _write
@@ -639,3 +640,31 @@ def test_an_sdist_counts_only_where_allow_sdist_names_it(tmp_path: Path) -> None
     platforms, text = _init(tmp_path)
     assert platforms == [("linux-x86_64", None), ("linux-aarch64", None), ("macos-arm64", None)]
     assert 'allow-sdist = ["julius", "xformers"] # uv.lock locks julius 0.2.7 and xformers 0.0.20' in text
+
+
+def test_allow_sdist_from_each_lock_that_names_its_files(tmp_path: Path) -> None:
+    """pylock.toml and poetry.lock name their files too; Pipfile.lock names none (hashes only), so
+    nothing is proposed from it; an adopted environment, not a lock, proposes nothing."""
+    _write(
+        tmp_path / "pylock.toml",
+        'lock-version = "1.0"\ncreated-by = "x"\n[[packages]]\nname = "Julius"\nversion = "0.2.7"\n'
+        'sdist = { name = "julius-0.2.7.tar.gz", hashes = { sha256 = "00" } }\n'
+        '[[packages]]\nname = "numpy"\nversion = "2.2.6"\n'
+        f'sdist = {{ name = "numpy-2.2.6.tar.gz", hashes = {{ sha256 = "00" }} }}\n'
+        f'wheels = [{{ name = "numpy-2.2.6-{T_LINUX}.whl", hashes = {{ sha256 = "00" }} }}]\n',
+    )
+    text = _init(tmp_path)[1]
+    assert 'allow-sdist = ["julius"] # pylock.toml locks Julius 0.2.7 as a source distribution only' in text
+    (tmp_path / "pylock.toml").unlink()
+    _write(tmp_path / "poetry.lock", _poetry_pkg("julius", "0.2.7", sdist=True))
+    text = _init(tmp_path)[1]
+    assert 'allow-sdist = ["julius"] # poetry.lock locks julius 0.2.7 as a source distribution only' in text
+    env = EnvAdoption("3.11", "cpython", requirements=["julius==0.2.7"])
+    adopted = tomlkit.dumps(starter_document(tmp_path, facts=LINUX, git=None, env=env))
+    assert "allow-sdist = [] # names that may be locked as source distributions" in adopted
+    (tmp_path / "poetry.lock").unlink()
+    _write(
+        tmp_path / "Pipfile.lock", '{"default": {"julius": {"version": "==0.2.7", "hashes": ["sha256:00"]}}}'
+    )
+    text = _init(tmp_path)[1]
+    assert "allow-sdist = [] # names that may be locked as source distributions" in text
