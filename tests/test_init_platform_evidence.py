@@ -668,3 +668,12 @@ def test_allow_sdist_from_each_lock_that_names_its_files(tmp_path: Path) -> None
     )
     text = _init(tmp_path)[1]
     assert "allow-sdist = [] # names that may be locked as source distributions" in text
+
+
+def test_a_pyproject_too_deep_to_read_leaves_poetry_lock_counting_every_package(tmp_path: Path) -> None:
+    _write(tmp_path / "pyproject.toml", "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    _write(tmp_path / "poetry.lock", _poetry_pkg("pywin32", "306", T_WIN))
+    platforms, text = _init(tmp_path)  # init still writes a manifest, and says why pyproject is not used
+    assert platforms == [("linux-x86_64", None), ("windows-x86_64", None)]
+    assert "# not used: pyproject.toml:1: TOML nested more than" in text
+    assert "poetry.lock covers no linux-x86_64 wheel for pywin32 306" in text

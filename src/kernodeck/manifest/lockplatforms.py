@@ -59,6 +59,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from kernodeck import formats
 from kernodeck.backends import backend_of_index, parse_backend
+from kernodeck.errors import ManifestError
 from kernodeck.formats import Edge, Evidence, LockedPackage, Syntax, Unreadable, parse_text
 from kernodeck.formats.condalock import CondaPlatforms, conda_platforms
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, locked_platforms
@@ -465,6 +466,15 @@ def _load(path: Path, syntax: Syntax) -> Any:
     return None if isinstance(data, Unreadable) else data
 
 
+def _project_data(folder: Path) -> Any:
+    """The project's parsed pyproject.toml (poetry.lock's root), None when it cannot be read: init
+    has already said why (`manifest.adopt`), and a lock's evidence then counts every package."""
+    try:
+        return _load(folder / "pyproject.toml", "toml")
+    except ManifestError:
+        return None
+
+
 def _own_locks(folder: Path) -> Iterator[Covered]:
     for name, paths in locked_platforms(folder).items():
         path = paths[0]
@@ -528,7 +538,7 @@ def platform_evidence(
     `allow_sdist`: the names `[packages] allow-sdist` holds (see the wheel rule)."""
     targets = _targets(python, host)
     allowed = frozenset(canonicalize_name(n) for n in allow_sdist)
-    pyproject = _load(folder / "pyproject.toml", "toml")
+    pyproject = _project_data(folder)
     covered: dict[str, Covered] = {}
     uncovered: list[Uncovered] = []
     verdicts: list[Iterable[Covered | Uncovered]] = [
