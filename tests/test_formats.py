@@ -94,6 +94,53 @@ def test_platform_evidence_of_each_format() -> None:
     assert pipfilelock.evidence({}).packages == []
 
 
+def test_poetry_lock_edges_extras_and_the_project_as_root() -> None:
+    lock = {
+        "package": [
+            {
+                "name": "lightning",
+                "version": "2.0.8",
+                "files": [{"file": "lightning-2.0.8-py3-none-any.whl"}],
+                "dependencies": {
+                    "pywin32": {"version": ">=300", "markers": 'sys_platform == "win32"'},
+                    "numpy": [{"version": "<2", "markers": 'python_version < "3.12"'}, {"version": ">=2"}],
+                    "rich": {"version": "*", "optional": True, "extras": ["jupyter"]},
+                },
+                "extras": {"ui": ["rich[jupyter] (>=13)"], "bad": [3]},
+            },
+            {"name": "julius", "version": "0.2.7", "files": [{"file": "julius-0.2.7.tar.gz"}]},
+        ]
+    }
+    pyproject = {
+        "tool": {
+            "poetry": {
+                "dependencies": {
+                    "python": "^3.10",
+                    "lightning": "^2.0",
+                    "mine": {"git": "https://x.invalid/m"},
+                },
+                "group": {"dev": {"dependencies": {"pylint": "*"}}},
+            }
+        }
+    }
+    root, lightning, julius = poetrylock.evidence(lock, pyproject).packages
+    assert root.root and [e.name for e in root.edges] == ["lightning", "mine"]  # a git one by name
+    assert [e.name for e in root.groups["dev"]] == ["pylint"]
+    assert [(e.name, e.marker) for e in lightning.edges] == [
+        ("pywin32", 'sys_platform == "win32"'),
+        ("numpy", 'python_version < "3.12"'),
+        ("numpy", None),
+    ]
+    assert [(e.name, e.extras) for e in lightning.extras["ui"]] == [("rich", ("jupyter",))]
+    assert lightning.extras["bad"] == ()
+    assert formats.sdist_only([root, lightning, julius]) == [julius]
+    # no pyproject.toml, or one that declares nothing: no root (every package counts by its marker)
+    assert not any(p.root for p in poetrylock.evidence(lock).packages)
+    assert not any(
+        p.root for p in poetrylock.evidence(lock, {"project": {"dynamic": ["dependencies"]}}).packages
+    )
+
+
 def test_init_on_a_setup_py_too_deep_for_the_parser_is_a_located_error(tmp_path: Path) -> None:
     terms = "+".join(["1"] * 200_000)  # deeper than Python's own parser goes (3.10's crashes)
     (tmp_path / "setup.py").write_text(

@@ -204,16 +204,17 @@ def test_first_lock_on_a_loopback_index(
     path = _init(project)
     index = _index_name(case.layout)
     _point_at(path, server, index)
-    merged, _ = apply_sources(load_manifest(path), path)
-    serve_layout(
-        server.factory,
-        index,
-        merged.packages.requirements,
-        variants=_variants(project, path),
-        pins=first_lock_preferences(project),
-        sdist_only=case.expect["lock"].get("sdist_only", ()),
-    )
     want = case.expect["lock"]
+    if want["exit"] != 2:  # exit 2: the manifest stops the lock before any index is read
+        merged, _ = apply_sources(load_manifest(path), path)
+        serve_layout(
+            server.factory,
+            index,
+            merged.packages.requirements,
+            variants=_variants(project, path),
+            pins=first_lock_preferences(project),
+            sdist_only=want.get("sdist_only", ()),
+        )
     code = main(["lock", str(path), "-q"])
     err = capsys.readouterr().err
     assert code == want["exit"], err

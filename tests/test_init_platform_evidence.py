@@ -18,6 +18,7 @@ from kernodeck.cli import main
 from kernodeck.formats.condalock import conda_platforms
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.manifest import load_manifest
+from kernodeck.manifest.fromenv import EnvAdoption
 from kernodeck.manifest.init import HostFacts, starter_document
 from tests.fixtures.adopt_project import uv_lock as real_uv_lock
 from tests.fixtures.adopt_project import write as _write
@@ -94,7 +95,7 @@ PYPI_TORCH = (
     )
     + _pkg("nvidia-cublas-cu12", "12.8.3.14", PYPI, "py3-none-manylinux_2_27_x86_64")
     + _pkg("filelock", "3.18.0", PYPI, "py3-none-any", sdist=True)
-    + _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_MAC_ARM, sdist=True)
+    + _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_LINUX_ARM, T_MAC_ARM, T_WIN, sdist=True)
 )
 
 
@@ -201,7 +202,7 @@ def _routed_project(directory: Path) -> None:
             _pkg("torch", "2.7.0+cpu", CPU, T_LINUX, T_LINUX_ARM, T_WIN),
             _pkg("torch", "2.7.0+cu128", CU128, T_LINUX, T_WIN, deps=nvidia),
             _pkg("nvidia-cublas-cu12", "12.8.3.14", PYPI, "py3-none-manylinux_2_27_x86_64"),
-            _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_MAC_ARM, sdist=True),
+            _pkg("numpy", "2.2.6", PYPI, T_LINUX, T_LINUX_ARM, T_MAC_ARM, T_WIN, sdist=True),
         ),
     )
 
@@ -536,3 +537,143 @@ def test_a_linked_conda_file_is_not_read(tmp_path: Path) -> None:
     (proj / "conda-lock.yml").unlink()
     (proj / "conda-lock.yml").write_text(outside.read_text())
     assert [c.platforms for c in conda_platforms(proj)] == [[("macos", "arm64")]]
+
+
+def _poetry_pkg(name: str, version: str, *tags: str, sdist: bool = False, deps: str = "") -> str:
+    files = [f'{{file = "{name}-{version}-{t}.whl", hash = "sha256:00"}}' for t in tags]
+    files += [f'{{file = "{name}-{version}.tar.gz", hash = "sha256:00"}}'] if sdist else []
+    out = f'[[package]]\nname = "{name}"\nversion = "{version}"\nfiles = [{", ".join(files)}]\n'
+    return out + (f"\n[package.dependencies]\n{deps}\n" if deps else "") + "\n"
+
+
+POETRY_PYPROJECT = (
+    '[tool.poetry]\nname = "proj"\nversion = "0.1.0"\n\n[tool.poetry.dependencies]\npython = "^3.11"\n'
+    'lightning = "^2.0"\n\n[tool.poetry.group.dev.dependencies]\npylint = "*"\n\n'
+    '[build-system]\nrequires = ["poetry-core"]\nbuild-backend = "poetry.core.masonry.api"\n'
+)
+
+
+def test_poetry_lock_edges_decide_what_a_platform_needs(tmp_path: Path) -> None:
+    """poetry.lock 2.0 writes no package markers: pywin32 is needed only where the edge to it holds
+    (`sys_platform == "win32"`), reached from the project's own dependencies (pyproject.toml)."""
+    _write(tmp_path / "pyproject.toml", POETRY_PYPROJECT)
+    _write(
+        tmp_path / "poetry.lock",
+        _poetry_pkg(
+            "lightning",
+            "2.0.8",
+            "py3-none-any",
+            deps='pywin32 = {version = ">=300", markers = "sys_platform == \\"win32\\""}\nnumpy = "*"',
+        )
+        + _poetry_pkg("numpy", "1.26.0", T_LINUX, T_LINUX_ARM, T_MAC_ARM, T_WIN)
+        + _poetry_pkg("pywin32", "306", T_WIN)
+        + _poetry_pkg("pylint", "2.17.5", "py3-none-any"),
+    )
+    platforms, text = _init(tmp_path)
+    assert platforms == [
+        ("linux-x86_64", None),
+        ("linux-aarch64", None),
+        ("macos-arm64", None),
+        ("windows-x86_64", None),
+    ]
+    assert "pywin32" not in text
+    # without the project's pyproject.toml every locked package counts: pywin32 keeps Linux out
+    (tmp_path / "pyproject.toml").unlink()
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None), ("windows-x86_64", None)]
+    assert "poetry.lock covers no linux-x86_64 wheel for pywin32 306" in text
+
+
+def test_poetry_optional_edges_count_only_through_an_extra_asked_for(tmp_path: Path) -> None:
+    _write(tmp_path / "pyproject.toml", POETRY_PYPROJECT)
+    _write(
+        tmp_path / "poetry.lock",
+        _poetry_pkg(
+            "lightning",
+            "2.0.8",
+            "py3-none-any",
+            deps='winonly = {version = "*", optional = true}\n\n[package.extras]\nwin = ["winonly (>=1)"]',
+        )
+        + _poetry_pkg("winonly", "1.0", T_WIN)
+        + _poetry_pkg("pylint", "2.17.5", "py3-none-any", deps='lazy = "*"')
+        + _poetry_pkg("lazy", "1.9.0", T_LINUX, T_MAC_ARM, T_WIN, sdist=True),
+    )
+    platforms, text = _init(tmp_path)
+    # winonly: only lightning[win] needs it, and no edge asks for it; lazy (group dev, which Poetry
+    # installs by default) has wheels and none for linux-aarch64: its sdist does not count there
+    assert platforms == [("linux-x86_64", None), ("macos-arm64", None), ("windows-x86_64", None)]
+    assert "winonly" not in text
+    aarch64 = _init(tmp_path, ARM_LINUX)[1]
+    assert (
+        "# this machine; poetry.lock covers no linux-aarch64 wheel for lazy 1.9.0 (through group dev)"
+        in aarch64
+    )
+
+
+def test_an_sdist_counts_only_where_allow_sdist_names_it(tmp_path: Path) -> None:
+    """A package with wheels (none `any`) needs one on the platform, its sdist notwithstanding (a
+    lock takes wheels unless allow-sdist names the project); a package with an sdist only (julius)
+    is no evidence, and init proposes it under allow-sdist, naming the lock that builds it."""
+    lock = _uv_lock(
+        LINUX_DARWIN,
+        _root('{ name = "xformers" }, { name = "julius" }, { name = "torch" }'),
+        PYPI_TORCH,
+        _pkg("xformers", "0.0.33", PYPI, T_LINUX, T_WIN, sdist=True),
+        _pkg("julius", "0.2.7", PYPI, sdist=True),
+    )
+    _write(tmp_path / "uv.lock", lock)
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None)]
+    assert (
+        "# not proposed: macos-arm64 (uv.lock: resolution-markers allow it, but xformers 0.0.33 has only a "
+        "source distribution for it)" in text
+    )
+    assert 'allow-sdist = ["julius"] # uv.lock locks julius 0.2.7 as a source distribution only' in text
+    assert load_manifest(tmp_path / "repro.toml").packages.allow_sdist == ["julius"]
+    # xformers 0.0.33 locked as an sdist only in another fork of the lock: allow-sdist names it,
+    # and its sdist then builds anywhere, as in the project's own lock
+    _write(
+        tmp_path / "uv.lock",
+        lock.replace('{ name = "xformers" }', '{ name = "xformers", version = "0.0.33" }')
+        + _pkg("xformers", "0.0.20", PYPI, sdist=True),
+    )
+    platforms, text = _init(tmp_path)
+    assert platforms == [("linux-x86_64", None), ("linux-aarch64", None), ("macos-arm64", None)]
+    assert 'allow-sdist = ["julius", "xformers"] # uv.lock locks julius 0.2.7 and xformers 0.0.20' in text
+
+
+def test_allow_sdist_from_each_lock_that_names_its_files(tmp_path: Path) -> None:
+    """pylock.toml and poetry.lock name their files too; Pipfile.lock names none (hashes only), so
+    nothing is proposed from it; an adopted environment, not a lock, proposes nothing."""
+    _write(
+        tmp_path / "pylock.toml",
+        'lock-version = "1.0"\ncreated-by = "x"\n[[packages]]\nname = "Julius"\nversion = "0.2.7"\n'
+        'sdist = { name = "julius-0.2.7.tar.gz", hashes = { sha256 = "00" } }\n'
+        '[[packages]]\nname = "numpy"\nversion = "2.2.6"\n'
+        f'sdist = {{ name = "numpy-2.2.6.tar.gz", hashes = {{ sha256 = "00" }} }}\n'
+        f'wheels = [{{ name = "numpy-2.2.6-{T_LINUX}.whl", hashes = {{ sha256 = "00" }} }}]\n',
+    )
+    text = _init(tmp_path)[1]
+    assert 'allow-sdist = ["julius"] # pylock.toml locks Julius 0.2.7 as a source distribution only' in text
+    (tmp_path / "pylock.toml").unlink()
+    _write(tmp_path / "poetry.lock", _poetry_pkg("julius", "0.2.7", sdist=True))
+    text = _init(tmp_path)[1]
+    assert 'allow-sdist = ["julius"] # poetry.lock locks julius 0.2.7 as a source distribution only' in text
+    env = EnvAdoption("3.11", "cpython", requirements=["julius==0.2.7"])
+    adopted = tomlkit.dumps(starter_document(tmp_path, facts=LINUX, git=None, env=env))
+    assert "allow-sdist = [] # names that may be locked as source distributions" in adopted
+    (tmp_path / "poetry.lock").unlink()
+    _write(
+        tmp_path / "Pipfile.lock", '{"default": {"julius": {"version": "==0.2.7", "hashes": ["sha256:00"]}}}'
+    )
+    text = _init(tmp_path)[1]
+    assert "allow-sdist = [] # names that may be locked as source distributions" in text
+
+
+def test_a_pyproject_too_deep_to_read_leaves_poetry_lock_counting_every_package(tmp_path: Path) -> None:
+    _write(tmp_path / "pyproject.toml", "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    _write(tmp_path / "poetry.lock", _poetry_pkg("pywin32", "306", T_WIN))
+    platforms, text = _init(tmp_path)  # init still writes a manifest, and says why pyproject is not used
+    assert platforms == [("linux-x86_64", None), ("windows-x86_64", None)]
+    assert "# not used: pyproject.toml:1: TOML nested more than" in text
+    assert "poetry.lock covers no linux-x86_64 wheel for pywin32 306" in text

@@ -86,7 +86,7 @@ def test_init_copies_a_conda_environments_pypi_requirements(
     assert (
         "environment.yaml:16: -e git+https://github.com/CompVis/taming-transformers.git@master#egg=taming-transformers: "
         "copied as 'taming-transformers @ git+https://github.com/CompVis/taming-transformers.git@master', which no "
-        "index can lock: `kernodeck lock` stops at it" in text
+        "index can lock: `kernodeck validate` and `kernodeck lock` stop at it" in text
     )
     assert "environment.yaml:17: -e .: the project itself: its dependencies are in setup.py" in text
 

@@ -105,11 +105,30 @@ _FLAG_OPTIONS: dict[str, str] = {
 }
 #: Options that change nothing in a lock: kernodeck locks wheels only and writes its own hashes.
 _ACCEPTED = {"only-binary", "prefer-binary", "hash", "require-hashes", "pre"}
-#: What to do about a line a lock cannot take from an index (a VCS or direct URL requirement).
-_CANNOT_CARRY = (
-    "publish it to an index the manifest names, pin a released version, or list the line (or its "
-    "project's name) under [packages] skip (then it is not locked: install it yourself)"
-)
+
+
+def cannot_carry(leave_out: str = "list the line (or its project's name) under [packages] skip") -> str:
+    """What to do about a requirement a lock cannot take from an index (a VCS or direct URL
+    requirement): `leave_out` says how to leave it out of the lock (a requirement file's line:
+    [packages] skip; [packages] requirements: remove it there)."""
+    return (
+        f"publish it to an index the manifest names, pin a released version, or {leave_out} "
+        "(then it is not locked: install it yourself)"
+    )
+
+
+_CANNOT_CARRY = cannot_carry()
+
+
+def direct_reference(req: Requirement) -> str | None:
+    """Why a lock cannot take `req` from an index (`name @ URL`: a VCS, local file or other direct
+    URL requirement; a lock resolves names on indexes only), or None for a requirement by name."""
+    if not req.url:
+        return None
+    kind = "VCS" if _VCS.match(req.url) else "local path" if req.url.startswith("file:") else "direct URL"
+    return f"{req.name} @ ...: a {kind} requirement cannot be locked from an index"
+
+
 _WHY_NOT: dict[str, str] = {
     "no-binary": "kernodeck locks wheels only; list the project under [packages] allow-sdist instead",
     "no-index": "a lock reads the indexes the manifest names; declare them under [[packages.index]]",
@@ -808,13 +827,9 @@ class _Reader:
                 self.path_requirement(text, origin, constraint=constraint, editable=False, written=shown)
                 return None
             raise self.fail(origin, _invalid(written, e)) from None
-        if req.url:
-            kind = "VCS" if _VCS.match(req.url) else "direct URL"
-            raise self.fail(
-                origin,
-                f"{req.name} @ ...: a {kind} requirement cannot be locked from an index",
-                hint=_CANNOT_CARRY,
-            )
+        why = direct_reference(req)
+        if why is not None:
+            raise self.fail(origin, why, hint=_CANNOT_CARRY)
         normalised, hints = _without_local(req)
         return normalised, canonicalize_name(req.name), hints
 

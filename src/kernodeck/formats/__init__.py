@@ -4,7 +4,9 @@
     for fmt in locks():                             # uvlock, pylock, poetrylock, pipfilelock
         fmt.NAME, fmt.SYNTAX
         fmt.pins(data)                              # [(name, version)] from an index; None: no package array
-        fmt.evidence(data)                          # Evidence: its platform markers and locked packages
+        fmt.evidence(data, pyproject)               # Evidence: its platform markers and locked packages
+                                                    # (pyproject: the project's parsed pyproject.toml, or None)
+    sdist_only(evidence.packages)                   # what the lock has only as a source distribution
 
 Every foreign file is parsed here: nesting deeper than `MAX_DEPTH` (arrays, tables, objects) is a
 located ManifestError (exit 2) found before the parser runs, never the parser's RecursionError;
@@ -21,10 +23,15 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from kernodeck.errors import Issue, ManifestError
 from kernodeck.support.tomltext import MAX_DEPTH, tomllib, too_deep
 
 Syntax = Literal["toml", "json"]
+
+#: How a source distribution's file name ends (a lock without file names writes "source.tar.gz").
+SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2")
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,30 @@ class LockedPackage:
     edges: tuple[Edge, ...] = ()
     extras: dict[str, tuple[Edge, ...]] = field(default_factory=dict)
     groups: dict[str, tuple[Edge, ...]] = field(default_factory=dict)
+
+    @property
+    def has_sdist(self) -> bool:
+        return any(f.split("#", 1)[0].endswith(SDIST_SUFFIXES) for f in self.files)
+
+    @property
+    def wheels(self) -> tuple[str, ...]:
+        return tuple(f for f in self.files if f.split("#", 1)[0].endswith(".whl"))
+
+
+def requirement_edge(text: str) -> Edge | None:
+    """A PEP 508 requirement as an edge of a lock's graph (its name, marker and extras); None when
+    it cannot be read."""
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return None
+    return Edge(req.name, marker=str(req.marker) if req.marker else None, extras=tuple(sorted(req.extras)))
+
+
+def sdist_only(packages: list[LockedPackage]) -> list[LockedPackage]:
+    """The locked packages (the project itself left out) whose only file is a source distribution:
+    the project's own lock builds them from source, by name and version."""
+    return [p for p in packages if not p.root and p.name and p.has_sdist and not p.wheels]
 
 
 @dataclass(frozen=True)

@@ -240,8 +240,8 @@ def _copy_direct(env: CondaEnv, where: str, body: str, requirement: str) -> None
     (it cannot be locked from an index) instead of locking the rest as if it were not there."""
     env.requirements.append(requirement)
     env.notes.append(
-        f"{where}: {body}: copied as {requirement!r}, which no index can lock: `kernodeck lock` stops at "
-        "it until you publish it, pin a release, or remove it here (and install it yourself)"
+        f"{where}: {body}: copied as {requirement!r}, which no index can lock: `kernodeck validate` and "
+        "`kernodeck lock` stop at it until you publish it, pin a release, or remove it here (and install it yourself)"
     )
 
 

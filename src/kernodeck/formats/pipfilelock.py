@@ -22,5 +22,5 @@ def pins(data: Any) -> list[tuple[str, str]] | None:
     return out
 
 
-def evidence(data: Any) -> Evidence:
+def evidence(data: Any, pyproject: Any = None) -> Evidence:
     return Evidence(packages=[])

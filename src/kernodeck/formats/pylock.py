@@ -37,7 +37,7 @@ def _package(entry: dict[str, Any]) -> LockedPackage:
     )
 
 
-def evidence(data: Any) -> Evidence:
+def evidence(data: Any, pyproject: Any = None) -> Evidence:
     packages = [_package(e) for e in entries(data, "packages")]
     markers = strings(data.get("environments"))
     return (

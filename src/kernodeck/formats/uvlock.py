@@ -75,7 +75,7 @@ def _package(entry: dict[str, Any]) -> LockedPackage:
     )
 
 
-def evidence(data: Any) -> Evidence:
+def evidence(data: Any, pyproject: Any = None) -> Evidence:
     packages = [_package(e) for e in entries(data, "package")]
     for key in ("supported-markers", "resolution-markers"):
         markers = strings(data.get(key))

@@ -69,7 +69,7 @@ from kernodeck.lockfile.leftover import LeftOver, left_over, remove
 from kernodeck.lockfile.names import is_lock_file, manifest_file, pylock_filename, requirements_filename
 from kernodeck.lockfile.read import conflict_note, pins_of_text, read_pins
 from kernodeck.manifest.load import load_manifest
-from kernodeck.manifest.sources import SourceSet, merge, read_sources, root_via
+from kernodeck.manifest.sources import SourceSet, check_direct_references, merge, read_sources, root_via
 from kernodeck.support import envvars
 from kernodeck.support.fsio import interrupted_set, write_set
 from kernodeck.support.gctune import fewer_collections
@@ -372,6 +372,7 @@ def _plan(
     """Read the manifest and its sources, and decide everything a lock works from."""
     path = manifest_file(manifest_path)
     written = load_manifest(path)
+    check_direct_references(written, path)  # what no index can lock stops the lock here (exit 2)
     sources = read_sources(written, path)  # [packages] from: files read now
     manifest = merge(written, sources)
     names = _select(manifest, platforms)

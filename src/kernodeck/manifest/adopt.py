@@ -102,6 +102,8 @@ class Discovery:
     uncarried: list[tuple[str, str]] = field(default_factory=list)
     # extras selected in [packages] extras, with why (uv's routing extras that only name torch)
     extras: tuple[list[str], str] | None = None
+    # names proposed for [packages] allow-sdist, with why: what the adopted lock has only as an sdist
+    allow_sdist: tuple[list[str], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -330,6 +332,18 @@ def _name_existing_lock(out: Discovery, root: Path) -> None:
             f"{existing.file} found: a platform's first `kernodeck lock` keeps its {len(existing.pins)} pins "
             "where they still fit"
         )
+    if existing is not None and existing.sdist_only:
+        out.allow_sdist = _allow_sdist(existing.file, existing.sdist_only)
+
+
+def _allow_sdist(file: str, found: tuple[tuple[str, str], ...]) -> tuple[list[str], str]:
+    """[packages] allow-sdist for what the adopted lock has only as a source distribution (the
+    project's own lock builds them from source), and the evidence: "uv.lock locks julius 0.2.7 as
+    a source distribution only"."""
+    names: list[str] = list(dict.fromkeys(str(canonicalize_name(name)) for name, _ in found))
+    what = " and ".join(", ".join(f"{name} {version}".strip() for name, version in found).rsplit(", ", 1))
+    kind = "a source distribution" if len(found) == 1 else "source distributions"
+    return names, f"{file} locks {what} as {kind} only"
 
 
 def _say_missing(out: Discovery, root: Path, unread: str | None) -> None:
@@ -781,6 +795,8 @@ class ProjectLock:
     # what the user should know: the file was merged with conflicts (the pins between the markers
     # are left out), or no lock could be read (then `pins` is empty)
     note: str | None = None
+    # (name, version) of each package it locks as a source distribution only (`formats.sdist_only`)
+    sdist_only: tuple[tuple[str, str], ...] = ()
 
 
 def _single_pins(found: list[tuple[str, str]]) -> dict[str, Version]:
@@ -836,7 +852,8 @@ def project_lock(folder: Path) -> ProjectLock | None:
             if merged
             else None
         )
-        return ProjectLock(name, _single_pins(found), note)
+        sdists = tuple((p.name, p.version) for p in formats.sdist_only(fmt.evidence(data).packages))
+        return ProjectLock(name, _single_pins(found), note, sdists)
     compiled = sorted(_compiled_pairs(folder)[0])
     if compiled:  # a pip-tools layout: the compiled files are its lock
         pinned: dict[str, set[Version]] = {}

@@ -279,7 +279,8 @@ def starter_document(
     doc.add("packages", _packages_table(found, env))
 
     variants, left_out = _variants(found, facts)
-    doc.add("platform", _platforms(directory, facts, variants, left_out, found.routes))
+    allowed, _ = _proposed_sdists(found, env)
+    doc.add("platform", _platforms(directory, facts, variants, left_out, found.routes, allowed))
 
     sysm = tomlkit.table()
     gpu = all(b is not None and b != "cpu" for b, _ in variants)
@@ -345,9 +346,20 @@ def _packages_table(found: Discovery, env: EnvAdoption | None) -> Table:
     base = next((r.base for r in found.routes if r.base), None)
     if base is not None and base.rstrip("/") != PYTORCH_INDEX_BASE:
         _kv(pk, "pytorch-index", base, "the PyTorch index base the project's uv indexes are under")
-    _kv(pk, "allow-sdist", tomlkit.array(), "names that may be locked as source distributions")
+    allowed, why = _proposed_sdists(found, env)
+    sdists = tomlkit.array()
+    sdists.extend(allowed)
+    _kv(pk, "allow-sdist", sdists, why or "names that may be locked as source distributions")
     pk.add("prereleases", False)
     return pk
+
+
+def _proposed_sdists(found: Discovery, env: EnvAdoption | None) -> tuple[list[str], str | None]:
+    """allow-sdist's names and why: what the adopted lock has only as a source distribution (an
+    adopted environment is the source instead: none)."""
+    if env is not None or found.allow_sdist is None:
+        return [], None
+    return found.allow_sdist
 
 
 def _platforms(
@@ -356,12 +368,13 @@ def _platforms(
     variants: list[tuple[str | None, str | None]],
     left_out: list[str],
     routes: Sequence[BackendRoute],
+    allow_sdist: Sequence[str] = (),
 ) -> AoT:
     """[[platform]]: this host's (one per backend variant, each saying when the project's lock
     does not cover it), then those the project's evidence covers (one per variant its OS runs),
     then why the platforms a lock's markers allow but its wheels rule out are not proposed."""
     python = Python.model_validate({"version": facts.python_version, "implementation": facts.implementation})
-    found = platform_evidence(directory, python, routes, host=(facts.os, facts.arch))
+    found = platform_evidence(directory, python, routes, host=(facts.os, facts.arch), allow_sdist=allow_sdist)
     plats = tomlkit.aot()
     for backend, why in variants:
         note = _host_note(found, facts, backend)

@@ -11,14 +11,20 @@ Evidence, per file:
 - uv.lock and pylock.toml: their platform markers (uv.lock's `supported-markers`, else its
   `resolution-markers`; pylock's `environments`; markers that name no platform variable, such as
   forks on the Python version, are no evidence) AND the wheels locked for what the platform needs;
-- poetry.lock: the wheels in its `files` of the packages whose `markers` hold there;
+- poetry.lock: the wheels in its `files` of the packages needed there (with the project's
+  pyproject.toml, those its dependencies reach through edges whose `markers` hold; else those
+  whose own `markers` hold);
 - conda: `formats.condalock` (conda-lock.yml, explicit lock files, environment.yml `platforms:`).
 
 The wheel rule (one place, here): a candidate platform is covered when its markers hold (or the
-lock has none) and every package it needs that ships only platform-specific wheels (no sdist, no
-`none-any` wheel) has, in at least one of its needed locked versions, a wheel the platform
-installs (`targets.Target.supports`). A lock without markers whose packages all install anywhere
-says nothing about platforms. What a platform needs: in uv.lock, the packages reachable from the
+lock has none) and every package it needs that has at least one wheel and no `any` wheel has, in
+at least one of its needed locked versions, a wheel the platform installs
+(`targets.Target.supports`). Its sdist does not count: a Kernodeck lock takes wheels, and an sdist
+only for names in `[packages] allow-sdist` (`allow_sdist`: at init time, what init proposes there);
+a version with an sdist whose name is allowed builds anywhere, as in the project's own lock. A
+package with no wheel at all (an sdist only) says nothing about platforms. A lock without markers
+whose packages all install anywhere says nothing about platforms. What a platform needs: in
+uv.lock (and poetry.lock with the project's pyproject.toml), the packages reachable from the
 project's own package(s) through its `dependencies`, the variant's own extra and the groups uv
 installs by default (`dev`), then every edge whose marker holds there; elsewhere, the packages
 whose own marker holds there. The project's other extras and groups are not followed: what only an
@@ -53,6 +59,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from kernodeck import formats
 from kernodeck.backends import backend_of_index, parse_backend
+from kernodeck.errors import ManifestError
 from kernodeck.formats import Edge, Evidence, LockedPackage, Syntax, Unreadable, parse_text
 from kernodeck.formats.condalock import CondaPlatforms, conda_platforms
 from kernodeck.lockfile.names import REQUIREMENTS_PREFIX, locked_platforms
@@ -70,7 +77,6 @@ CANDIDATES: tuple[tuple[str, str], ...] = (
 
 #: What a lock that does not cover this machine means for it (its wheels are what a lock takes).
 _MAY_FAIL = "the first lock may fail here"
-_SDIST = (".tar.gz", ".zip", ".tar.bz2")
 #: The extra (and group) names a marker tests: `extra == 'x'`, `'x' == extra`, `'x' in extras`.
 _EXTRA_NAMES = re.compile(
     r"""\bextra\s*==\s*['"]([^'"]+)['"]|['"]([^'"]+)['"]\s*(?:==\s*extra\b|(?:not\s+)?in\s+(?:extras|dependency_groups)\b)"""
@@ -121,7 +127,21 @@ class Uncovered:
         return f"not proposed: {self.name} ({self.file}: {allowed}{self.why})"
 
 
-def _no_wheel(p: Platform, lock: str, key: str | None, package: str) -> Uncovered:
+@dataclass(frozen=True)
+class _Missing:
+    """A needed package without a wheel for a platform: "torch 2.7.0 (through group dev)", and
+    whether the lock has an sdist of it (which a lock takes only where allow-sdist names it)."""
+
+    label: str
+    sdist: bool
+
+    @property
+    def why(self) -> str:
+        has = "only a source distribution" if self.sdist else "no wheel"
+        return f"{self.label} has {has} for it"
+
+
+def _no_wheel(p: Platform, lock: str, key: str | None, missing: _Missing) -> Uncovered:
     return Uncovered(
         p.name,
         p.os,
@@ -129,8 +149,8 @@ def _no_wheel(p: Platform, lock: str, key: str | None, package: str) -> Uncovere
         p.backend,
         lock,
         f"{key} allow it" if key else None,
-        f"{package} has no wheel for it",
-        f"{lock} covers no {p.os}-{p.arch} wheel for {package}: {_MAY_FAIL}",
+        missing.why,
+        f"{lock} covers no {p.os}-{p.arch} wheel for {missing.label}: {_MAY_FAIL}",
     )
 
 
@@ -216,12 +236,13 @@ def _wheel_tags(names: Iterable[str]) -> Iterator[frozenset[Tag]]:
             continue
 
 
-def _platform_tags(pkg: LockedPackage) -> list[frozenset[Tag]] | None:
-    """The tag sets of a package's wheels when it ships only platform-specific ones, else None."""
-    if any(f.endswith(_SDIST) for f in pkg.files):
-        return None  # an sdist: installable anywhere it builds
-    tags = list(_wheel_tags(pkg.files))
+def _platform_tags(pkg: LockedPackage, allowed: frozenset[str]) -> list[frozenset[Tag]] | None:
+    """The tag sets of a package's wheels when it has wheels and none for any platform, else None
+    (no wheel at all, an `any` wheel, or an sdist whose name `allowed` holds: it builds anywhere)."""
+    tags = list(_wheel_tags(pkg.wheels))
     if not tags or any(t.platform == "any" for ts in tags for t in ts):
+        return None
+    if pkg.has_sdist and canonicalize_name(pkg.name) in allowed:
         return None
     return tags
 
@@ -239,8 +260,11 @@ _NO_VARIANT = _Variant(None, frozenset())
 class _Needs:
     """What a platform needs of one lock (see the module docstring)."""
 
-    def __init__(self, packages: list[LockedPackage], markers: list[str]) -> None:
+    def __init__(
+        self, packages: list[LockedPackage], markers: list[str], allowed: frozenset[str] = frozenset()
+    ) -> None:
         self.packages = packages
+        self.allowed = allowed  # canonical names allow-sdist holds
         self.roots = [p for p in packages if p.root]
         self.by_name: dict[str, list[LockedPackage]] = {}
         for p in packages:
@@ -255,7 +279,7 @@ class _Needs:
             names.update(m.group(1) or m.group(2) for m in _EXTRA_NAMES.finditer(p.marker or ""))
         self.extras = sorted(names)
         self._holds: dict[tuple[str, str | None], bool] = {}  # a lock repeats a few markers many times
-        self.specific = any(_platform_tags(p) is not None for p in packages if not p.root)
+        self.specific = any(_platform_tags(p, allowed) is not None for p in packages if not p.root)
 
     def needed(self, target: Target, variant: _Variant) -> list[tuple[LockedPackage, str | None]]:
         """The packages `target` needs in `variant`, each with the root extra or group it is only
@@ -347,20 +371,23 @@ def _in_variant(p: LockedPackage, backend: str | None) -> bool:
     return found is None or found[1] == backend
 
 
-def _missing(needed: list[tuple[LockedPackage, str | None]], target: Target) -> str | None:
+def _missing(
+    needed: list[tuple[LockedPackage, str | None]], target: Target, allowed: frozenset[str]
+) -> _Missing | None:
     """The first needed package (by name, over its needed versions) with only platform-specific
     wheels, none of which `target` installs: "torch 2.7.0", "torch 2.7.0 (through group dev)"; None
-    when every one has a wheel."""
+    when every one has a wheel (see `_platform_tags`)."""
     by_name: dict[str, list[tuple[LockedPackage, str | None]]] = {}
     for p, via in needed:
         by_name.setdefault(canonicalize_name(p.name), []).append((p, via))
     for versions in by_name.values():
-        tags = [_platform_tags(p) for p, _ in versions]
+        tags = [_platform_tags(p, allowed) for p, _ in versions]
         if any(t is None or any(target.supports(ts) for ts in t) for t in tags):
             continue
         first, via = versions[0]
         label = " ".join([first.name, " / ".join(p.version for p, _ in versions if p.version)]).strip()
-        return label + (f" (through {via})" if via else "")
+        sdist = any(p.has_sdist for p, _ in versions)
+        return _Missing(label + (f" (through {via})" if via else ""), sdist)
     return None
 
 
@@ -405,9 +432,10 @@ def _lock_verdicts(
     targets: dict[tuple[str, str], Target],
     routes: Sequence[Route],
     host: tuple[str, str] | None,
+    allowed: frozenset[str],
 ) -> Iterator[Covered | Uncovered]:
     """Every candidate platform (per variant) the lock covers, or why not."""
-    needs = _Needs(evidence.packages, evidence.markers)
+    needs = _Needs(evidence.packages, evidence.markers, allowed)
     if not evidence.markers and not needs.specific:
         return  # a pure-Python lock without markers says nothing about platforms
     wheels = "a locked wheel of every package it needs there"
@@ -420,7 +448,7 @@ def _lock_verdicts(
             continue
         for v in _variants(target, routes):
             p = _platform(os_name, arch, v.backend)
-            missing = _missing(needs.needed(target, v), target)
+            missing = _missing(needs.needed(target, v), target, allowed)
             if missing is None:
                 yield Covered(p, key)
             else:
@@ -436,6 +464,15 @@ def _load(path: Path, syntax: Syntax) -> Any:
         return None
     data = parse_text(text, path.name, syntax)
     return None if isinstance(data, Unreadable) else data
+
+
+def _project_data(folder: Path) -> Any:
+    """The project's parsed pyproject.toml (poetry.lock's root), None when it cannot be read: init
+    has already said why (`manifest.adopt`), and a lock's evidence then counts every package."""
+    try:
+        return _load(folder / "pyproject.toml", "toml")
+    except ManifestError:
+        return None
 
 
 def _own_locks(folder: Path) -> Iterator[Covered]:
@@ -490,11 +527,18 @@ def _conda_not_host(found: CondaPlatforms, host: tuple[str, str]) -> Uncovered:
 
 
 def platform_evidence(
-    folder: Path, python: Python, routes: Sequence[Route] = (), host: tuple[str, str] | None = None
+    folder: Path,
+    python: Python,
+    routes: Sequence[Route] = (),
+    host: tuple[str, str] | None = None,
+    allow_sdist: Iterable[str] = (),
 ) -> Found:
     """The platforms the project's evidence in `folder` covers (Kernodeck's own locks first), one
-    per name, and those it leaves out with why; `host` (os, arch) is checked beside CANDIDATES."""
+    per name, and those it leaves out with why; `host` (os, arch) is checked beside CANDIDATES;
+    `allow_sdist`: the names `[packages] allow-sdist` holds (see the wheel rule)."""
     targets = _targets(python, host)
+    allowed = frozenset(canonicalize_name(n) for n in allow_sdist)
+    pyproject = _project_data(folder)
     covered: dict[str, Covered] = {}
     uncovered: list[Uncovered] = []
     verdicts: list[Iterable[Covered | Uncovered]] = [
@@ -504,7 +548,8 @@ def platform_evidence(
     for fmt in formats.locks():
         data = _load(folder / fmt.NAME, fmt.SYNTAX)
         if data is not None:
-            verdicts.append(_lock_verdicts(fmt.NAME, fmt.evidence(data), targets, routes, host))
+            evidence = fmt.evidence(data, pyproject)
+            verdicts.append(_lock_verdicts(fmt.NAME, evidence, targets, routes, host, allowed))
     for v in (v for each in verdicts for v in each):
         if isinstance(v, Covered):
             covered.setdefault(v.platform.name, v)
@@ -516,6 +561,8 @@ def platform_evidence(
     )
 
 
-def covered_platforms(folder: Path, python: Python, routes: Sequence[Route] = ()) -> list[Covered]:
+def covered_platforms(
+    folder: Path, python: Python, routes: Sequence[Route] = (), allow_sdist: Iterable[str] = ()
+) -> list[Covered]:
     """The platforms the project's evidence in `folder` covers (see `platform_evidence`)."""
-    return platform_evidence(folder, python, routes).covered
+    return platform_evidence(folder, python, routes, allow_sdist=allow_sdist).covered

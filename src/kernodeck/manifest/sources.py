@@ -54,14 +54,40 @@ class SourceSet:
     skipped: tuple[tuple[str, str], ...] = ()
 
 
-def _from_line(manifest_file: Path, index: int) -> int | None:
+def _from_line(manifest_file: Path, index: int, key: str = "from") -> int | None:
+    """The line of `[packages] <key>[index]` in the manifest file (None when it cannot be read)."""
     from kernodeck.manifest.load import Locator
 
     try:
         text = manifest_file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    return Locator(text).line_of(("packages", "from", index))
+    return Locator(text).line_of(("packages", key, index))
+
+
+def check_direct_references(manifest: Manifest, manifest_path: Path) -> None:
+    """A `[packages] requirements` entry a lock cannot take from an index (`name @ git+...`, a
+    local path, any direct URL: a lock resolves names on indexes) is a located ManifestError, as
+    the same line in a requirement file is (`reqfile.direct_reference`): `validate`
+    (`manifest_warnings`) and `lock`, before anything is resolved. Reading a manifest for anything
+    else (verify, a lock file's freshness) does not stop at it."""
+    from kernodeck.reqfile import cannot_carry, direct_reference
+
+    mfile = manifest_file(Path(manifest_path))
+    for i, text in enumerate(manifest.packages.requirements):
+        why = direct_reference(Requirement(text))  # the schema parsed it already
+        if why is not None:
+            raise ManifestError(
+                [
+                    Issue(
+                        str(mfile),
+                        f"packages.requirements[{i}]",
+                        why,
+                        line=_from_line(mfile, i, "requirements"),
+                        hint=cannot_carry("remove it from [packages] requirements"),
+                    )
+                ]
+            )
 
 
 def source_problem(root: Path, path: Path, *, external: bool) -> tuple[str, str | None] | None:
@@ -260,6 +286,7 @@ def manifest_warnings(manifest: Manifest, manifest_path: Path) -> list[str]:
     (a ManifestError, located, when not); warnings for what a later step will need."""
     from kernodeck.manifest.load import format_loc
 
+    check_direct_references(manifest, Path(manifest_path))
     sources = read_sources(manifest, Path(manifest_path))
     out = [
         f"{format_loc(loc)}: {what} has no sha256 yet; `kernodeck capture` computes and records it"
