@@ -384,7 +384,7 @@ def _plan(
         f"{where}: skipped ([packages] skip {redact(entry)!r}): not locked"
         for entry, where in sources.skipped
     ]
-    if not manifest.packages.requirements:
+    if not manifest.packages.requirements and not any(sources.platform_requirements.values()):
         notices.append(
             f"{path.name} lists no requirements ([packages] requirements and `from` give none): "
             "the lock files hold no packages"
@@ -639,12 +639,22 @@ class _Locker:
         from kernodeck.resolve.joint import align
 
         same = self.plan.manifest.packages.same_versions
-        if same == "no" or len(self.results) <= 1:
+        if same == "no":
             return [], []
-        aligned, differences, held = align(
-            self.results, self.resolve, installable=self.installable, preferred=self.plan.prefs
-        )
-        self.results.update(aligned)
+        differences: list[Difference] = []
+        held: list[Held] = []
+        for group in _extras_groups(self.plan.manifest, [n for n in self.plan.names if n in self.results]):
+            if len(group) <= 1:
+                continue
+            aligned, diffs, helds = align(
+                {n: self.results[n] for n in group},
+                self.resolve,
+                installable=self.installable,
+                preferred=self.plan.prefs,
+            )
+            self.results.update(aligned)
+            differences += diffs
+            held += helds
         if same == "require":
             for d in differences:
                 for n in d.versions:
@@ -683,6 +693,17 @@ class _Locker:
                 unmirror=declared,
             )
         return locks
+
+
+def _extras_groups(manifest: Manifest, names: Iterable[str]) -> list[list[str]]:
+    """The platforms aligned together: those whose own `[[platform]] extras` are the same. A
+    variant's extra asks for its own torch (cu124's torch>=2.5.1, cu130's torch>=2.9.1), so its
+    versions are not forced onto, nor said to differ from, a platform with another extra."""
+    own = {p.name: frozenset(canonicalize_name(e) for e in p.extras) for p in manifest.platform}
+    groups: dict[frozenset[str], list[str]] = {}
+    for n in names:
+        groups.setdefault(own.get(n, frozenset()), []).append(n)
+    return list(groups.values())
 
 
 def _routings(plan: _Plan) -> tuple[Routing, dict[str, Routing], list[tuple[str, str]]]:
@@ -726,7 +747,7 @@ def _resolve_and_render(
         progress.start(plan.names)
     session = Session(
         routing,
-        ResolveSettings.from_packages(plan.manifest.packages),
+        ResolveSettings.from_packages(plan.manifest.packages, plan.sources.platform_requirements),
         cache_dir=Path(cache_dir) if cache_dir is not None else None,
         offline=offline,
         refresh=refresh,
