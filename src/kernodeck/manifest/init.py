@@ -11,7 +11,7 @@ import datetime as _dt
 import platform as _platform
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -279,7 +279,9 @@ def starter_document(
     doc.add("packages", _packages_table(found, env))
 
     variants, left_out = _variants(found, facts)
-    doc.add("platform", _platforms(directory, facts, variants, left_out, found.routes))
+    plats = _platforms(directory, facts, variants, left_out, found.routes)
+    _select_variant_extras(plats, found.variant_extras)
+    doc.add("platform", plats)
 
     sysm = tomlkit.table()
     gpu = all(b is not None and b != "cpu" for b, _ in variants)
@@ -379,6 +381,17 @@ def _platforms(
         if u.allowed is not None and (u.os, u.arch) != host:
             plats[-1].add(tomlkit.comment(u.comment))
     return plats
+
+
+def _select_variant_extras(plats: AoT, variant_extras: Mapping[str, str]) -> None:
+    """Each variant platform selects its backend's routing extra (uv's conflicting extras: one
+    at a time), this machine's and those proposed from a lock alike."""
+    for table in plats:
+        extra = variant_extras.get(str(table.get("backend", "")))
+        if extra is not None:
+            arr = tomlkit.array()
+            arr.append(extra)
+            _kv(table, "extras", arr, f"as `uv sync --extra {extra}` installs this variant")
 
 
 def _host_note(found: Found, facts: HostFacts, backend: str | None) -> str | None:
