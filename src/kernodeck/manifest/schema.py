@@ -367,8 +367,9 @@ class Packages(_Model):
     shared checkout of requirement files, a parent folder's pyproject.toml). Without it, an
     absolute path, a `..` that climbs out, or a symlink or `${NAME}` that leads out is refused."""
     extras: list[Name] = []
-    """Extras of the pyproject.toml named in `from` whose dependencies are locked too (Poetry's
-    `[tool.poetry.extras]` for a Poetry project)."""
+    """Extras of the pyproject.toml named in `from` whose dependencies are locked too, on every
+    platform (Poetry's `[tool.poetry.extras]` for a Poetry project); one platform's own: its
+    `extras`."""
     groups: list[Name] = []
     """PEP 735 dependency groups of the pyproject.toml named in `from` (`{include-group}` expanded),
     or Poetry's `[tool.poetry.group.NAME]` for a Poetry project; with a `Pipfile` in `from` and no
