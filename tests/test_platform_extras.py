@@ -199,3 +199,23 @@ def test_changing_one_platforms_extras_makes_the_locks_stale(
     assert {n for n, v in verdicts.items() if not v.ok} == stale
     assert load_manifest(path).platform[1].extras == ["cu130", "gui"]
     assert main(["lock", str(path), "--check", "-q"]) == 1
+
+
+PYLOCK = (
+    'lock-version = "1.0"\ncreated-by = "test"\n'
+    '[[packages]]\nname = "torch"\nversion = "2.5.1"\n'
+    '[[packages]]\nname = "numpy"\nversion = "1.26.4"\n'
+)
+
+
+def test_the_first_lock_report_explains_a_change_by_the_platforms_own_extra(
+    tmp_path: Path, server: Server
+) -> None:
+    """pylock.toml's torch 2.5.1 is preferred on both; cu130's own extra says why it moved."""
+    path = _project(tmp_path, [CU124, CU130], url=server.url(), pytorch=server.pytorch_base)
+    (tmp_path / "pylock.toml").write_text(PYLOCK, encoding="utf-8")
+    result = lock_manifest(path)
+    assert result.ok
+    why = {r.platform: {c.name: c.why for c in r.changes} for r in result.adopted}
+    assert why["linux-cu130"]["torch"] == "torch>=2.9.1 excludes it"
+    assert "2.9.1" not in why["linux-cu124"].get("torch", "")  # cu130's range is not cu124's reason
