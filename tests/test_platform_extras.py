@@ -11,16 +11,20 @@ from typing import Any
 
 import pytest
 import tomlkit
+from packaging.utils import canonicalize_name
 from pydantic import ValidationError
 
 from kernodeck.cli import main
+from kernodeck.layers.unselected import unselected
 from kernodeck.lock import lock_manifest
 from kernodeck.lock.freshness import lock_verdict
 from kernodeck.manifest import load_manifest
 from kernodeck.manifest.model import pydantic_model
 from kernodeck.manifest.schema import Platform
+from kernodeck.probe.facts import Distribution, Facts
 from tests.fixtures.index_factory import IndexFactory, Server
 from tests.fixtures.lock_project import pins, read_lock
+from tests.fixtures.verify_project import load
 
 PYPROJECT = (
     '[project]\nname = "app"\nversion = "1"\ndependencies = ["numpy"]\n'
@@ -219,3 +223,17 @@ def test_the_first_lock_report_explains_a_change_by_the_platforms_own_extra(
     why = {r.platform: {c.name: c.why for c in r.changes} for r in result.adopted}
     assert why["linux-cu130"]["torch"] == "torch>=2.9.1 excludes it"
     assert "2.9.1" not in why["linux-cu124"].get("torch", "")  # cu130's range is not cu124's reason
+
+
+def test_verify_does_not_offer_the_platforms_own_extra_as_unselected(tmp_path: Path) -> None:
+    """The `unlocked` hint names the extras [packages] does not select: a platform's own extras
+    are selected there, so only the others are offered."""
+    path = _project(tmp_path, [CU124, CU130])
+    facts = Facts.model_validate(load("cpu_linux"))
+    dists = [Distribution(name="torch", version="2.6.0+cu124"), Distribution(name="rich", version="13.0.0")]
+    facts = facts.model_copy(update={"distributions": dists})
+    unlocked = {canonicalize_name("torch"), canonicalize_name("rich")}
+    manifest = load_manifest(path)
+    offered = {p.name for p in unselected(manifest, tmp_path, facts, unlocked, manifest.platform[0].extras)}
+    assert offered == {"cu130", "gui"}
+    assert {p.name for p in unselected(manifest, tmp_path, facts, unlocked)} == {"cu124", "cu130", "gui"}

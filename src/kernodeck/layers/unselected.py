@@ -10,7 +10,7 @@ them".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -74,10 +74,17 @@ def _names(requirements: list[str]) -> set[NormalizedName]:
     return {canonicalize_name(Requirement(r).name) for r in requirements}
 
 
-def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[NormalizedName]) -> list[Part]:
+def unselected(
+    manifest: Manifest,
+    folder: Path,
+    facts: Facts,
+    unlocked: set[NormalizedName],
+    platform_extras: Sequence[str] = (),
+) -> list[Part]:
     """The groups and extras of the project's pyproject.toml (the one `from` reads, else the one
-    beside the manifest) that `[packages]` does not select, each with the unlocked distributions
-    its requirements bring along; empty when there is no readable pyproject.toml."""
+    beside the manifest) that `[packages]` does not select (nor `platform_extras`, the platform's
+    own `extras`), each with the unlocked distributions its requirements bring along; empty when
+    there is no readable pyproject.toml."""
     from kernodeck.reqfile import dependency_groups, project_dependencies, read_pyproject
 
     named = [folder / f for f in manifest.packages.from_ if is_pyproject(f)]
@@ -100,13 +107,15 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
         project = data.get("project")
         project = project if isinstance(project, dict) else {}
         optional = project.get("optional-dependencies")
-        chosen = {canonicalize_name(e) for e in pk.extras}
+        chosen = {canonicalize_name(e) for e in (*pk.extras, *platform_extras)}
         if isinstance(optional, dict) and "dependencies" not in (project.get("dynamic") or []):
             base = _names(project_dependencies(pyproject, []))
             for extra in optional:
                 if canonicalize_name(extra) not in chosen:
                     add("extra", extra, _names(project_dependencies(pyproject, [extra])) - base)
-        selected = {canonicalize_name(n) for n in (*pk.groups, *pk.extras)} if named else set()
+        selected = (
+            {canonicalize_name(n) for n in (*pk.groups, *pk.extras, *platform_extras)} if named else set()
+        )
         for kind, name, direct in _poetry_parts(data):
             if canonicalize_name(name) not in selected:
                 add(kind, name, direct, read=bool(named))
