@@ -15,6 +15,7 @@ import tomlkit
 from kernodeck.cli import main
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.manifest import load_manifest
+from kernodeck.manifest.fromenv import EnvAdoption
 from kernodeck.manifest.init import HostFacts, starter_document
 from tests.fixtures.adopt_project import write as _write
 from tests.fixtures.index_factory import IndexFactory, Server
@@ -200,3 +201,22 @@ def test_the_first_lock_of_conflicting_variants_gives_each_its_own_range(
         for name in ("linux-x86_64-cpu", "linux-x86_64-cu126")
     }
     assert torch == {"linux-x86_64-cpu": "2.6.0+cpu", "linux-x86_64-cu126": "2.7.1+cu126"}
+
+
+def test_an_adopted_environment_keeps_variant_extras_only_with_the_pyproject_in_from(tmp_path: Path) -> None:
+    """`init --from-env`: the project installed editable keeps pyproject.toml in `from`, so each
+    variant's extra stays on its platform; otherwise no extra of it can be selected, and init
+    does not say one is."""
+    _uv_project(tmp_path, BASE, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch>=2.7.1"]')
+    for editable, extras in ((True, [["cpu"], ["cu126"]]), (False, [[], []])):
+        env = EnvAdoption(
+            "3.11", "cpython", ["torch==2.7.1"], project_editable=editable, torch_version="2.7.1+cu126"
+        )
+        doc = starter_document(tmp_path, facts=LINUX, git=None, env=env)
+        path = tmp_path / "repro.toml"
+        text = tomlkit.dumps(doc)
+        path.write_text(text, encoding="utf-8")
+        m = load_manifest(path)
+        assert [p.extras for p in m.platform] == extras
+        assert ("each variant's [[platform]] selects its own" in text) is editable
+        assert main(["validate", str(path)]) == 0

@@ -495,6 +495,13 @@ def _read_poetry_from(out: Discovery, deps: PoetryDeps) -> None:
     _poetry_python(out, deps)
 
 
+#: What init says of uv's conflicting routing extras, each selected on its variant's platform.
+VARIANT_EXTRAS = (
+    "each variant's [[platform]] selects its own in `extras` (as `uv sync --extra NAME` installs one "
+    "at a time), none is selected for every platform"
+)
+
+
 def _uv_routes(out: Discovery, data: dict[str, object], project: object) -> None:
     """uv's torch routing ([tool.uv.sources] to PyTorch per-backend indexes) as backend routes.
     Routing extras that conflict (`[tool.uv] conflicts` lists them, or their ranges differ) are
@@ -513,10 +520,7 @@ def _uv_routes(out: Discovery, data: dict[str, object], project: object) -> None
         for r in routes:
             if r.extra:
                 out.variant_extras.setdefault(r.backend, r.extra)
-        out.comments.append(
-            f"extras {names} {conflict}: each variant's [[platform]] selects its own in `extras` "
-            "(as `uv sync --extra NAME` installs one at a time), none is selected for every platform"
-        )
+        out.comments.append(f"extras {names} {conflict}: {VARIANT_EXTRAS}")
         return
     only_torch = all(
         isinstance(table.get(e), list) and all(isinstance(r, str) and _names_torch(r) for r in table[e])

@@ -24,7 +24,7 @@ from kernodeck.backends import PYTORCH_INDEX_BASE
 from kernodeck.errors import UsageError
 from kernodeck.gitstate import GitState, git_state
 from kernodeck.lockfile.names import MANIFEST_NAME
-from kernodeck.manifest.adopt import BackendRoute, Discovery, discover
+from kernodeck.manifest.adopt import VARIANT_EXTRAS, BackendRoute, Discovery, discover
 from kernodeck.manifest.edit import editing
 from kernodeck.manifest.fromenv import ENV_PINS, EnvAdoption, write_env_pins
 from kernodeck.manifest.load import loads_manifest
@@ -439,11 +439,14 @@ def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:
     ]
     # the environment's versions are what the first lock prefers, not those of a project lock
     found.requirements = []  # copied from a conda file: the environment's leaves are used instead
+    if not found.sources:  # no pyproject.toml in `from`: no extras of it to select per platform
+        found.variant_extras = {}
     found.comments = lead + [
         c
         for c in found.comments
         if not c.startswith(("extras =", "groups =", "requirements: copied from"))
         and "first `kernodeck lock` keeps its" not in c
+        and (found.variant_extras or VARIANT_EXTRAS not in c)
     ]
 
 
