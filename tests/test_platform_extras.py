@@ -237,3 +237,14 @@ def test_verify_does_not_offer_the_platforms_own_extra_as_unselected(tmp_path: P
     offered = {p.name for p in unselected(manifest, tmp_path, facts, unlocked, manifest.platform[0].extras)}
     assert offered == {"cu130", "gui"}
     assert {p.name for p in unselected(manifest, tmp_path, facts, unlocked)} == {"cu124", "cu130", "gui"}
+
+
+def test_a_hand_edited_pin_is_checked_against_the_platforms_own_extra(tmp_path: Path, server: Server) -> None:
+    path = _project(tmp_path, [CU124, CU130], url=server.url(), pytorch=server.pytorch_base)
+    assert lock_manifest(path).ok
+    lock_file = path.parent / "requirements-rebuild-linux-cu124.txt"
+    lock_file.write_text(read_lock(path, "linux-cu124").replace("torch==2.6.0+cu124", "torch==2.4.0+cu124"))
+    result = lock_manifest(path, check=True)
+    reasons = {p.platform: p.reasons for p in result.platforms}
+    assert "torch==2.4.0+cu124 does not satisfy the requirement 'torch>=2.5.1'" in reasons["linux-cu124"]
+    assert reasons["linux-cu130"] == ()

@@ -346,6 +346,7 @@ def lock_manifest(
         differences=tuple(resolved.differences),
         held=tuple(resolved.held),
         notices=tuple(plan.notices),
+        own=plan.sources.platform_requirements,
         # a lock of chosen platforms leaves the others' files alone
         left=left_over(plan.out_dir, plan.path.name, {p.name for p in plan.manifest.platform})
         if not platforms
@@ -855,9 +856,11 @@ def _finish(
     held: tuple[Held, ...] = (),
     notices: tuple[str, ...] = (),
     left: Sequence[LeftOver] = (),
+    own: Mapping[str, tuple[str, ...]] | None = None,
 ) -> LockResult:
     """Compare each platform's files with those on disk: with `check`, say which are stale and
-    why; else write every changed file as one set and remove the files left over."""
+    why; else write every changed file as one set and remove the files left over. `own`: the
+    requirements each platform's own extras add (a hand-edited pin is checked against them too)."""
     pending: list[tuple[Path, str]] = []
     compare = _Compare(
         out_dir,
@@ -867,6 +870,7 @@ def _finish(
         targets={t.name: t for t in _targets(manifest, names)} if check else {},
         joint_change=_platforms_changed(manifest, out_dir, left) if check else None,
         torn=check and interrupted_set(out_dir),
+        own=own or {},
     )
     out = [compare.platform(name, rendered[name], pending) for name in names]
     if not check and (pending or interrupted_set(out_dir)):
@@ -900,6 +904,7 @@ class _Compare:
     targets: Mapping[str, Target]  # --check: for the stale reasons
     joint_change: str | None  # --check: platforms added or removed, in words
     torn: bool  # --check: an earlier lock was interrupted while it replaced the files
+    own: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # platform -> its extras' requirements
 
     def platform(self, name: str, r: Rendered, pending: list[tuple[Path, str]]) -> PlatformResult:
         """One platform's result; the files a lock would write are added to `pending`."""
@@ -946,10 +951,16 @@ class _Compare:
         )
 
     def _reasons(self, name: str, old: str, content: str, fpath: Path) -> list[str]:
+        manifest = self.manifest
+        if self.own.get(name):  # the platform's own extras' requirements are its requirements too
+            packages = manifest.packages.model_copy(
+                update={"requirements": [*manifest.packages.requirements, *self.own[name]]}
+            )
+            manifest = manifest.model_copy(update={"packages": packages})
         return stale_reasons(
             old,
             content,
-            self.manifest,
+            manifest,
             self.targets[name],
             fpath.suffix,
             fpath.name,
