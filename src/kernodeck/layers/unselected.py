@@ -85,7 +85,7 @@ def unselected(
     beside the manifest) that `[packages]` does not select (nor `platform_extras`, the platform's
     own `extras`), each with the unlocked distributions its requirements bring along; empty when
     there is no readable pyproject.toml."""
-    from kernodeck.reqfile import dependency_groups, project_dependencies, read_pyproject
+    from kernodeck.reqfile import dependency_groups, read_pyproject
 
     named = [folder / f for f in manifest.packages.from_ if is_pyproject(f)]
     pyproject = named[0] if named else folder / "pyproject.toml"
@@ -104,15 +104,9 @@ def unselected(
         for group in groups if isinstance(groups, dict) else []:
             if canonicalize_name(group) not in chosen:
                 add("group", group, _names(dependency_groups(pyproject, [group])))
-        project = data.get("project")
-        project = project if isinstance(project, dict) else {}
-        optional = project.get("optional-dependencies")
         chosen = {canonicalize_name(e) for e in (*pk.extras, *platform_extras)}
-        if isinstance(optional, dict) and "dependencies" not in (project.get("dynamic") or []):
-            base = _names(project_dependencies(pyproject, []))
-            for extra in optional:
-                if canonicalize_name(extra) not in chosen:
-                    add("extra", extra, _names(project_dependencies(pyproject, [extra])) - base)
+        for extra, direct in _extras(pyproject, data, chosen).items():
+            add("extra", extra, direct)
         selected = (
             {canonicalize_name(n) for n in (*pk.groups, *pk.extras, *platform_extras)} if named else set()
         )
@@ -128,6 +122,26 @@ def unselected(
     if not (pipfile_read and canonicalize_name(DEV) in {canonicalize_name(g) for g in pk.groups}):
         add("pipenv-dev", DEV, _pipenv_dev(folder), read=pipfile_read)
     return found
+
+
+def _extras(
+    pyproject: Path, data: dict[str, object], chosen: set[NormalizedName]
+) -> dict[str, set[NormalizedName]]:
+    """Each extra of the pyproject.toml's [project] not `chosen`, with the names it requires
+    beyond the dependencies; empty when its dependencies are dynamic or it has none."""
+    from kernodeck.reqfile import project_dependencies
+
+    project = data.get("project")
+    project = project if isinstance(project, dict) else {}
+    optional = project.get("optional-dependencies")
+    if not isinstance(optional, dict) or "dependencies" in (project.get("dynamic") or []):
+        return {}
+    base = _names(project_dependencies(pyproject, []))
+    return {
+        extra: _names(project_dependencies(pyproject, [extra])) - base
+        for extra in optional
+        if canonicalize_name(extra) not in chosen
+    }
 
 
 def _pipenv_dev(folder: Path) -> set[NormalizedName]:
