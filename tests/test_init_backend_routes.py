@@ -1,7 +1,8 @@
 """`init` proposes one platform per backend the project routes torch to, named after it and with
 a comment naming the evidence: a requirements file's PyTorch index, conda's `pytorch-cuda=` /
 `cudatoolkit=`, uv's `[tool.uv.sources]` / `[[tool.uv.index]]` by extra or by marker. uv's
-routing extras are selected in `[packages] extras` when they only name torch; the first lock
+routing extras are selected in `[packages] extras` when they only name torch and do not conflict
+(else each on its variant's `[[platform]] extras`); the first lock
 then gives each variant its own torch build."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import tomlkit
 from kernodeck.cli import main
 from kernodeck.lockfile.names import requirements_filename
 from kernodeck.manifest import load_manifest
+from kernodeck.manifest.fromenv import EnvAdoption
 from kernodeck.manifest.init import HostFacts, starter_document
 from tests.fixtures.adopt_project import write as _write
 from tests.fixtures.index_factory import IndexFactory, Server
@@ -133,14 +135,88 @@ def test_the_first_lock_gives_each_uv_variant_its_own_torch(
     assert torch == {"linux-x86_64-cpu": "2.6.0+cpu", "linux-x86_64-cu126": "2.6.0+cu126"}
 
 
-def test_routing_extras_asking_for_different_versions_are_selected_with_a_warning(tmp_path: Path) -> None:
-    """uv installs one routing extra at a time; one manifest selects them for every platform, so
-    each platform would require every extra's range: init says so (kohya-ss/musubi-tuner's layout)."""
+def test_routing_extras_asking_for_different_versions_go_each_on_its_own_platform(tmp_path: Path) -> None:
+    """uv installs one routing extra at a time (`uv sync --extra cu126`); selected together, every
+    platform would require every extra's range (kohya-ss/musubi-tuner's layout). Each variant's
+    [[platform]] selects its own extra instead, and [packages] none of them."""
     _uv_project(tmp_path, BASE, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch>=2.7.1"]')
     path, text = _init(tmp_path)
-    assert load_manifest(path).packages.extras == ["cpu", "cu126"]
+    m = load_manifest(path)
+    assert m.packages.extras == []
+    assert [(p.name, p.backend, p.extras) for p in m.platform] == [
+        ("linux-x86_64-cpu", "cpu", ["cpu"]),
+        ("linux-x86_64-cu126", "cu126", ["cu126"]),
+    ]
     assert (
-        "# extras cpu, cu126 ask for different versions: selected together, every platform requires" in text
+        "# extras cpu, cu126 ask for different versions: each variant's [[platform]] selects its own" in text
     )
+    assert 'extras = ["cu126"] # as `uv sync --extra cu126` installs this variant' in text
+    # macOS runs only the CPU variant: its platform selects only the cpu extra
+    path, _ = _init(tmp_path, MACOS)
+    assert [(p.name, p.extras) for p in load_manifest(path).platform] == [("macos-arm64-cpu", ["cpu"])]
     _uv_project(tmp_path, BASE, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch >= 2.6"]')  # the same range
-    assert "ask for different versions" not in _init(tmp_path)[1]
+    path, text = _init(tmp_path)
+    assert "ask for different versions" not in text
+    assert load_manifest(path).packages.extras == ["cpu", "cu126"]
+    assert all(p.extras == [] for p in load_manifest(path).platform)
+
+
+def test_routing_extras_declared_conflicting_go_each_on_its_own_platform(tmp_path: Path) -> None:
+    """The same ranges, but `[tool.uv] conflicts` says uv never installs them together."""
+    _uv_project(tmp_path, BASE, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch>=2.6"]')
+    pyproject = tmp_path / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    conflicts = '[tool.uv]\nconflicts = [[{ extra = "cpu" }, { extra = "cu126" }]]\n'
+    _write(pyproject, text.replace("[tool.uv.sources]", conflicts + "[tool.uv.sources]"))
+    path, text = _init(tmp_path)
+    m = load_manifest(path)
+    assert m.packages.extras == []
+    assert [p.extras for p in m.platform] == [["cpu"], ["cu126"]]
+    assert "# extras cpu, cu126 are declared conflicting ([tool.uv] conflicts)" in text
+
+
+def test_the_first_lock_of_conflicting_variants_gives_each_its_own_range(
+    tmp_path: Path,
+    index_factory: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """cpu's torch>=2.6 and cu126's torch>=2.7.1: with 2.6.0 only on the cpu index, the cpu
+    variant locks it (selected together, it would have to meet >=2.7.1 too and fail)."""
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    index_factory.add_wheel("torch", "2.6.0+cpu", index="cpu")
+    index_factory.add_wheel("torch", "2.7.1+cu126", index="cu126")
+    proj = tmp_path / "proj"
+    _uv_project(proj, served_index.pytorch_base, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch>=2.7.1"]')
+    path, _ = _init(proj)
+    doc = tomlkit.parse(path.read_text())
+    default = tomlkit.table()
+    default.update({"name": "default", "url": served_index.url(), "default": True})
+    doc["packages"]["index"] = tomlkit.aot()
+    doc["packages"]["index"].append(default)
+    path.write_text(tomlkit.dumps(doc))
+    assert main(["lock", str(path), "-q"]) == 0
+    torch = {
+        name: pins((proj / requirements_filename(name)).read_text())["torch"]
+        for name in ("linux-x86_64-cpu", "linux-x86_64-cu126")
+    }
+    assert torch == {"linux-x86_64-cpu": "2.6.0+cpu", "linux-x86_64-cu126": "2.7.1+cu126"}
+
+
+def test_an_adopted_environment_keeps_variant_extras_only_with_the_pyproject_in_from(tmp_path: Path) -> None:
+    """`init --from-env`: the project installed editable keeps pyproject.toml in `from`, so each
+    variant's extra stays on its platform; otherwise no extra of it can be selected, and init
+    does not say one is."""
+    _uv_project(tmp_path, BASE, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch>=2.7.1"]')
+    for editable, extras in ((True, [["cpu"], ["cu126"]]), (False, [[], []])):
+        env = EnvAdoption(
+            "3.11", "cpython", ["torch==2.7.1"], project_editable=editable, torch_version="2.7.1+cu126"
+        )
+        doc = starter_document(tmp_path, facts=LINUX, git=None, env=env)
+        path = tmp_path / "repro.toml"
+        text = tomlkit.dumps(doc)
+        path.write_text(text, encoding="utf-8")
+        m = load_manifest(path)
+        assert [p.extras for p in m.platform] == extras
+        assert ("each variant's [[platform]] selects its own" in text) is editable
+        assert main(["validate", str(path)]) == 0

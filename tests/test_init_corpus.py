@@ -158,8 +158,8 @@ def test_init_proposes_what_the_project_says(case: Case, tmp_path: Path) -> None
 @pytest.mark.parametrize("case", [c for c in CASES if c.id.endswith(":platforms")])
 def test_init_proposes_the_platforms_the_project_supports(case: Case, tmp_path: Path) -> None:
     m = load_manifest(_init(_copy(case, tmp_path, None)))
-    want = [(p["name"], p.get("backend")) for p in case.expect["platforms"]]
-    assert [(p.name, p.backend) for p in m.platform] == want
+    want = [(p["name"], p.get("backend"), p.get("extras", [])) for p in case.expect["platforms"]]
+    assert [(p.name, p.backend, p.extras) for p in m.platform] == want
 
 
 def _variants(project: Path, manifest_path: Path) -> dict[str, list[str]]:

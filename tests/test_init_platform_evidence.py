@@ -226,7 +226,15 @@ def test_one_platform_per_variant_each_checked_against_its_own_torch(tmp_path: P
     )
     assert "windows" not in text  # the markers name no Windows
     m = load_manifest(tmp_path / "repro.toml")
-    assert m.packages.extras == ["cpu", "cu128"]  # each variant's backend picks its torch build
+    # the extras conflict ([tool.uv] conflicts): each variant platform, this machine's or proposed
+    # from the lock, selects its own
+    assert m.packages.extras == []
+    assert [(p.name, p.extras) for p in m.platform] == [
+        ("linux-x86_64-cpu", ["cpu"]),
+        ("linux-x86_64-cu128", ["cu128"]),
+        ("linux-aarch64-cpu", ["cpu"]),
+        ("macos-arm64-cpu", ["cpu"]),
+    ]
 
 
 def test_the_host_stays_with_a_comment_when_the_lock_does_not_cover_it(tmp_path: Path) -> None:

@@ -281,7 +281,7 @@ def _unlocked_step(manifest: Manifest, facts: Facts, ctx: Context, strangers: se
     msg = f"{len(extra)} installed distribution{'s are' if len(extra) != 1 else ' is'} not in the lock: {short(extra, 8)}"
     hint = f"uninstall them, or add them to [packages] requirements and run `kernodeck lock --platform {ctx.platform.name}`"
     details: dict[str, object] = {"cause": "not-in-lock"}
-    parts = unselected(manifest, ctx.manifest_file.parent, facts, strangers)
+    parts = unselected(manifest, ctx.manifest_file.parent, facts, strangers, ctx.platform.extras)
     if parts:
         for key in ("groups", "extras"):
             chosen = {p.name: sorted(installed[k].name for k in p.brings) for p in parts if p.key == key}

@@ -10,7 +10,7 @@ them".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -74,11 +74,18 @@ def _names(requirements: list[str]) -> set[NormalizedName]:
     return {canonicalize_name(Requirement(r).name) for r in requirements}
 
 
-def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[NormalizedName]) -> list[Part]:
+def unselected(
+    manifest: Manifest,
+    folder: Path,
+    facts: Facts,
+    unlocked: set[NormalizedName],
+    platform_extras: Sequence[str] = (),
+) -> list[Part]:
     """The groups and extras of the project's pyproject.toml (the one `from` reads, else the one
-    beside the manifest) that `[packages]` does not select, each with the unlocked distributions
-    its requirements bring along; empty when there is no readable pyproject.toml."""
-    from kernodeck.reqfile import dependency_groups, project_dependencies, read_pyproject
+    beside the manifest) that `[packages]` does not select (nor `platform_extras`, the platform's
+    own `extras`), each with the unlocked distributions its requirements bring along; empty when
+    there is no readable pyproject.toml."""
+    from kernodeck.reqfile import dependency_groups, read_pyproject
 
     named = [folder / f for f in manifest.packages.from_ if is_pyproject(f)]
     pyproject = named[0] if named else folder / "pyproject.toml"
@@ -97,16 +104,12 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
         for group in groups if isinstance(groups, dict) else []:
             if canonicalize_name(group) not in chosen:
                 add("group", group, _names(dependency_groups(pyproject, [group])))
-        project = data.get("project")
-        project = project if isinstance(project, dict) else {}
-        optional = project.get("optional-dependencies")
-        chosen = {canonicalize_name(e) for e in pk.extras}
-        if isinstance(optional, dict) and "dependencies" not in (project.get("dynamic") or []):
-            base = _names(project_dependencies(pyproject, []))
-            for extra in optional:
-                if canonicalize_name(extra) not in chosen:
-                    add("extra", extra, _names(project_dependencies(pyproject, [extra])) - base)
-        selected = {canonicalize_name(n) for n in (*pk.groups, *pk.extras)} if named else set()
+        chosen = {canonicalize_name(e) for e in (*pk.extras, *platform_extras)}
+        for extra, direct in _extras(pyproject, data, chosen).items():
+            add("extra", extra, direct)
+        selected = (
+            {canonicalize_name(n) for n in (*pk.groups, *pk.extras, *platform_extras)} if named else set()
+        )
         for kind, name, direct in _poetry_parts(data):
             if canonicalize_name(name) not in selected:
                 add(kind, name, direct, read=bool(named))
@@ -119,6 +122,26 @@ def unselected(manifest: Manifest, folder: Path, facts: Facts, unlocked: set[Nor
     if not (pipfile_read and canonicalize_name(DEV) in {canonicalize_name(g) for g in pk.groups}):
         add("pipenv-dev", DEV, _pipenv_dev(folder), read=pipfile_read)
     return found
+
+
+def _extras(
+    pyproject: Path, data: dict[str, object], chosen: set[NormalizedName]
+) -> dict[str, set[NormalizedName]]:
+    """Each extra of the pyproject.toml's [project] not `chosen`, with the names it requires
+    beyond the dependencies; empty when its dependencies are dynamic or it has none."""
+    from kernodeck.reqfile import project_dependencies
+
+    project = data.get("project")
+    project = project if isinstance(project, dict) else {}
+    optional = project.get("optional-dependencies")
+    if not isinstance(optional, dict) or "dependencies" in (project.get("dynamic") or []):
+        return {}
+    base = _names(project_dependencies(pyproject, []))
+    return {
+        extra: _names(project_dependencies(pyproject, [extra])) - base
+        for extra in optional
+        if canonicalize_name(extra) not in chosen
+    }
 
 
 def _pipenv_dev(folder: Path) -> set[NormalizedName]:

@@ -2,7 +2,9 @@
 
 A lock file records `lock-inputs-sha256` in its header: the sha256 of the canonical JSON of the
 manifest parts that can change a pin (the Python version, `[packages]` with its indexes, routing,
-exclude-newer and same-versions, the platform, every platform when platforms are resolved jointly,
+exclude-newer and same-versions, the platform with its own `extras`, every platform when platforms
+are resolved jointly (so one platform's `extras` changed makes every lock stale then: they decide
+which platforms are aligned together; with same-versions "no", only that platform's),
 the backend table, the default index) and of any extra inputs (e.g. the contents of files that
 requirements are read from, as name -> sha256). Nothing else of the manifest takes part: comments,
 `[reference]`, `[code]`, `[[data]]`, `[[weights]]`, `[[check]]`, `[determinism]`, `[system]` and

@@ -346,6 +346,7 @@ def lock_manifest(
         differences=tuple(resolved.differences),
         held=tuple(resolved.held),
         notices=tuple(plan.notices),
+        own=plan.sources.platform_requirements,
         # a lock of chosen platforms leaves the others' files alone
         left=left_over(plan.out_dir, plan.path.name, {p.name for p in plan.manifest.platform})
         if not platforms
@@ -385,7 +386,7 @@ def _plan(
         f"{where}: skipped ([packages] skip {redact(entry)!r}): not locked"
         for entry, where in sources.skipped
     ]
-    if not manifest.packages.requirements:
+    if not manifest.packages.requirements and not any(sources.platform_requirements.values()):
         notices.append(
             f"{path.name} lists no requirements ([packages] requirements and `from` give none): "
             "the lock files hold no packages"
@@ -640,12 +641,22 @@ class _Locker:
         from kernodeck.resolve.joint import align
 
         same = self.plan.manifest.packages.same_versions
-        if same == "no" or len(self.results) <= 1:
+        if same == "no":
             return [], []
-        aligned, differences, held = align(
-            self.results, self.resolve, installable=self.installable, preferred=self.plan.prefs
-        )
-        self.results.update(aligned)
+        differences: list[Difference] = []
+        held: list[Held] = []
+        for group in _extras_groups(self.plan.manifest, [n for n in self.plan.names if n in self.results]):
+            if len(group) <= 1:
+                continue
+            aligned, diffs, helds = align(
+                {n: self.results[n] for n in group},
+                self.resolve,
+                installable=self.installable,
+                preferred=self.plan.prefs,
+            )
+            self.results.update(aligned)
+            differences += diffs
+            held += helds
         if same == "require":
             for d in differences:
                 for n in d.versions:
@@ -684,6 +695,17 @@ class _Locker:
                 unmirror=declared,
             )
         return locks
+
+
+def _extras_groups(manifest: Manifest, names: Iterable[str]) -> list[list[str]]:
+    """The platforms aligned together: those whose own `[[platform]] extras` are the same. A
+    variant's extra asks for its own torch (cu124's torch>=2.5.1, cu130's torch>=2.9.1), so its
+    versions are not forced onto, nor said to differ from, a platform with another extra."""
+    own = {p.name: frozenset(canonicalize_name(e) for e in p.extras) for p in manifest.platform}
+    groups: dict[frozenset[str], list[str]] = {}
+    for n in names:
+        groups.setdefault(own.get(n, frozenset()), []).append(n)
+    return list(groups.values())
 
 
 def _routings(plan: _Plan) -> tuple[Routing, dict[str, Routing], list[tuple[str, str]]]:
@@ -727,7 +749,7 @@ def _resolve_and_render(
         progress.start(plan.names)
     session = Session(
         routing,
-        ResolveSettings.from_packages(plan.manifest.packages),
+        ResolveSettings.from_packages(plan.manifest.packages, plan.sources.platform_requirements),
         cache_dir=Path(cache_dir) if cache_dir is not None else None,
         offline=offline,
         refresh=refresh,
@@ -835,9 +857,11 @@ def _finish(
     held: tuple[Held, ...] = (),
     notices: tuple[str, ...] = (),
     left: Sequence[LeftOver] = (),
+    own: Mapping[str, tuple[str, ...]] | None = None,
 ) -> LockResult:
     """Compare each platform's files with those on disk: with `check`, say which are stale and
-    why; else write every changed file as one set and remove the files left over."""
+    why; else write every changed file as one set and remove the files left over. `own`: the
+    requirements each platform's own extras add (a hand-edited pin is checked against them too)."""
     pending: list[tuple[Path, str]] = []
     compare = _Compare(
         out_dir,
@@ -847,6 +871,7 @@ def _finish(
         targets={t.name: t for t in _targets(manifest, names)} if check else {},
         joint_change=_platforms_changed(manifest, out_dir, left) if check else None,
         torn=check and interrupted_set(out_dir),
+        own=own or {},
     )
     out = [compare.platform(name, rendered[name], pending) for name in names]
     if not check and (pending or interrupted_set(out_dir)):
@@ -880,6 +905,7 @@ class _Compare:
     targets: Mapping[str, Target]  # --check: for the stale reasons
     joint_change: str | None  # --check: platforms added or removed, in words
     torn: bool  # --check: an earlier lock was interrupted while it replaced the files
+    own: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # platform -> its extras' requirements
 
     def platform(self, name: str, r: Rendered, pending: list[tuple[Path, str]]) -> PlatformResult:
         """One platform's result; the files a lock would write are added to `pending`."""
@@ -926,10 +952,16 @@ class _Compare:
         )
 
     def _reasons(self, name: str, old: str, content: str, fpath: Path) -> list[str]:
+        manifest = self.manifest
+        if self.own.get(name):  # the platform's own extras' requirements are its requirements too
+            packages = manifest.packages.model_copy(
+                update={"requirements": [*manifest.packages.requirements, *self.own[name]]}
+            )
+            manifest = manifest.model_copy(update={"packages": packages})
         return stale_reasons(
             old,
             content,
-            self.manifest,
+            manifest,
             self.targets[name],
             fpath.suffix,
             fpath.name,

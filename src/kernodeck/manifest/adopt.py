@@ -104,6 +104,9 @@ class Discovery:
     extras: tuple[list[str], str] | None = None
     # names proposed for [packages] allow-sdist, with why: what the adopted lock has only as an sdist
     allow_sdist: tuple[list[str], str] | None = None
+    # backend -> the extra its [[platform]] selects (uv's routing extras that conflict: uv installs
+    # one at a time, `uv sync --extra cu124`)
+    variant_extras: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -506,37 +509,75 @@ def _read_poetry_from(out: Discovery, deps: PoetryDeps) -> None:
     _poetry_python(out, deps)
 
 
+#: What init says of uv's conflicting routing extras, each selected on its variant's platform.
+VARIANT_EXTRAS = (
+    "each variant's [[platform]] selects its own in `extras` (as `uv sync --extra NAME` installs one "
+    "at a time), none is selected for every platform"
+)
+
+
 def _uv_routes(out: Discovery, data: dict[str, object], project: object) -> None:
-    """uv's torch routing ([tool.uv.sources] to PyTorch per-backend indexes) as backend routes;
-    the extras that select them are selected in [packages] extras when they hold only projects
-    of the PyTorch family (each platform's backend then picks torch's build), else named."""
+    """uv's torch routing ([tool.uv.sources] to PyTorch per-backend indexes) as backend routes.
+    Routing extras that conflict (`[tool.uv] conflicts` lists them, or their ranges differ) are
+    selected each on its variant's [[platform]] (`variant_extras`); others are selected in
+    [packages] extras when they hold only projects of the PyTorch family (each platform's backend
+    then picks torch's build), else named."""
     routes = torch_routes(data)
     out.routes += [BackendRoute(r.backend, r.evidence, r.extra, r.marker, r.base) for r in routes]
     by_extra = sorted({r.extra for r in routes if r.extra})
     table = project.get("optional-dependencies") if isinstance(project, dict) else None
     if not by_extra or not isinstance(table, dict):
         return
+    names = ", ".join(by_extra)
+    conflict = _conflict(data, table, by_extra)
+    if conflict is not None:
+        for r in routes:
+            if r.extra:
+                out.variant_extras.setdefault(r.backend, r.extra)
+        out.comments.append(f"extras {names} {conflict}: {VARIANT_EXTRAS}")
+        return
     only_torch = all(
         isinstance(table.get(e), list) and all(isinstance(r, str) and _names_torch(r) for r in table[e])
         for e in by_extra
     )
-    names = ", ".join(by_extra)
     if only_torch:
         why = (
             f"uv routes torch by these extras; each [[platform]]'s backend picks the build of {names}'s torch"
         )
         out.extras = (by_extra, why)
-        if len({_ranges(table[e]) for e in by_extra}) > 1:
-            out.comments.append(
-                f"extras {names} ask for different versions: selected together, every platform requires "
-                "all their ranges (uv installs one extra at a time); keep one extra and its [[platform]] "
-                "per manifest, or make the ranges agree"
-            )
     else:
         out.comments.append(
             f"extras {names} route torch by backend in uv and require more than torch: select the one a "
-            "platform needs in `extras` (one manifest selects extras for every platform)"
+            "platform needs in its [[platform]] `extras`"
         )
+
+
+def _conflict(data: dict[str, object], table: dict[str, object], extras: list[str]) -> str | None:
+    """How routing `extras` conflict, in words: `[tool.uv] conflicts` declares two of them
+    conflicting, or they ask for different versions of the PyTorch family; None when neither."""
+    tool = data.get("tool")
+    uv = tool.get("uv") if isinstance(tool, dict) else None
+    sets = uv.get("conflicts") if isinstance(uv, dict) else None
+    wanted = {canonicalize_name(e) for e in extras}
+    for group in sets if isinstance(sets, list) else []:
+        named = {
+            canonicalize_name(item["extra"])
+            for item in (group if isinstance(group, list) else [])
+            if isinstance(item, dict) and isinstance(item.get("extra"), str)
+        }
+        if len(named & wanted) > 1:
+            return "are declared conflicting ([tool.uv] conflicts)"
+    lists = [table.get(e) for e in extras]
+    if all(isinstance(x, list) and all(isinstance(r, str) for r in x) for x in lists):
+        with contextlib.suppress(InvalidRequirement):
+            torch = [
+                frozenset(t for t in _ranges(x) if routes_to_backend(t[0]))
+                for x in lists
+                if isinstance(x, list)
+            ]
+            if len(set(torch)) > 1:
+                return "ask for different versions"
+    return None
 
 
 def _ranges(requirements: list[str]) -> frozenset[tuple[str, str]]:

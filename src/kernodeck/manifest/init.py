@@ -11,7 +11,7 @@ import datetime as _dt
 import platform as _platform
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -24,7 +24,7 @@ from kernodeck.backends import PYTORCH_INDEX_BASE
 from kernodeck.errors import UsageError
 from kernodeck.gitstate import GitState, git_state
 from kernodeck.lockfile.names import MANIFEST_NAME
-from kernodeck.manifest.adopt import BackendRoute, Discovery, discover
+from kernodeck.manifest.adopt import VARIANT_EXTRAS, BackendRoute, Discovery, discover
 from kernodeck.manifest.edit import editing
 from kernodeck.manifest.fromenv import ENV_PINS, EnvAdoption, write_env_pins
 from kernodeck.manifest.load import loads_manifest
@@ -280,7 +280,9 @@ def starter_document(
 
     variants, left_out = _variants(found, facts)
     allowed, _ = _proposed_sdists(found, env)
-    doc.add("platform", _platforms(directory, facts, variants, left_out, found.routes, allowed))
+    plats = _platforms(directory, facts, variants, left_out, found.routes, allowed)
+    _select_variant_extras(plats, found.variant_extras)
+    doc.add("platform", plats)
 
     sysm = tomlkit.table()
     gpu = all(b is not None and b != "cpu" for b, _ in variants)
@@ -394,6 +396,17 @@ def _platforms(
     return plats
 
 
+def _select_variant_extras(plats: AoT, variant_extras: Mapping[str, str]) -> None:
+    """Each variant platform selects its backend's routing extra (uv's conflicting extras: one
+    at a time), this machine's and those proposed from a lock alike."""
+    for table in plats:
+        extra = variant_extras.get(str(table.get("backend", "")))
+        if extra is not None:
+            arr = tomlkit.array()
+            arr.append(extra)
+            _kv(table, "extras", arr, f"as `uv sync --extra {extra}` installs this variant")
+
+
 def _host_note(found: Found, facts: HostFacts, backend: str | None) -> str | None:
     """What the project's locks say against this machine's platform (in `backend`'s variant),
     when none covers it; None when one does or none says anything about it."""
@@ -439,11 +452,14 @@ def _adopt_env(found: Discovery, env: EnvAdoption, directory: Path) -> None:
     ]
     # the environment's versions are what the first lock prefers, not those of a project lock
     found.requirements = []  # copied from a conda file: the environment's leaves are used instead
+    if not found.sources:  # no pyproject.toml in `from`: no extras of it to select per platform
+        found.variant_extras = {}
     found.comments = lead + [
         c
         for c in found.comments
         if not c.startswith(("extras =", "groups =", "requirements: copied from"))
         and "first `kernodeck lock` keeps its" not in c
+        and (found.variant_extras or VARIANT_EXTRAS not in c)
     ]
 
 

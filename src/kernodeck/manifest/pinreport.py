@@ -24,7 +24,7 @@ from packaging.version import Version
 
 from kernodeck.errors import KernodeckError
 from kernodeck.manifest.schema import Manifest
-from kernodeck.manifest.sources import read_sources
+from kernodeck.manifest.sources import SourceSet, read_sources
 
 #: The reason when no requirement of the manifest excludes the preferred version.
 RESOLVER_REASON = "another version was needed on this platform: a dependency's range or no fitting file"
@@ -117,11 +117,12 @@ def first_lock_reports(
         return ()
     pk = manifest.packages
     specs = [*pk.requirements, *pk.constraints]
+    found = SourceSet()
     with contextlib.suppress(KernodeckError):
         found = read_sources(manifest, manifest_path)
-        specs += [*found.requirements, *found.constraints]
+    # a platform's own extras' requirements explain its changes only (cu130's torch>=2.9.1 not cu124's)
     return tuple(
-        first_lock_report(n, source, pins, locked[n], specs)
+        first_lock_report(n, source, pins, locked[n], [*specs, *found.requirements_of(n), *found.constraints])
         for n, (source, pins) in sorted(firsts.items())
         if n in locked and pins
     )

@@ -367,8 +367,9 @@ class Packages(_Model):
     shared checkout of requirement files, a parent folder's pyproject.toml). Without it, an
     absolute path, a `..` that climbs out, or a symlink or `${NAME}` that leads out is refused."""
     extras: list[Name] = []
-    """Extras of the pyproject.toml named in `from` whose dependencies are locked too (Poetry's
-    `[tool.poetry.extras]` for a Poetry project)."""
+    """Extras of the pyproject.toml named in `from` whose dependencies are locked too, on every
+    platform (Poetry's `[tool.poetry.extras]` for a Poetry project); one platform's own: its
+    `extras`."""
     groups: list[Name] = []
     """PEP 735 dependency groups of the pyproject.toml named in `from` (`{include-group}` expanded),
     or Poetry's `[tool.poetry.group.NAME]` for a Poetry project; with a `Pipfile` in `from` and no
@@ -476,6 +477,11 @@ class Platform(_Model):
     """Overrides of environment marker values for this platform."""
     indexes: list[Name] = []
     """Indexes used on this platform only (like listing it in each index's `platforms`)."""
+    extras: list[Name] = []
+    """Extras of the pyproject.toml named in `from` locked on this platform only, besides
+    `[packages] extras` (common to every platform): a torch variant's extra (`["cu128"]` on
+    `linux-x86_64-cu128`, as `uv sync --extra cu128` selects it). With same-versions, platforms
+    are aligned only with those whose own extras are the same (a variant's torch is its own)."""
 
 
 class Gpu(_Model):
@@ -837,6 +843,20 @@ def _from_rules(m: Manifest) -> list[Problem]:
     return out
 
 
+def _platform_extras_rules(m: Manifest) -> list[Problem]:
+    """A platform's `extras`, like `[packages] extras`, select extras of a pyproject.toml in `from`."""
+    if any(is_pyproject(s) for s in m.packages.from_):
+        return []
+    return [
+        (
+            ("platform", i, "extras"),
+            'extras apply to a pyproject.toml; name one in [packages] `from`, e.g. from = ["pyproject.toml"]',
+        )
+        for i, p in enumerate(m.platform)
+        if p.extras
+    ]
+
+
 def _index_rules(m: Manifest) -> list[Problem]:
     out: list[Problem] = []
     defaults = [i for i, ix in enumerate(m.packages.index) if ix.default]
@@ -1122,6 +1142,7 @@ CROSS_FIELD_RULES: tuple[Callable[[Manifest], list[Problem]], ...] = (
     _unique_names,
     _platform_case,
     _from_rules,
+    _platform_extras_rules,
     _index_rules,
     _index_packages,
     _index_references,

@@ -52,6 +52,12 @@ class SourceSet:
     project_included: bool = False  # a requirements file installs the project itself (`-e .`)
     # lines [packages] skip left out: (the entry, "file:line")
     skipped: tuple[tuple[str, str], ...] = ()
+    # platform -> the requirements its own `extras` add to those every platform has
+    platform_requirements: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def requirements_of(self, platform: str) -> tuple[str, ...]:
+        """Every requirement `platform` locks from the sources: the common ones and its extras'."""
+        return (*self.requirements, *self.platform_requirements.get(platform, ()))
 
 
 def _from_line(manifest_file: Path, index: int, key: str = "from") -> int | None:
@@ -154,6 +160,7 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
         inputs.update(p.files)
         for r in p.requirements:
             via.setdefault(r.name, {})[p.via(r)] = None
+    by_platform = _platform_requirements(manifest, root, reqs, via)
     return SourceSet(
         requirements=tuple(reqs),
         constraints=tuple(cons),
@@ -164,7 +171,33 @@ def read_sources(manifest: Manifest, manifest_path: Path) -> SourceSet:
         via={name: tuple(labels) for name, labels in via.items()},
         project_included=any(p.project_included for p in parsed),
         skipped=tuple((entry, str(origin)) for p in parsed for entry, origin in p.skipped),
+        platform_requirements=by_platform,
     )
+
+
+def _platform_requirements(
+    manifest: Manifest, root: Path, common: dict[str, None], via: dict[str, dict[str, None]]
+) -> dict[str, tuple[str, ...]]:
+    """platform -> the requirements its `[[platform]] extras` add to `common` (each pyproject.toml
+    in `from` read with `[packages] extras` and the platform's; an extra the project does not
+    declare is the same located error `[packages] extras` gives). `via` gains their labels."""
+    from kernodeck.reqfile import parse_pyproject
+
+    pk = manifest.packages
+    out: dict[str, tuple[str, ...]] = {}
+    for plat in manifest.platform:
+        if not plat.extras:
+            continue
+        added: dict[str, None] = {}
+        for entry in (e for e in pk.from_ if is_pyproject(e)):
+            extras = list(dict.fromkeys([*pk.extras, *plat.extras]))
+            parsed = parse_pyproject(root / entry, extras=extras, display_root=root)
+            for r in parsed.requirements:
+                if r.requirement not in common:
+                    added[r.requirement] = None
+                    via.setdefault(r.name, {})[parsed.via(r)] = None
+        out[plat.name] = tuple(added)
+    return out
 
 
 def _check_skip(skip: list[str], parsed: list[ParsedRequirements], mfile: Path) -> None:

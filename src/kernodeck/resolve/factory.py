@@ -94,9 +94,17 @@ class ResolveSettings:
     prereleases: bool = False
     exclude_newer: datetime | None = None
     build_constraints: tuple[str, ...] = ()  # on an sdist build's requirements
+    # platform -> the requirements its own `[[platform]] extras` add (`SourceSet.platform_requirements`)
+    platform_requirements: Mapping[str, tuple[Requirement, ...]] = field(default_factory=dict)
+
+    def requirements_of(self, platform: str) -> tuple[Requirement, ...]:
+        """The root requirements of `platform`: every platform's, then its own extras'."""
+        return (*self.requirements, *self.platform_requirements.get(platform, ()))
 
     @classmethod
-    def from_packages(cls, packages: Packages) -> ResolveSettings:
+    def from_packages(
+        cls, packages: Packages, platform_requirements: Mapping[str, Sequence[str]] | None = None
+    ) -> ResolveSettings:
         return cls(
             requirements=tuple(Requirement(r) for r in packages.requirements),
             constraints=tuple(Requirement(r) for r in packages.constraints),
@@ -104,6 +112,10 @@ class ResolveSettings:
             prereleases=packages.prereleases,
             exclude_newer=packages.exclude_newer,
             build_constraints=tuple(packages.build_constraints),
+            platform_requirements={
+                name: tuple(Requirement(r) for r in reqs)
+                for name, reqs in (platform_requirements or {}).items()
+            },
         )
 
 
@@ -602,7 +614,7 @@ class Factory:
 
     def root_requirements(self) -> list[BaseRequirement]:
         out: list[BaseRequirement] = []
-        for r in self.settings.requirements:
+        for r in self.settings.requirements_of(self.target.name):
             if r.url:
                 raise ResolutionError(
                     f"direct URL requirement {str(r)!r} cannot be locked with hashes from an index",
