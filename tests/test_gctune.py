@@ -29,26 +29,6 @@ def test_thresholds_are_restored_after_an_error() -> None:
         gc.set_threshold(700, 10, 10)
 
 
-def test_objects_left_by_the_block_go_to_the_oldest_generation_unwalked() -> None:
-    gc.collect()
-    with fewer_collections():
-        kept = [[i] for i in range(20_000)]  # young objects that outlive the block
-    assert gc.get_count()[0] < 20_000  # not waiting in the youngest generation to be walked
-    assert gc.get_freeze_count() == 0
-    assert len(kept) == 20_000
-
-
-def test_a_callers_frozen_objects_stay_frozen() -> None:
-    gc.freeze()
-    try:
-        frozen = gc.get_freeze_count()
-        with fewer_collections():
-            pass
-        assert gc.get_freeze_count() == frozen
-    finally:
-        gc.unfreeze()
-
-
 def test_verify_and_require_check_with_fewer_collections(tmp_path: Path) -> None:
     """A training script has imported torch before `require()`: every full collection then walks
     torch's objects too, so the check runs with the raised thresholds, and the script's own are

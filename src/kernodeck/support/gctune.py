@@ -5,10 +5,9 @@ run; with the interpreter's default thresholds, the collector keeps walking all 
 a cold 50-dependency lock: 1.8 of 7 CPU-s in 1,400 collections, 1.2 s in 9 full ones). Kernodeck's
 own data has no reference cycles to reclaim, so the thresholds are raised for the duration of the
 work and restored after: memory held by short-lived cycles elsewhere is still reclaimed, later.
-At the end, the objects still alive are moved to the oldest generation without a walk (freeze, then
-unfreeze): restoring the default thresholds would otherwise start a collection of everything the
-work left in the middle generation at once (measured: 0.56 s at the end of that lock).
-
+(Moving the survivors to the oldest generation at the end, `gc.freeze()` then `gc.unfreeze()`,
+bought under 1 % of a cold 50-dependency lock's instructions, 0.2 % of a warm resolution:
+`benchmarks/internals.py`, issue #39; removed.)
 `verify()` and `require()` run in the same way: in a training script torch is imported first, and
 each full collection then walks torch's objects too (90 ms each on this machine), several of them
 set off by Kernodeck's own imports.
@@ -32,7 +31,4 @@ def fewer_collections() -> Iterator[None]:
     try:
         yield
     finally:
-        if gc.get_freeze_count() == 0:  # never undo a caller's own gc.freeze()
-            gc.freeze()
-            gc.unfreeze()  # into the oldest generation, collected there on its own schedule
         gc.set_threshold(*before)
