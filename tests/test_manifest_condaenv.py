@@ -162,3 +162,22 @@ def test_a_pip_line_no_index_can_lock_is_copied_when_it_names_its_project(
     env = read_conda_env(path, "environment.yml")
     assert env.requirements == ["numpy==1.26.*", *copied]
     assert any(n.startswith(f"environment.yml:4: {line}: {note}") for n in env.notes), env.notes
+
+
+@pytest.mark.parametrize(
+    ("beside", "note"),
+    [
+        ("pyproject.toml", 'add "pyproject.toml" to `from` to lock its dependencies'),
+        ("setup.cfg", "its dependencies are in setup.cfg"),
+        (None, "no pyproject.toml, setup.py or setup.cfg beside it: add its dependencies here"),
+    ],
+)
+def test_the_project_itself_is_named_with_where_its_dependencies_really_are(
+    tmp_path: Path, beside: str | None, note: str
+) -> None:
+    if beside is not None:
+        (tmp_path / beside).write_text("", encoding="utf-8")
+    path = tmp_path / "environment.yml"
+    path.write_text("dependencies:\n  - pip:\n    - -e .\n", encoding="utf-8")
+    env = read_conda_env(path, "environment.yml")
+    assert any(f"-e .: the project itself: {note}" in n for n in env.notes), env.notes

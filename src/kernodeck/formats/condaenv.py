@@ -258,8 +258,10 @@ def _editable(env: CondaEnv, path: Path, where: str, body: str) -> None:
         env.notes.append(f"{where}: {body}: not locked (an editable install): publish it, or pin a release")
         return
     legacy = [n for n in ("setup.py", "setup.cfg") if (path.parent / n).is_file()]
-    if (path.parent / "pyproject.toml").is_file() or not legacy:
+    if (path.parent / "pyproject.toml").is_file():
         what = 'add "pyproject.toml" to `from` to lock its dependencies'
+    elif not legacy:
+        what = "no pyproject.toml, setup.py or setup.cfg beside it: add its dependencies here"
     else:
         what = f"its dependencies are in {' / '.join(legacy)}, which Kernodeck does not run: add them here"
         env.installs_setup = where

@@ -77,11 +77,14 @@ def check_direct_references(manifest: Manifest, manifest_path: Path) -> None:
     the same line in a requirement file is (`reqfile.direct_reference`): `validate`
     (`manifest_warnings`) and `lock`, before anything is resolved. Reading a manifest for anything
     else (verify, a lock file's freshness) does not stop at it."""
+    direct = [(i, req) for i, req in enumerate(map(Requirement, manifest.packages.requirements)) if req.url]
+    if not direct:
+        return  # the requirement-file readers are not imported for a manifest without one
     from kernodeck.reqfile import cannot_carry, direct_reference
 
     mfile = manifest_file(Path(manifest_path))
-    for i, text in enumerate(manifest.packages.requirements):
-        why = direct_reference(Requirement(text))  # the schema parsed it already
+    for i, req in direct:
+        why = direct_reference(req)  # the schema parsed it already
         if why is not None:
             raise ManifestError(
                 [
