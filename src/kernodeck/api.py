@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +18,8 @@ from kernodeck.probe import launch
 from kernodeck.support.gctune import fewer_collections
 
 if TYPE_CHECKING:
-    from kernodeck.probe.runner import Probe
+    from kernodeck.manifest.schema import Manifest
+    from kernodeck.probe.runner import Probe, RealProbe
     from kernodeck.report import Report
 
 # The manifest, pydantic models, packaging and rich are imported inside the functions, after the
@@ -117,7 +119,10 @@ def _verify(
         manifest = load_manifest(file)
         if probe is None:
             chosen = chosen or choose(python)
-            probe = RealProbe(chosen, cache=cache, rehash=rehash, isolate_torch=isolate_torch)
+            real = RealProbe(chosen, cache=cache, rehash=rehash, isolate_torch=isolate_torch)
+            if application and started is not None:
+                _import_torch_ahead(real, manifest, file, platform, only, skip)
+            probe = real
         return run_verify(
             manifest,
             file.absolute(),
@@ -135,6 +140,38 @@ def _verify(
     finally:
         if started is not None:
             launch.discard(started)  # nothing to do when the probe was taken
+
+
+def _import_torch_ahead(
+    probe: RealProbe,
+    manifest: Manifest,
+    file: Path,
+    platform: str | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+) -> None:
+    """require() before the script's `import torch`: torch imported now, in this process, while
+    the environment probe (started before) runs on another core, where the checks would import it
+    here later anyway: the backend or device layer selected, the interpreter checked is this one,
+    torch not imported yet, the platform known without facts (named, or the manifest's only one)
+    and its lock mostly installed (in the wrong environment torch is not imported: layers.run)."""
+    if "torch" in sys.modules or not probe.torch_in_process:
+        return
+    from packaging.markers import default_environment
+
+    from kernodeck.layers import Layer, selected
+    from kernodeck.layers.packages import installed_names, mostly_installed
+    from kernodeck.layers.run import choose_platform
+
+    if not {Layer.BACKEND, Layer.DEVICE} & set(selected(only, skip)):
+        return
+    try:
+        chosen = choose_platform(manifest, None, platform)
+    except KernodeckError:  # several platforms: which one is told by the probe's facts
+        return
+    markers = {k: str(v) for k, v in default_environment().items()}
+    if mostly_installed(file.absolute(), chosen.platform, installed_names(sys.path), markers):
+        probe.import_torch_ahead()
 
 
 @fewer_collections()
