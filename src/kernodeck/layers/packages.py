@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -347,7 +348,7 @@ def installed_names(paths: Iterable[str]) -> set[NormalizedName]:
 
 
 def mostly_installed(
-    manifest_file: Path, platform: Platform, names: set[NormalizedName], markers: dict[str, str]
+    manifest_file: Path, platform: Platform, names: AbstractSet[str], markers: dict[str, str]
 ) -> bool:
     """Whether the platform's lock is mostly installed by `names` (`installed_names`) under the
     marker environment `markers`: not `is_wrong_environment`, decided before the probe's facts

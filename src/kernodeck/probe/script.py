@@ -208,7 +208,8 @@ def _headers(text: str) -> dict[str, list[str]]:
     (a folded License text), as in the email parser."""
     out: dict[str, list[str]] = {}
     last: str | None = None
-    for line in text.split("\n"):
+    end = text.find("\n\n")  # the body (a long description) is not split
+    for line in (text if end < 0 else text[:end]).split("\n"):
         if not line or line == "\r":
             break
         if line[:1] in (" ", "\t"):
@@ -239,10 +240,15 @@ def _dist_entries() -> list[tuple[str, str]]:
             names = sorted(os.listdir(base))
         except OSError:
             continue
+        real_base: str | None = None
         for n in names:
             if n.endswith(".dist-info") or n.endswith(".egg-info"):
                 full = os.path.join(base, n)
-                real = os.path.realpath(full)
+                if os.path.islink(full):
+                    real = os.path.realpath(full)
+                else:  # the folder's real path is its parent's (resolved once) and its name
+                    real_base = real_base or os.path.realpath(base)
+                    real = os.path.join(real_base, n)
                 if real in seen:
                     continue
                 seen.add(real)
