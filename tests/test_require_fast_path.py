@@ -30,8 +30,12 @@ ARCH = platform.machine()
 
 
 def _platforms(*names: str) -> str:
+    """A `[[platform]]` each, of this machine's arch unless the name says `other-arch`."""
+    other = "aarch64" if ARCH != "aarch64" else "x86_64"
     return "".join(
-        f'[[platform]]\nname = "{n}"\nos = "linux"\narch = "{ARCH}"\nbackend = "cpu"\n' for n in names
+        f'[[platform]]\nname = "{n}"\nos = "linux"\narch = "{other if "other-arch" in n else ARCH}"\n'
+        'backend = "cpu"\n'
+        for n in names
     )
 
 
@@ -45,10 +49,14 @@ def _project(folder: Path, pins: dict[str, str], *platforms: str) -> Path:
         f'version = "{sys.version_info.major}.{sys.version_info.minor}"\n'
         '[packages]\nrequirements = ["torch"]\n' + _platforms(*platforms)
     )
-    lines = "".join(f"{n}=={v} \\\n    --hash=sha256:{'0' * 64}\n" for n, v in pins.items())
     for name in platforms:
-        (folder / f"requirements-rebuild-{name}.txt").write_text(f"# platform: {name}\n\n{lines}")
+        _lock(folder, name, pins)
     return manifest
+
+
+def _lock(folder: Path, platform: str, pins: dict[str, str]) -> None:
+    lines = "".join(f"{n}=={v} \\\n    --hash=sha256:{'0' * 64}\n" for n, v in pins.items())
+    (folder / f"requirements-rebuild-{platform}.txt").write_text(f"# platform: {platform}\n\n{lines}")
 
 
 def _site(folder: Path, dists: dict[str, str]) -> Path:
@@ -133,17 +141,39 @@ def test_torch_is_not_imported_ahead_in_the_wrong_environment(
     assert _ahead(this_interpreter, _project(tmp_path / "wrong", missing)) == []
 
 
-def test_torch_is_not_imported_ahead_without_the_torch_layers_or_a_known_platform(
-    this_interpreter: RealProbe, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_torch_is_not_imported_ahead_without_the_torch_layers(
+    this_interpreter: RealProbe, tmp_path: Path
 ) -> None:
     one = _project(tmp_path / "one", PINS)
     assert _ahead(this_interpreter, one, only=("packages", "system")) == []
     assert _ahead(this_interpreter, one, skip=("backend", "device")) == []
-    two = _project(tmp_path / "two", PINS, "cpu-a", "cpu-b")
-    assert _ahead(this_interpreter, two) == []  # which one is told by the probe's facts
-    assert _ahead(this_interpreter, two, platform="cpu-b") == ["ahead"]
-    monkeypatch.setitem(sys.modules, "torch", object())  # the script imported it first
-    assert _ahead(this_interpreter, one) == ["ahead"]  # (no second call)
+
+
+def test_torch_is_imported_ahead_once(
+    this_interpreter: RealProbe, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one = _project(tmp_path / "one", PINS)
+    assert _ahead(this_interpreter, one) == ["ahead"]
+    monkeypatch.setitem(sys.modules, "torch", object())  # (or the script imported it first)
+    assert _ahead(this_interpreter, one) == ["ahead"]
+
+
+WRONG = {"absent-a": "1", "absent-b": "1", "absent-c": "1", "absent-d": "1", "absent-e": "1", "absent-f": "1"}
+
+
+def test_with_several_platforms_each_one_the_facts_may_choose_must_be_installed(
+    this_interpreter: RealProbe, tmp_path: Path
+) -> None:
+    two = _project(tmp_path / "two", PINS, "cpu-a", "cpu-b", "other-arch")
+    _lock(tmp_path / "two", "other-arch", WRONG)  # never chosen on this machine
+    assert _ahead(this_interpreter, two) == ["ahead"]
+    _lock(tmp_path / "two", "cpu-b", {**PINS, **WRONG})  # the facts may choose cpu-b: wrong there
+    this_interpreter.calls.clear()  # type: ignore[attr-defined]
+    assert _ahead(this_interpreter, two) == []
+    assert _ahead(this_interpreter, two, platform="cpu-a") == ["ahead"]  # named: only cpu-a counts
+    only_other = _project(tmp_path / "other", PINS, "other-arch", "other-arch-2")
+    this_interpreter.calls.clear()  # type: ignore[attr-defined]
+    assert _ahead(this_interpreter, only_other) == []  # none of this arch: the facts will say why
 
 
 def test_an_isolated_torch_is_never_imported_here(this_interpreter: RealProbe, tmp_path: Path) -> None:
