@@ -304,3 +304,40 @@ def test_require_before_torch_imports_it_while_the_probe_runs(tmp_path: Path) ->
     status, reported = got["steps"]["torch-import"]
     assert status == "passed"
     assert reported == round(seconds, 6)  # the import stage's time is the early import's
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (ModuleNotFoundError("No module named 'torch'"), "not-installed"),
+        (OSError("libtorch_cpu.so: cannot open shared object file"), "import-failed"),
+        (SystemExit(3), "import-failed"),
+    ],
+)
+def test_an_import_that_failed_ahead_is_the_import_stages_failure(error: BaseException, status: str) -> None:
+    from kernodeck.probe.runner import ProbeRequest, torch_in_process
+    from kernodeck.probe.torch_probe import Imported, first_error
+
+    facts = torch_in_process(ProbeRequest(compute=False), None, Imported(None, error, 0.5))
+    assert (facts.status, facts.error) == (status, first_error(error))
+    assert facts.mode == "in-process"
+
+
+def test_an_import_ahead_keeps_its_failure_as_a_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernodeck.probe import torch_probe
+
+    def broken() -> None:
+        raise ImportError("partially initialized module 'torch'")
+
+    monkeypatch.setattr(torch_probe, "import_torch", broken)
+    got = torch_probe.import_ahead()
+    assert got.module is None and isinstance(got.error, ImportError)
+    with pytest.raises(ImportError, match="partially initialized"):
+        got.importer()
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch_probe, "import_torch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        torch_probe.import_ahead()
