@@ -341,3 +341,40 @@ def test_an_import_ahead_keeps_its_failure_as_a_value(monkeypatch: pytest.Monkey
     monkeypatch.setattr(torch_probe, "import_torch", interrupted)
     with pytest.raises(KeyboardInterrupt):
         torch_probe.import_ahead()
+
+
+# --- the probe reads METADATA's headers only ------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [100, 16_382, 16_383, 16_384, 16_385, 40_000])
+def test_only_the_headers_of_metadata_are_read(tmp_path: Path, size: int) -> None:
+    from kernodeck.probe import script
+
+    text = "Name: x\nClassifier: " + "é" * (size // 2) + "\n\nName: in-the-body\nVersion: 9\n"
+    file = tmp_path / "METADATA"
+    file.write_text(text, "utf-8")
+    assert script._read_headers(str(file), 1 << 22) == text[: text.index("\n\n") + 2]
+    assert script._headers(script._read_headers(str(file), 1 << 22) or "") == {"name": ["x"]}
+    no_body = text.replace("\n\n", "\n")
+    file.write_text(no_body, "utf-8")
+    assert script._read_headers(str(file), 1 << 22) == no_body  # no empty line: all of it
+    assert script._read_headers(str(file), 5) == no_body[:5]
+
+
+def test_the_kept_metadata_fields_and_their_folded_lines() -> None:
+    from kernodeck.probe import script
+
+    text = (
+        "Metadata-Version: 2.1\nname : a\nVERSION:\t1 \nLicense: MIT\n  folded into License\n"
+        "Requires-Dist: b>=1;\n  extra == 'x'\nno colon here\n\tstill Requires-Dist\n"
+        "Provides-Extra: x\nRequires-Python: >=3.10\nProject-URL: a, b\n\nName: body\n"
+    )
+    assert script._headers(text) == {
+        "name": ["a"],
+        "version": ["1"],
+        "requires-dist": ["b>=1; extra == 'x' still Requires-Dist"],
+        "provides-extra": ["x"],
+        "requires-python": [">=3.10"],
+    }
+    crlf = "Name: a\r\nVersion: 1\r\n\r\nName: body\r\n"
+    assert script._headers(crlf) == {"name": ["a"], "version": ["1"]}
