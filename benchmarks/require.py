@@ -12,7 +12,7 @@ the installed versions).
 torch with 375 distributions, every one of them locked (`build_env`): every distribution of
 `--python`'s site-packages (hard links: torch's files are not copied), then clones of its small
 ones (real copies under new names, RECORD rewritten) up to N. Built once in `--workdir`, kept for
-the next run (25 s; 2.2 GB apparent, the clones' 0.2 GB real).
+the next run (25 s here; 247 clones, 20,450 files, 0.54 GB copied; 44,048 RECORD files in all).
 
 Variants, run interleaved (one run of each per round, the order rotated every round), medians
 reported with ratios against `import torch`; the paired ratio is the median of each run against
