@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +18,8 @@ from kernodeck.probe import launch
 from kernodeck.support.gctune import fewer_collections
 
 if TYPE_CHECKING:
-    from kernodeck.probe.runner import Probe
+    from kernodeck.manifest.schema import Manifest, Platform
+    from kernodeck.probe.runner import Probe, RealProbe
     from kernodeck.report import Report
 
 # The manifest, pydantic models, packaging and rich are imported inside the functions, after the
@@ -117,7 +119,10 @@ def _verify(
         manifest = load_manifest(file)
         if probe is None:
             chosen = chosen or choose(python)
-            probe = RealProbe(chosen, cache=cache, rehash=rehash, isolate_torch=isolate_torch)
+            real = RealProbe(chosen, cache=cache, rehash=rehash, isolate_torch=isolate_torch)
+            if application and started is not None:
+                _import_torch_ahead(real, manifest, file, platform, only, skip)
+            probe = real
         return run_verify(
             manifest,
             file.absolute(),
@@ -135,6 +140,53 @@ def _verify(
     finally:
         if started is not None:
             launch.discard(started)  # nothing to do when the probe was taken
+
+
+def _import_torch_ahead(
+    probe: RealProbe,
+    manifest: Manifest,
+    file: Path,
+    platform: str | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+) -> None:
+    """require() before the script's `import torch`: torch imported now, in this process, while
+    the environment probe (started before) runs on another core, where the checks would import it
+    here later anyway: the backend or device layer selected, the interpreter checked is this one,
+    torch not imported yet, and the lock mostly installed (in the wrong environment torch is not
+    imported: layers.run). Which platform the probe's facts will choose is not known yet: every
+    one it may choose (the one named, the manifest's only one, else each of this os and arch)
+    must have its lock mostly installed."""
+    if "torch" in sys.modules or not probe.torch_in_process:
+        return
+    from packaging.markers import default_environment
+
+    from kernodeck.layers import Layer, selected
+    from kernodeck.layers.packages import installed_names, mostly_installed
+
+    if not {Layer.BACKEND, Layer.DEVICE} & set(selected(only, skip)):
+        return
+    candidates = _platforms_possible(manifest, platform)
+    markers = {k: str(v) for k, v in default_environment().items()}
+    names = installed_names(sys.path)
+    if candidates and all(mostly_installed(file.absolute(), p, names, markers) for p in candidates):
+        probe.import_torch_ahead()
+
+
+def _platforms_possible(manifest: Manifest, platform: str | None) -> list[Platform]:
+    """The platforms the probe's facts may choose for this interpreter: the one named or the
+    manifest's only one (as layers.run chooses them), else those of this host's os and arch."""
+    import platform as host
+
+    from kernodeck.layers.run import choose_platform
+    from kernodeck.platforms import norm_arch, os_of_sys_platform
+
+    try:
+        return [choose_platform(manifest, None, platform).platform]
+    except KernodeckError:  # several platforms: the facts tell which
+        pass
+    here = (os_of_sys_platform(sys.platform), norm_arch(host.machine()))
+    return [p for p in manifest.platform if (p.os, norm_arch(p.arch)) == here]
 
 
 @fewer_collections()
@@ -172,7 +224,11 @@ def require(
     the fleet fails or disagrees (kernodeck.fleet). Without a group it is the plain require.
 
     In this interpreter torch's checks run on the torch the script imports (imported once);
-    `isolate_torch=True` runs them in a process of their own, as for `--python` targets.
+    `isolate_torch=True` runs them in a process of their own, as for `--python` targets. Called
+    before the script's `import torch`, require() imports torch while the environment probe runs
+    in its own process (on another core), not after it: unless the lock is mostly missing (the
+    wrong environment, where torch is not imported at all). Measured with a 375-distribution lock in
+    benchmarks/results.md ("require() before `import torch`").
 
     The cyclic collector runs less while Kernodeck imports its modules and checks: after
     `import torch` a full collection walks torch's objects too (90 ms each here), and the

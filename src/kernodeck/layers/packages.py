@@ -10,6 +10,9 @@ of a step and a hint each, and verify says so once at the top of the report."""
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -21,7 +24,7 @@ from kernodeck.layers.context import Context, short
 from kernodeck.layers.contract import required_by
 from kernodeck.layers.unselected import part_hint, unselected
 from kernodeck.lockfile.read import LockFile, LockfileError, Pin, lockfile_path, read_lockfile
-from kernodeck.manifest.schema import Manifest
+from kernodeck.manifest.schema import Manifest, Platform
 from kernodeck.manifest.where import lock_where
 from kernodeck.probe.facts import Distribution, Facts
 from kernodeck.report import Status, Step
@@ -327,6 +330,37 @@ def wrong_environment(facts: Facts, ctx: Context) -> bool:
     env = dict(facts.markers)
     pins = [p for p in lock.pins if p.applies(env)]
     return is_wrong_environment(sum(1 for p in pins if p.key not in installed), len(pins))
+
+
+def installed_names(paths: Iterable[str]) -> set[NormalizedName]:
+    """The names of the distributions whose metadata folders (`.dist-info`, `.egg-info`) lie in
+    the folders `paths` (sys.path), read from the folder names alone: `mostly_installed`'s."""
+    names: set[NormalizedName] = set()
+    for entry in paths:
+        try:
+            listing = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for n in listing:
+            if n.endswith((".dist-info", ".egg-info")):
+                names.add(canonicalize_name(n.rsplit(".", 1)[0].split("-", 1)[0]))
+    return names
+
+
+def mostly_installed(
+    manifest_file: Path, platform: Platform, names: AbstractSet[str], markers: dict[str, str]
+) -> bool:
+    """Whether the platform's lock is mostly installed by `names` (`installed_names`) under the
+    marker environment `markers`: not `is_wrong_environment`, decided before the probe's facts
+    (require() imports torch while the probe runs only then). False when the lock cannot be read.
+    A name its folder spells differently from its METADATA counts as missing: this errs towards
+    False, which only leaves torch to be imported later (`wrong_environment` gives the verdict)."""
+    try:
+        lock = read_lockfile(lockfile_path(manifest_file.parent, platform.name))
+    except LockfileError:
+        return False
+    pins = [p for p in lock.pins if p.applies(markers)]
+    return not is_wrong_environment(sum(1 for p in pins if p.key not in names), len(pins))
 
 
 def _wrong_environment_step(missing: list[Pin], pins: int, install: str, lock_name: str) -> Step:

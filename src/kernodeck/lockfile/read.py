@@ -122,7 +122,15 @@ def lockfile_path(manifest_dir: Path, platform: str) -> Path:
     return requirements_path(manifest_dir, platform)
 
 
+#: The last files parsed, by (path, text): a verify reads one lock in several layers (and
+#: require() once more before the probe's facts), parsed once while its bytes are the same.
+_PARSED: dict[tuple[str, str], LockFile] = {}
+_PARSED_KEEP = 4
+
+
 def read_lockfile(path: str | Path) -> LockFile:
+    """The lock file at `path`, read strictly (LockfileError). Read every time; parsed again only
+    when its text differs from one of the last parsed (each caller gets its own LockFile)."""
     p = Path(path)
     try:
         text = p.read_text("utf-8")
@@ -130,7 +138,14 @@ def read_lockfile(path: str | Path) -> LockFile:
         raise LockfileError(f"no requirements file at {p}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise LockfileError(f"cannot read requirements file {p}: {e}") from None
-    return parse_lockfile(text, p)
+    key = (str(p), text)
+    lock = _PARSED.get(key)
+    if lock is None:
+        lock = parse_lockfile(text, p)
+        while len(_PARSED) >= _PARSED_KEEP:
+            del _PARSED[next(iter(_PARSED))]
+        _PARSED[key] = lock
+    return LockFile(lock.path, list(lock.pins), list(lock.options), dict(lock.header))
 
 
 def parse_lockfile(text: str, path: str | Path = "requirements.txt", *, lenient: bool = False) -> LockFile:

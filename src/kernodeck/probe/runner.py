@@ -31,6 +31,7 @@ from kernodeck.interpreters import Interpreter, choose, is_running
 from kernodeck.probe import launch
 from kernodeck.probe.facts import Facts, TorchCompute, TorchFacts
 from kernodeck.probe.launch import PROBE_DIR, SCRIPT
+from kernodeck.probe.torch_probe import Imported, import_ahead
 from kernodeck.support.envvars import TORCH_TIMEOUT
 from kernodeck.support.firsterror import first_error
 
@@ -147,6 +148,15 @@ class RealProbe:
         self.timeout = timeout
         self.torch_timeout = torch_timeout
         self._torch_absent = False
+        #: `import torch` done ahead (import_torch_ahead), reported by collect_torch
+        self._ahead: Imported | None = None
+
+    def import_torch_ahead(self) -> None:
+        """Import torch in this process now, while the environment probe runs on another core
+        (require() before the script's `import torch`); collect_torch reports its outcome and
+        time as the import stage's. Nothing happens where torch is probed in a process of its own."""
+        if self.torch_in_process and self._ahead is None:
+            self._ahead = import_ahead()
 
     @property
     def python(self) -> str:
@@ -170,7 +180,7 @@ class RealProbe:
                 verified = verified_torch(self._facts)
                 if verified is not None:
                     verdicts = TorchVerdicts(self.cache.path.parent / TORCH_VERDICTS, verified)
-            return torch_in_process(request, verdicts)
+            return torch_in_process(request, verdicts, self._ahead)
         proc = self._start_torch(request)
         facts = self._finish_torch(proc, self.torch_timeout, request)
         facts.mode = "isolated"
@@ -342,17 +352,23 @@ class TorchVerdicts:
             return  # a cache that cannot be written is a cache miss next time
 
 
-def torch_in_process(request: ProbeRequest, verdicts: TorchVerdicts | None = None) -> TorchFacts:
+def torch_in_process(
+    request: ProbeRequest, verdicts: TorchVerdicts | None = None, ahead: Imported | None = None
+) -> TorchFacts:
     """torch's facts gathered in this process, on the torch module it has imported (or imports
-    now): the same stages as the isolated probe, turned into facts the same way. With `verdicts`,
-    the control computation's passing verdict of an earlier run is reused when nothing it depends
-    on changed."""
+    now; `ahead`: the import done while the environment probe ran, its outcome and time reported
+    as the import stage's): the same stages as the isolated probe, turned into facts the same way.
+    With `verdicts`, the control computation's passing verdict of an earlier run is reused when
+    nothing it depends on changed."""
     from kernodeck.probe import torch_probe
 
     stages: dict[str, dict[str, Any]] = {}
     key: str | None = None
     reused = False
-    for stage in torch_probe.stages(request.device, request.compute):
+    importer = ahead.importer if ahead is not None else torch_probe.import_torch
+    for stage in torch_probe.stages(request.device, request.compute, importer=importer):
+        if ahead is not None and stage["stage"] == "import":
+            stage["seconds"] = ahead.seconds
         # as the isolated probe prints them: JSON, so that both paths give the same typed facts
         stages[stage["stage"]] = json.loads(json.dumps(stage, default=str))
         if stage["stage"] == "devices" and verdicts is not None and request.compute:

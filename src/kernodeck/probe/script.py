@@ -202,25 +202,62 @@ def platform_facts() -> dict[str, Any]:
 # --- distributions and RECORD ---------------------------------------------------------------
 
 
+#: The METADATA fields `distributions` keeps (keys in lower case).
+_KEPT = frozenset(("name", "version", "requires-dist", "provides-extra", "requires-python"))
+
+
 def _headers(text: str) -> dict[str, list[str]]:
-    """The header fields of a METADATA file (core metadata), without the email parser's cost.
-    The headers end at the first empty line; a line of blanks continues the field before it
-    (a folded License text), as in the email parser."""
+    """The header fields `distributions` keeps (`_KEPT`) of a METADATA file (core metadata),
+    without the email parser's cost. The headers end at the first empty line; a line of blanks
+    continues the field before it (a folded License text), as in the email parser. The other
+    fields are skipped on their first letter, their folded lines with them."""
     out: dict[str, list[str]] = {}
     last: str | None = None
-    for line in text.split("\n"):
+    end = text.find("\n\n")  # the body (a long description) is not split
+    for line in (text if end < 0 else text[:end]).split("\n"):
         if not line or line == "\r":
             break
-        if line[:1] in (" ", "\t"):
+        if line[0] in " \t":
             folded = line.strip()
             if folded and last is not None:
                 out[last][-1] += " " + folded
             continue
-        if ":" in line:
-            k, v = line.split(":", 1)
-            last = k.strip().lower()
+        if ":" not in line:
+            continue
+        k, v = line.split(":", 1) if line[0] in "NnVvRrPp" else ("", "")
+        key = k.strip().lower()
+        last = key if key in _KEPT else None
+        if last is not None:
             out.setdefault(last, []).append(v.strip())
     return out
+
+
+def _read_headers(path: str, limit: int) -> str | None:
+    """A METADATA file's text up to its first empty line (`_read` of at most `limit` bytes where
+    it has none): the body, a long description, is not read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = b""
+        while len(data) < limit:
+            block = os.read(fd, min(1 << 14, limit - len(data)))
+            if not block:
+                break
+            tail = data[-1:]  # a "\n\n" may begin in the last block
+            end = (tail + block).find(b"\n\n")
+            if end >= 0:
+                cut = len(data) - len(tail) + end + 2  # after the empty line
+                return (data + block)[:cut].decode("utf-8", "replace")
+            data += block
+        return data.decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _canon(name: str) -> str:
@@ -239,10 +276,15 @@ def _dist_entries() -> list[tuple[str, str]]:
             names = sorted(os.listdir(base))
         except OSError:
             continue
+        real_base: str | None = None
         for n in names:
             if n.endswith(".dist-info") or n.endswith(".egg-info"):
                 full = os.path.join(base, n)
-                real = os.path.realpath(full)
+                if os.path.islink(full):
+                    real = os.path.realpath(full)
+                else:  # the folder's real path is its parent's (resolved once) and its name
+                    real_base = real_base or os.path.realpath(base)
+                    real = os.path.join(real_base, n)
                 if real in seen:
                     continue
                 seen.add(real)
@@ -266,7 +308,9 @@ def distributions() -> list[dict[str, Any]]:
         if is_egg and not os.path.isdir(meta_dir):
             text = _read(meta_dir, 1 << 20) or ""
         else:
-            text = _read(os.path.join(meta_dir, "METADATA" if not is_egg else "PKG-INFO"), 1 << 22) or ""
+            text = (
+                _read_headers(os.path.join(meta_dir, "METADATA" if not is_egg else "PKG-INFO"), 1 << 22) or ""
+            )
         h = _headers(text)
         name = (h.get("name") or [""])[0]
         version = (h.get("version") or [""])[0]

@@ -25,6 +25,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 #: The stated tolerance of the control computation: relative Frobenius error of a float32 matrix
@@ -184,6 +185,34 @@ def import_torch() -> Any:
     """torch: the module already imported when there is one (in-process), else imported now."""
     mod = sys.modules.get("torch")
     return mod if mod is not None else importlib.import_module("torch")
+
+
+@dataclass(frozen=True)
+class Imported:
+    """The outcome of an `import torch` done ahead of the stages (require() imports torch while
+    the environment probe runs): the module or what the import raised, and how long it took."""
+
+    module: Any
+    error: BaseException | None
+    seconds: float
+
+    def importer(self) -> Any:
+        """The `importer` of `stages`: the module, or the import's error raised again."""
+        if self.error is not None:
+            raise self.error
+        return self.module
+
+
+def import_ahead() -> Imported:
+    """`import torch` now (the module already imported when there is one), its failure kept as a
+    value for `stages` to report as the import stage's (only KeyboardInterrupt goes through)."""
+    t0 = time.perf_counter()
+    try:
+        return Imported(import_torch(), None, time.perf_counter() - t0)
+    except BaseException as e:  # as stages(): an ImportError, an OSError, a SystemExit...
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return Imported(None, e, time.perf_counter() - t0)
 
 
 def stages(
