@@ -513,24 +513,24 @@ def test_poetry_markers_per_group_and_a_malformed_lock(tmp_path: Path) -> None:
     )
     (tmp_path / "poetry.lock").unlink()
     platforms, text = _init(tmp_path)
-    assert platforms == [("linux-x86_64", None)]  # a wheel no platform installs (tag not-a-wheel)
-    assert (
-        "# this machine; uv.lock covers no linux-x86_64 wheel for torch (through group dev): the first lock may fail"
-        in text
-    )
+    # only the dev group reaches torch (its wheel is no wheel any platform installs): init selects
+    # no group, so nothing the lock needs is missing
+    assert platforms == [("linux-x86_64", None), ("linux-aarch64", None)]
+    assert "the first lock may fail" not in text
 
 
-def test_what_only_an_extra_needs_rules_no_platform_out_and_the_dev_group_is_named(tmp_path: Path) -> None:
+def test_what_only_an_extra_or_a_group_needs_rules_no_platform_out(tmp_path: Path) -> None:
     extras = 'gpu = [{ name = "nvidia-cublas-cu12" }]\n'
     root = _root('{ name = "numpy" }', extras) + '[package.dev-dependencies]\ndev = [{ name = "torch" }]\n\n'
     _write(tmp_path / "uv.lock", _uv_lock(LINUX_DARWIN, root, PYPI_TORCH))
     platforms, text = _init(tmp_path)
-    # the extra gpu is not the user's pick: its Linux-x86_64-only package keeps no platform out
+    # init selects neither the extra gpu (a Linux-x86_64-only package, which would keep aarch64
+    # and macOS out) nor the group dev (torch): the manifest it writes locks numpy alone, and
+    # only numpy's missing Intel macOS wheel keeps a platform out
     assert platforms == [("linux-x86_64", None), ("linux-aarch64", None), ("macos-arm64", None)]
-    assert "nvidia-cublas-cu12" not in text
-    # uv installs the dev group by default: its torch, without an Intel macOS wheel, is named
+    assert "nvidia-cublas-cu12" not in text and "torch" not in text
     assert (
-        "# not proposed: macos-x86_64 (uv.lock: resolution-markers allow it, but torch 2.7.0 (through group dev)"
+        "# not proposed: macos-x86_64 (uv.lock: resolution-markers allow it, but numpy 2.2.6 has only a source distribution for it"
         in text
     )
 
@@ -607,15 +607,16 @@ def test_poetry_optional_edges_count_only_through_an_extra_asked_for(tmp_path: P
         + _poetry_pkg("lazy", "1.9.0", T_LINUX, T_MAC_ARM, T_WIN, sdist=True),
     )
     platforms, text = _init(tmp_path)
-    # winonly: only lightning[win] needs it, and no edge asks for it; lazy (group dev, which Poetry
-    # installs by default) has wheels and none for linux-aarch64: its sdist does not count there
-    assert platforms == [("linux-x86_64", None), ("macos-arm64", None), ("windows-x86_64", None)]
-    assert "winonly" not in text
-    aarch64 = _init(tmp_path, ARM_LINUX)[1]
-    assert (
-        "# this machine; poetry.lock covers no linux-aarch64 wheel for lazy 1.9.0 (through group dev)"
-        in aarch64
-    )
+    # winonly: only lightning[win] needs it, and no edge asks for it; lazy (without a linux-aarch64
+    # wheel) only through the group dev, which init does not select
+    assert platforms == [
+        ("linux-x86_64", None),
+        ("linux-aarch64", None),
+        ("macos-arm64", None),
+        ("macos-x86_64", None),
+        ("windows-x86_64", None),
+    ]
+    assert "winonly" not in text and "lazy" not in text
 
 
 def test_an_sdist_counts_only_where_allow_sdist_names_it(tmp_path: Path) -> None:

@@ -25,14 +25,14 @@ a version with an sdist whose name is allowed builds anywhere, as in the project
 package with no wheel at all (an sdist only) says nothing about platforms. A lock without markers
 whose packages all install anywhere says nothing about platforms. What a platform needs: in
 uv.lock (and poetry.lock with the project's pyproject.toml), the packages reachable from the
-project's own package(s) through its `dependencies`, the variant's own extra and the groups uv
-installs by default (`dev`), then every edge whose marker holds there; elsewhere, the packages
-whose own marker holds there. The project's other extras and groups are not followed: what only an
-extra the user may not pick needs never rules a platform out. Below the project, a marker term on
+project's own package(s) (uv.lock's; poetry.lock's from pyproject.toml) through its
+`dependencies` and the variant's own extra (what the manifest init writes locks), then every edge
+whose marker holds there; elsewhere, the packages whose own marker holds there. The project's
+other extras and its dependency groups (`dev` too: init selects none) are not followed: what only
+they need never rules a platform out. Below the project, a marker term on
 `extra` (or PEP 751's `extras`, `dependency_groups`) holds when it holds for some extra the lock
 names (uv writes its conflict extras and groups as `extra == 'extra-7-proj-cpu'`), so no edge is cut
-by an extra the user may pick; a missing package reached only through the `dev` group is named
-with it ("torch 2.7.0 (through group dev)"). A package's or
+by an extra the user may pick. A package's or
 an edge's marker that cannot be read holds; a platform marker that cannot be read is no evidence.
 
 Variants: when the project routes torch to several backends (`routes`, from `manifest.adopt`), a
@@ -129,7 +129,7 @@ class Uncovered:
 
 @dataclass(frozen=True)
 class _Missing:
-    """A needed package without a wheel for a platform: "torch 2.7.0 (through group dev)", and
+    """A needed package without a wheel for a platform ("torch 2.7.0"), and
     whether the lock has an sdist of it (which a lock takes only where allow-sdist names it)."""
 
     label: str
@@ -281,44 +281,28 @@ class _Needs:
         self._holds: dict[tuple[str, str | None], bool] = {}  # a lock repeats a few markers many times
         self.specific = any(_platform_tags(p, allowed) is not None for p in packages if not p.root)
 
-    def needed(self, target: Target, variant: _Variant) -> list[tuple[LockedPackage, str | None]]:
-        """The packages `target` needs in `variant`, each with the root extra or group it is only
-        reached through ("group dev"; None: a dependency of the project itself or of
-        the variant's own extra)."""
+    def needed(self, target: Target, variant: _Variant) -> list[LockedPackage]:
+        """The packages `target` needs in `variant` (see `_root_entries`)."""
         if not self.roots:
             return [
-                (p, None)
-                for p in self.packages
-                if self.holds(target, p.marker) and _in_variant(p, variant.backend)
+                p for p in self.packages if self.holds(target, p.marker) and _in_variant(p, variant.backend)
             ]
-        found: dict[int, str | None] = {}
+        found: set[int] = set()
         seen: set[tuple[int, str | None]] = set()
-        for via, edges in _root_entries(self.roots, variant):  # the project's own dependencies first
-            self._walk(target, variant.backend, list(edges), via, found, seen)
-        return [(p, found[id(p)]) for p in self.packages if id(p) in found and not p.root]
-
-    def _walk(
-        self,
-        target: Target,
-        backend: str | None,
-        todo: list[Edge],
-        via: str | None,
-        found: dict[int, str | None],
-        seen: set[tuple[int, str | None]],
-    ) -> None:
-        """Follow `todo`'s edges that hold on `target`, recording each package reached (and `via`)."""
+        todo = [edge for edges in _root_entries(self.roots, variant) for edge in edges]
         while todo:
             edge = todo.pop()
             if not self.holds(target, edge.marker):
                 continue
             for dep in self._packages_of(edge):
-                if not _in_variant(dep, backend):
+                if not _in_variant(dep, variant.backend):
                     continue
-                found.setdefault(id(dep), via)
+                found.add(id(dep))
                 for group in (None, *edge.extras):
                     if (id(dep), group) not in seen:
                         seen.add((id(dep), group))
                         todo.extend(dep.edges if group is None else dep.extras.get(group, ()))
+        return [p for p in self.packages if id(p) in found and not p.root]
 
     def holds(self, target: Target, marker: str | None) -> bool:
         """`_holds` with the lock's extras, remembered per target and marker."""
@@ -343,24 +327,15 @@ def _all_edges(p: LockedPackage) -> Iterator[Edge]:
             yield from edges
 
 
-#: The dependency groups uv installs unless told otherwise (`[tool.uv] default-groups`).
-DEFAULT_GROUPS = ("dev",)
-
-
-def _root_entries(
-    roots: list[LockedPackage], variant: _Variant
-) -> Iterator[tuple[str | None, Sequence[Edge]]]:
-    """The project's edges a platform needs, labelled by what selects them: its dependencies and
-    the variant's own extra (None), then the groups uv installs by default ("group dev"). Its other
-    extras are left out: what only an extra the user may not pick needs never rules a platform out."""
+def _root_entries(roots: list[LockedPackage], variant: _Variant) -> Iterator[Sequence[Edge]]:
+    """The project's edges a platform needs: what the manifest init writes locks there, its
+    dependencies and the variant's own extra. Its other extras and its dependency groups (uv's
+    and Poetry's `dev` included: init selects none) are left out: what only they need never rules
+    a platform out."""
     for root in roots:
-        yield None, root.edges
+        yield root.edges
         if variant.extra is not None:
-            yield None, root.extras.get(variant.extra, ())
-    for root in roots:
-        for name in DEFAULT_GROUPS:
-            if name in root.groups:
-                yield f"group {name}", root.groups[name]
+            yield root.extras.get(variant.extra, ())
 
 
 def _in_variant(p: LockedPackage, backend: str | None) -> bool:
@@ -371,23 +346,19 @@ def _in_variant(p: LockedPackage, backend: str | None) -> bool:
     return found is None or found[1] == backend
 
 
-def _missing(
-    needed: list[tuple[LockedPackage, str | None]], target: Target, allowed: frozenset[str]
-) -> _Missing | None:
+def _missing(needed: list[LockedPackage], target: Target, allowed: frozenset[str]) -> _Missing | None:
     """The first needed package (by name, over its needed versions) with only platform-specific
-    wheels, none of which `target` installs: "torch 2.7.0", "torch 2.7.0 (through group dev)"; None
-    when every one has a wheel (see `_platform_tags`)."""
-    by_name: dict[str, list[tuple[LockedPackage, str | None]]] = {}
-    for p, via in needed:
-        by_name.setdefault(canonicalize_name(p.name), []).append((p, via))
+    wheels, none of which `target` installs ("torch 2.7.0"); None when every one has a wheel (see
+    `_platform_tags`)."""
+    by_name: dict[str, list[LockedPackage]] = {}
+    for p in needed:
+        by_name.setdefault(canonicalize_name(p.name), []).append(p)
     for versions in by_name.values():
-        tags = [_platform_tags(p, allowed) for p, _ in versions]
+        tags = [_platform_tags(p, allowed) for p in versions]
         if any(t is None or any(target.supports(ts) for ts in t) for t in tags):
             continue
-        first, via = versions[0]
-        label = " ".join([first.name, " / ".join(p.version for p, _ in versions if p.version)]).strip()
-        sdist = any(p.has_sdist for p, _ in versions)
-        return _Missing(label + (f" (through {via})" if via else ""), sdist)
+        label = " ".join([versions[0].name, " / ".join(p.version for p in versions if p.version)]).strip()
+        return _Missing(label, any(p.has_sdist for p in versions))
     return None
 
 
