@@ -72,3 +72,51 @@ def test_a_change_no_requirement_explains_is_put_on_the_resolver() -> None:
     assert r.line().startswith(
         "linux-x86_64: kept 1 of 2 pins from kernodeck-env-pins.txt; changed: numpy 1.26.4"
     )
+
+
+def test_a_preferred_pin_without_a_local_label_keeps_its_release_on_a_backend_index(
+    tmp_path: Path,
+    pytorch_index: IndexFactory,
+    served_index: Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A project lock of the default index's build names `torch 2.6.0`; the cu126 index lists it
+    as `2.6.0+cu126` beside a newer `2.7.0+cu126`: the first lock keeps the release (not the
+    newer one) and says it kept it (before: 2.7.0+cu126, "another version was needed")."""
+    import tomlkit
+
+    from kernodeck.lockfile.names import requirements_filename
+    from kernodeck.manifest.init import HostFacts, starter_document
+    from tests.fixtures.lock_project import pins
+
+    monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
+    for py in ("310", "311", "312"):
+        pytorch_index.add_wheel(
+            "torch",
+            "2.7.0+cu126",
+            tags=f"cp{py}-cp{py}-manylinux_2_28_x86_64",
+            requires=["filelock"],
+            index="cu126",
+            upload_time="2025-04-01T00:00:00Z",
+        )
+    proj = tmp_path / "proj"
+    _write(proj / "requirements.txt", f"--extra-index-url {served_index.pytorch_base}/cu126\ntorch>=2.6\n")
+    _write(
+        proj / "pylock.toml",
+        'lock-version = "1.0"\ncreated-by = "x"\n[[packages]]\nname = "torch"\nversion = "2.6.0"\n',
+    )
+    facts = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
+    doc = starter_document(proj, facts=facts, git=None)
+    default = tomlkit.table()
+    default.update({"name": "default", "url": served_index.url(), "default": True})
+    doc["packages"]["index"] = tomlkit.aot()
+    doc["packages"]["index"].append(default)
+    (proj / "repro.toml").write_text(tomlkit.dumps(doc))
+    assert [str(p["name"]) for p in doc["platform"]] == ["linux-x86_64-cu126"]
+    capsys.readouterr()
+    assert main(["lock", str(proj / "repro.toml")]) == 0
+    locked = pins((proj / requirements_filename("linux-x86_64-cu126")).read_text())
+    assert locked["torch"] == "2.6.0+cu126"
+    err = capsys.readouterr().err
+    assert "linux-x86_64-cu126: kept 1 of 1 pins from pylock.toml" in err, err

@@ -458,6 +458,17 @@ class ProjectFiles:
         """Whether the page lists `version` at all."""
         return version in self._by_version
 
+    def listed_as(self, version: Version | None) -> Version | None:
+        """A preferred `version` as this page lists it: itself; or, for one without a local label
+        (`2.5.1`, from a lock of the default index's build), the one release of that public
+        version the page has (`2.5.1+cu124` on a PyTorch index); None when it lists neither."""
+        if version is None or version in self._by_version:
+            return version
+        if version.local is not None:
+            return None
+        same = [v for v in self.all_versions if v.public == version.public]
+        return same[0] if len(same) == 1 else None
+
     def verdicts(self, version: Version) -> _Verdicts:
         hit = self._verdicts.get(version)
         if hit is not None:
@@ -766,8 +777,8 @@ class Factory:
 
     def _likely_version(self, pf: ProjectFiles, requirement: BaseRequirement | None) -> Version | None:
         order = list(pf.all_versions)
-        pref = self.preferred.get(pf.name)
-        if pref is not None and pf.known(pref):
+        pref = pf.listed_as(self.preferred.get(pf.name))
+        if pref is not None:
             order.remove(pref)
             order.insert(0, pref)
         for v in order:
@@ -799,7 +810,8 @@ class Factory:
         allow_pre = self.prereleases_allowed(name, [])
         cons = [c.specifier for c in self.constraints.get(name, [])]
         order = list(pf.all_versions)
-        if preferred is not None and pf.known(preferred):
+        preferred = pf.listed_as(preferred)
+        if preferred is not None:
             order.remove(preferred)
             order.insert(0, preferred)
         for v in order:
@@ -860,8 +872,8 @@ class Factory:
                 and all(r.allows(v) for r in requirements)
             )
 
-        pref = self.preferred.get(name)
-        if pref is not None and not (pf.known(pref) and wanted(pref)):
+        pref = pf.listed_as(self.preferred.get(name))
+        if pref is not None and not wanted(pref):
             pref = None
 
         def ordered() -> Iterable[Version]:
