@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -259,3 +260,34 @@ def test_a_python_version_file_that_names_no_cpython_is_ignored(tmp_path: Path) 
     assert main(["init", str(tmp_path)]) == 0
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert load_manifest(tmp_path / "repro.toml").python.version == running
+
+
+@pytest.mark.parametrize(
+    ("requirements", "backend"),
+    [("rich\n", None), ("torch==2.13.0\nrich\n", "cpu")],
+)
+def test_an_installed_torch_gives_a_backend_only_to_a_project_that_requires_torch(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    requirements: str,
+    backend: str | None,
+) -> None:
+    """torch installed where init looks (here: beside Kernodeck, no project environment) says
+    which build that environment has; a project whose requirements name no torch gets no backend
+    (verify would look for a torch nothing installs), and repro.toml says why."""
+    import kernodeck.manifest.init as init
+
+    facts = init.HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
+    facts.backend, note = init.torch_backend("linux", "2.13.0+cpu")
+    facts.notes.append(note or "")
+    monkeypatch.setattr(init, "project_interpreter", lambda directory: None)
+    monkeypatch.setattr(
+        init, "host_facts", lambda python=None: dataclasses.replace(facts, notes=list(facts.notes))
+    )
+    (tmp_path / "requirements.txt").write_text(requirements, encoding="utf-8")
+    assert main(["init", str(tmp_path)]) == 0
+    (platform,) = load_manifest(tmp_path / "repro.toml").platform
+    assert platform.backend == backend
+    said = "# torch 2.13.0+cpu is installed, but the project requires no torch: no backend"
+    assert (said in (tmp_path / "repro.toml").read_text()) is (backend is None)

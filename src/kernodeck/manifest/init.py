@@ -484,6 +484,8 @@ def _host_platform(
         p.add("macos", facts.macos)
     if backend:
         _kv(p, "backend", backend, why)
+    elif why:  # why there is none: torch installed from the default index, or not required
+        p.add(tomlkit.comment(why))
     return p
 
 
@@ -610,16 +612,16 @@ def write_starter(
         "fixed or listed under [packages] skip (see the comment in repro.toml)"
         for where, _ in found.uncarried
     ]
-    text = tomlkit.dumps(
-        starter_document(
-            directory,
-            name=name,
-            facts=facts,
-            git=state if isinstance(state, GitState) else None,
-            env=env,
-            found=found,
+    git = state if isinstance(state, GitState) else None
+    text = tomlkit.dumps(starter_document(directory, name=name, facts=facts, git=git, env=env, found=found))
+    if facts is not None and facts.backend is not None and _locks_torch(text, path) is False:
+        # an installed torch says which build an environment has; a project whose requirements
+        # name no torch needs no backend (verify would then look for a torch nothing installs)
+        said = f"{'; '.join(facts.notes)}, but the project requires no torch: no backend"
+        facts = dataclasses.replace(facts, backend=None, notes=[said])
+        text = tomlkit.dumps(
+            starter_document(directory, name=name, facts=facts, git=git, env=env, found=found)
         )
-    )
     loads_manifest(text, str(path))  # the starter must validate; a failure here is a bug, not bad input
     with editing(path):  # another process may have written one meanwhile: checked again, under the lock
         if path.exists() and not force:
@@ -628,3 +630,30 @@ def write_starter(
             write_env_pins(directory, env)
         atomic_write_text(path, text)
     return path, notes
+
+
+def _locks_torch(text: str, path: Path) -> bool | None:
+    """Whether the starter `text` (for `path`) locks torch: its `[packages] requirements` or what
+    its `from` sources require, on any platform; None when it requires nothing yet or its sources
+    cannot be read (then an installed torch is the only evidence of the build, and stays)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from kernodeck.errors import KernodeckError
+    from kernodeck.manifest.sources import read_sources
+
+    manifest = loads_manifest(text, str(path))
+    try:
+        found = read_sources(manifest, path)
+    except KernodeckError:
+        return None
+    every = [*manifest.packages.requirements, *found.requirements]
+    every += [r for own in found.platform_requirements.values() for r in own]
+    if not every:
+        return None
+    for line in every:
+        try:
+            if Requirement(line).name.lower() == "torch":
+                return True
+        except InvalidRequirement:
+            continue
+    return False
