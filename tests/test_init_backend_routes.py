@@ -19,7 +19,7 @@ from kernodeck.manifest.fromenv import EnvAdoption
 from kernodeck.manifest.init import HostFacts, starter_document
 from tests.fixtures.adopt_project import write as _write
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.fixtures.lock_project import pins
+from tests.fixtures.lock_project import pins, with_default_index
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
@@ -121,12 +121,7 @@ def test_the_first_lock_gives_each_uv_variant_its_own_torch(
     proj = tmp_path / "proj"
     _uv_project(proj, served_index.pytorch_base, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch>=2.6"]')
     path, _ = _init(proj)
-    doc = tomlkit.parse(path.read_text())
-    default = tomlkit.table()  # PyPI's part, served on loopback
-    default.update({"name": "default", "url": served_index.url(), "default": True})
-    doc["packages"]["index"] = tomlkit.aot()
-    doc["packages"]["index"].append(default)
-    path.write_text(tomlkit.dumps(doc))
+    with_default_index(path, served_index.url())  # PyPI's part, served on loopback
     assert main(["lock", str(path), "-q"]) == 0
     torch = {
         name: pins((proj / requirements_filename(name)).read_text())["torch"]
@@ -189,12 +184,7 @@ def test_the_first_lock_of_conflicting_variants_gives_each_its_own_range(
     proj = tmp_path / "proj"
     _uv_project(proj, served_index.pytorch_base, BY_EXTRA, 'cpu = ["torch>=2.6"]\ncu126 = ["torch>=2.7.1"]')
     path, _ = _init(proj)
-    doc = tomlkit.parse(path.read_text())
-    default = tomlkit.table()
-    default.update({"name": "default", "url": served_index.url(), "default": True})
-    doc["packages"]["index"] = tomlkit.aot()
-    doc["packages"]["index"].append(default)
-    path.write_text(tomlkit.dumps(doc))
+    with_default_index(path, served_index.url())
     assert main(["lock", str(path), "-q"]) == 0
     torch = {
         name: pins((proj / requirements_filename(name)).read_text())["torch"]

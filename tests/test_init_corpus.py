@@ -30,7 +30,7 @@ from kernodeck.reqfile import read_pyproject
 from kernodeck.support.tomltext import parse_toml
 from tests.fixtures.corpus_index import serve_layout
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.fixtures.lock_project import pins
+from tests.fixtures.lock_project import pins, with_default_index
 
 CORPUS = Path(__file__).parent / "data" / "init_corpus"
 LINUX = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
@@ -182,13 +182,7 @@ def _variants(project: Path, manifest_path: Path) -> dict[str, list[str]]:
 
 
 def _point_at(path: Path, server: Server, index: str) -> None:
-    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    default = tomlkit.table()  # PyTorch's part and PyPI's part, served on loopback
-    default.update({"name": "default", "url": server.url(index), "default": True})
-    doc["packages"]["index"] = tomlkit.aot()
-    doc["packages"]["index"].append(default)
-    doc["packages"]["pytorch-index"] = server.pytorch_base
-    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    with_default_index(path, server.url(index), server.pytorch_base)  # PyPI's and PyTorch's parts
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.id.endswith(":lock")])

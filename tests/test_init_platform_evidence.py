@@ -23,7 +23,7 @@ from kernodeck.manifest.init import HostFacts, starter_document
 from tests.fixtures.adopt_project import uv_lock as real_uv_lock
 from tests.fixtures.adopt_project import write as _write
 from tests.fixtures.index_factory import IndexFactory, Server
-from tests.fixtures.lock_project import pins
+from tests.fixtures.lock_project import pins, with_default_index
 
 pytest_plugins = ["tests.fixtures.index_fixtures"]
 
@@ -396,12 +396,7 @@ def test_a_real_uv_lock_of_routed_variants_and_a_first_lock_of_every_proposed_pl
     )
     assert "not proposed: macos-x86_64-cpu (uv.lock: resolution-markers allow it, but torch 2.6.0 has" in text
     path = proj / "repro.toml"
-    doc = tomlkit.parse(path.read_text())
-    default = tomlkit.table()  # PyPI's part, served on loopback
-    default.update({"name": "default", "url": served_index.url(), "default": True})
-    doc["packages"]["index"] = tomlkit.aot()
-    doc["packages"]["index"].append(default)
-    path.write_text(tomlkit.dumps(doc))
+    with_default_index(path, served_index.url())  # PyPI's part, served on loopback
     assert main(["lock", str(path), "-q"]) == 0
     torch = {name: pins((proj / requirements_filename(name)).read_text())["torch"] for name, _ in platforms}
     assert torch == {

@@ -88,7 +88,7 @@ def test_a_preferred_pin_without_a_local_label_keeps_its_release_on_a_backend_in
 
     from kernodeck.lockfile.names import requirements_filename
     from kernodeck.manifest.init import HostFacts, starter_document
-    from tests.fixtures.lock_project import pins
+    from tests.fixtures.lock_project import pins, with_default_index
 
     monkeypatch.setenv("KERNODECK_CACHE_DIR", str(tmp_path / "cache"))
     for py in ("310", "311", "312"):
@@ -108,11 +108,8 @@ def test_a_preferred_pin_without_a_local_label_keeps_its_release_on_a_backend_in
     )
     facts = HostFacts("3.11", "cpython", "linux", "x86_64", glibc="2.35")
     doc = starter_document(proj, facts=facts, git=None)
-    default = tomlkit.table()
-    default.update({"name": "default", "url": served_index.url(), "default": True})
-    doc["packages"]["index"] = tomlkit.aot()
-    doc["packages"]["index"].append(default)
     (proj / "repro.toml").write_text(tomlkit.dumps(doc))
+    with_default_index(proj / "repro.toml", served_index.url())
     assert [str(p["name"]) for p in doc["platform"]] == ["linux-x86_64-cu126"]
     capsys.readouterr()
     assert main(["lock", str(proj / "repro.toml")]) == 0
