@@ -28,7 +28,7 @@ from kernodeck.manifest.adopt import VARIANT_EXTRAS, BackendRoute, Discovery, di
 from kernodeck.manifest.edit import editing
 from kernodeck.manifest.fromenv import ENV_PINS, EnvAdoption, write_env_pins
 from kernodeck.manifest.load import loads_manifest
-from kernodeck.manifest.lockplatforms import Covered, Found, os_runs, platform_evidence
+from kernodeck.manifest.lockplatforms import Covered, Found, marker_holds_on, os_runs, platform_evidence
 from kernodeck.manifest.schema import Python
 from kernodeck.support.fsio import atomic_write_text
 
@@ -489,29 +489,6 @@ def _host_platform(
     return p
 
 
-def _marker_holds(marker: str | None, facts: HostFacts) -> bool:
-    """Whether a uv route's marker holds on this machine (a marker that cannot be read holds)."""
-    if marker is None:
-        return True
-    from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName, default_environment
-
-    env: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
-    env.update(
-        sys_platform={"linux": "linux", "macos": "darwin", "windows": "win32"}[facts.os],
-        platform_system={"linux": "Linux", "macos": "Darwin", "windows": "Windows"}[facts.os],
-        platform_machine={"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "arm64"}.get(
-            facts.arch, facts.arch
-        ),
-        os_name="nt" if facts.os == "windows" else "posix",
-        python_version=facts.python_version,
-        extra="",
-    )
-    try:
-        return Marker(marker).evaluate(env)
-    except (InvalidMarker, UndefinedEnvironmentName):
-        return True
-
-
 def _variants(found: Discovery, facts: HostFacts) -> tuple[list[tuple[str | None, str | None]], list[str]]:
     """(backend, why) of each platform of this machine: one per backend the project routes torch
     to (found.routes) that this machine runs, in the order found, each with its evidence; else
@@ -522,6 +499,7 @@ def _variants(found: Discovery, facts: HostFacts) -> tuple[list[tuple[str | None
     if labelled is not None:
         seen[labelled[0]] = labelled[1]
     left_out: dict[str, str] = {}
+    python = Python.model_validate({"version": facts.python_version, "implementation": facts.implementation})
     for route in found.routes:
         if route.backend in seen or route.backend in left_out:
             continue
@@ -529,7 +507,7 @@ def _variants(found: Discovery, facts: HostFacts) -> tuple[list[tuple[str | None
             left_out[route.backend] = (
                 f"{route.evidence}: not proposed ({facts.os} runs no {route.backend} build)"
             )
-        elif not _marker_holds(route.marker, facts):
+        elif not marker_holds_on(facts.os, facts.arch, python, route.marker):
             left_out[route.backend] = (
                 f"{route.evidence}: not proposed (the marker does not hold on this machine)"
             )

@@ -219,6 +219,19 @@ def _holds(target: Target, marker: str | None, extras: Sequence[str] = ()) -> bo
     return marker is None or _evaluate(target, marker, extras) is not False
 
 
+def marker_holds_on(os_name: str, arch: str, python: Python, marker: str | None) -> bool:
+    """Whether a route's marker holds on that platform, in the marker environment the evidence is
+    read in (`targets.Target`); a marker that cannot be read, or a platform Kernodeck has no
+    environment for, holds."""
+    if marker is None:
+        return True
+    try:
+        target = Target.from_platform(_platform(os_name, arch, None), python)
+    except ValueError:
+        return True
+    return _holds(target, marker)
+
+
 def _any_holds(target: Target, markers: Iterable[str], extras: Sequence[str]) -> bool:
     """Whether one of a lock's platform markers holds (see `_evaluate`); one that cannot be read is
     no evidence."""
