@@ -211,6 +211,7 @@ def test_preferences_from_poetry_and_pylock_files(tmp_path: Path) -> None:
     found = project_lock(tmp_path)
     assert found is not None and found.file == "poetry.lock"
     assert {k: str(v) for k, v in found.pins.items()} == {"click": "8.1.7", "rich": "13.7.1"}
+    assert found.note is None  # one version each: nothing to say
     _write(
         tmp_path / "pylock.toml",
         'lock-version = "1.0"\n[[packages]]\nname = "numpy"\nversion = "2.1.0"\n'
@@ -219,6 +220,11 @@ def test_preferences_from_poetry_and_pylock_files(tmp_path: Path) -> None:
     found = project_lock(tmp_path)
     assert found is not None and found.file == "pylock.toml"  # pylock.toml before poetry.lock
     assert {k: str(v) for k, v in found.pins.items()} == {"numpy": "2.1.0"}  # torch: two versions
+    # and the note says so: the first lock does not keep uv's (or the lock's) version of it
+    assert found.note == (
+        "pylock.toml pins torch at several versions (forked by markers): a first lock does not "
+        "prefer any of them and resolves them afresh"
+    )
 
 
 def test_large_files_elsewhere_are_proposed_but_not_those_of_a_venv(tmp_path: Path) -> None:

@@ -840,6 +840,26 @@ class ProjectLock:
     sdist_only: tuple[tuple[str, str], ...] = ()
 
 
+def _lock_note(name: str, merged: str | None, found: list[tuple[str, str]]) -> str | None:
+    """What a first lock does with a project lock that has git conflict markers (`merged`) or
+    pins a package at several versions (forked by markers); None when there is nothing to say."""
+    said = []
+    if merged:
+        said.append(
+            f"{merged}: a first lock prefers the pins outside them and resolves those between them afresh"
+        )
+    seen: dict[str, set[str]] = {}
+    for pkg, version in found:
+        seen.setdefault(canonicalize_name(pkg), set()).add(version)
+    forked = sorted(k for k, v in seen.items() if len(v) > 1)
+    if forked:
+        said.append(
+            f"{name} pins {', '.join(forked)} at several versions (forked by markers): a first lock "
+            "does not prefer any of them and resolves them afresh"
+        )
+    return "; ".join(said) or None
+
+
 def _single_pins(found: list[tuple[str, str]]) -> dict[str, Version]:
     """Canonical name -> version, sorted, for the packages pinned at exactly one valid version."""
     seen: dict[str, set[str]] = {}
@@ -888,13 +908,8 @@ def project_lock(folder: Path) -> ProjectLock | None:
         found = fmt.pins(data)
         if found is None:
             continue
-        note = (
-            f"{merged}: a first lock prefers the pins outside them and resolves those between them afresh"
-            if merged
-            else None
-        )
         sdists = tuple((p.name, p.version) for p in formats.sdist_only(fmt.evidence(data).packages))
-        return ProjectLock(name, _single_pins(found), note, sdists)
+        return ProjectLock(name, _single_pins(found), _lock_note(name, merged, found), sdists)
     compiled = sorted(_compiled_pairs(folder)[0])
     if compiled:  # a pip-tools layout: the compiled files are its lock
         pinned: dict[str, set[Version]] = {}
